@@ -1,0 +1,34 @@
+# NovelGraph: `make run` serves the app on 127.0.0.1:8000; `make test` runs every test.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: run test setup migrate bench lint browser-deps clean
+
+$(STAMP): requirements.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements.txt
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+migrate: setup
+	$(PY) manage.py migrate --noinput
+
+run: migrate
+	$(PY) manage.py ensure_local_author
+	$(PY) manage.py runserver 127.0.0.1:8000
+
+test: setup
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+bench: setup
+	$(PY) -m bench.run_all $(BENCH_ARGS)
+
+lint: setup
+	$(VENV)/bin/ruff check .
+
+clean:
+	rm -rf $(VENV) var staticfiles .pytest_cache

@@ -1,0 +1,9 @@
+from django.db import migrations
+
+from novelgraph.db import AppendOnly
+
+
+class Migration(migrations.Migration):
+    dependencies = [("approvals", "0002_initial")]
+
+    operations = [AppendOnly("approvals_decisionlogentry")]

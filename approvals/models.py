@@ -1,0 +1,180 @@
+"""Approvals (what waits for the author) and the hash-chained decision log."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import models
+from django.db.models import Q
+
+from novelgraph.db import TimeStampedModel, enum_check
+
+
+class ApprovalKind(models.TextChoices):
+    STORY_CHARTER = "story-charter", "Story charter"
+    CANON_PROMOTION = "canon-promotion", "Canon promotion"
+    RESEARCH_ADMISSION = "research-admission", "Research admission"
+    GATE = "gate", "Gate"
+
+
+class Verdict(models.TextChoices):
+    APPROVE = "approve", "Approve"
+    REJECT = "reject", "Reject"
+    APPROVE_WITH_CONSTRAINT = "approve-with-constraint", "Approve with constraint"
+    REDIRECT = "redirect", "Redirect (steer)"
+    EXPLORE_ALTERNATIVES = "explore-alternatives", "Explore alternatives"
+    ABANDON = "abandon", "Abandon"
+    PARK = "park", "Park (defer)"
+    EXTEND = "extend", "Extend (override a bound)"
+
+
+class Reversibility(models.TextChoices):
+    REVERSIBLE = "reversible", "Reversible"
+    COSTLY = "costly-to-reverse", "Costly to reverse"
+    ONE_WAY_DOOR = "one-way-door", "One-way door"
+
+
+class Gate(models.TextChoices):
+    G0 = "G0", "G0 intake"
+    G1 = "G1", "G1 strategy"
+    G1_5 = "G1.5", "G1.5 domain and bet"
+    G2 = "G2", "G2 convergence"
+    G3 = "G3", "G3 hand-off"
+
+
+class ApprovalStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    DECIDED = "decided", "Decided"
+    SUPERSEDED = "superseded", "Superseded (the subject changed)"
+
+
+class Approval(TimeStampedModel):
+    """A decision that waits for the book's author."""
+
+    Status = ApprovalStatus
+
+    book = models.ForeignKey("discovery.Book", on_delete=models.PROTECT, related_name="approvals")
+    kind = models.CharField(max_length=20, choices=ApprovalKind.choices)
+    subject_type = models.CharField(max_length=30)
+    subject_id = models.CharField(max_length=64)
+    # A digest of the subject when the approval was requested. If the subject
+    # changes afterwards, the approval lapses: the author never decides on a
+    # proposal other than the one shown.
+    subject_digest = models.CharField(max_length=64)
+    gate = models.CharField(max_length=4, choices=Gate.choices, null=True, blank=True)
+    summary = models.CharField(max_length=500)
+    note = models.TextField(blank=True, max_length=10_000)
+    requested_by_role = models.CharField(max_length=10)
+    requested_by_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+    )
+    reversibility_class = models.CharField(
+        max_length=20, choices=Reversibility.choices, default=Reversibility.REVERSIBLE
+    )
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.PENDING)
+    verdict = models.CharField(max_length=30, choices=Verdict.choices, null=True, blank=True)
+    rationale = models.TextField(blank=True, max_length=10_000)
+    constraint = models.TextField(blank=True, max_length=10_000)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+    )
+    decided_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [
+            models.Index(fields=["book", "status"]),
+            models.Index(fields=["subject_type", "subject_id"]),
+        ]
+        constraints = [
+            enum_check("kind", ApprovalKind, "approval_kind_valid"),
+            enum_check("status", ApprovalStatus, "approval_status_valid"),
+            enum_check("reversibility_class", Reversibility, "approval_reversibility_valid"),
+            models.CheckConstraint(
+                condition=Q(verdict__isnull=True) | Q(verdict__in=Verdict.values),
+                name="approval_verdict_valid",
+            ),
+            # A decided approval names its verdict, its human decider and a rationale.
+            models.CheckConstraint(
+                condition=~Q(status="decided")
+                | (Q(verdict__isnull=False) & Q(decided_by__isnull=False) & ~Q(rationale="")),
+                name="approval_decided_complete",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()}: {self.summary}"
+
+
+class DecisionLogEntry(models.Model):
+    """One row of a book's append-only, hash-chained, HMAC-sealed decision log."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    book = models.ForeignKey("discovery.Book", on_delete=models.PROTECT, related_name="decision_log")
+    sequence = models.PositiveIntegerField()
+    ts = models.DateTimeField()
+    gate = models.CharField(max_length=4, choices=Gate.choices, null=True, blank=True)
+    decision = models.CharField(max_length=30, choices=Verdict.choices)
+    subject_type = models.CharField(max_length=30)
+    subject_id = models.CharField(max_length=64)
+    # "author:<username>" for a person; "controller:sol" for an automatic gate.
+    ratified_by = models.CharField(max_length=200)
+    ratified_by_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+    )
+    reversibility_class = models.CharField(max_length=20, choices=Reversibility.choices)
+    rationale = models.TextField()
+    # Verdict-specific detail (constraint, steer, what was granted, affected slots).
+    detail = models.JSONField(default=dict, blank=True)
+    approval = models.ForeignKey(
+        Approval,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="log_entries",
+    )
+    prev_hash = models.CharField(max_length=64)
+    hash = models.CharField(max_length=64)
+    seal = models.CharField(max_length=64)
+
+    class Meta:
+        ordering = ["book", "sequence"]
+        verbose_name_plural = "decision log entries"
+        constraints = [
+            models.UniqueConstraint(fields=["book", "sequence"], name="decisionlog_unique_sequence"),
+            # Two entries can never follow the same predecessor: the chain cannot fork.
+            models.UniqueConstraint(fields=["book", "prev_hash"], name="decisionlog_no_fork"),
+            models.CheckConstraint(condition=Q(sequence__gte=1), name="decisionlog_sequence_positive"),
+            enum_check("decision", Verdict, "decisionlog_decision_valid"),
+            enum_check("reversibility_class", Reversibility, "decisionlog_reversibility_valid"),
+            models.CheckConstraint(condition=~Q(rationale=""), name="decisionlog_rationale_required"),
+            models.CheckConstraint(
+                condition=Q(ratified_by_user__isnull=False) | Q(ratified_by__startswith="controller:"),
+                name="decisionlog_ratified_by_person_or_controller",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.sequence} {self.decision} {self.subject_type}"
+
+    def save(self, *args, **kwargs):
+        if not self._state.adding:
+            raise ValidationError("The decision log is append-only.")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        raise ValidationError("The decision log is append-only.")

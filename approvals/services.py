@@ -1,0 +1,293 @@
+"""Every decision goes through here: one service decides, and logs, in one transaction.
+
+Subjects (charters, claims, research items, gate option cards) plug in a
+:class:`SubjectHandler` from their own app: it says which verdicts the subject
+accepts, how to fingerprint it (so a changed proposal lapses) and what a verdict
+does to it. ``approval_decide`` enforces the rules common to all of them: only the
+book's author decides, a rationale is required, a decided or lapsed approval is a
+409, and the decision-log row is appended inside the same transaction.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from discovery.access import Principal, require_author
+from discovery.models import Book
+from novelgraph.errors import Conflict, Invalid, NotFound
+
+from .chain import GENESIS_HASH, chain_fields, entry_hash, seal_of
+from .models import Approval, DecisionLogEntry, Reversibility, Verdict
+
+# Verdicts that need a text saying what they impose, steer or grant.
+VERDICT_NEEDS_CONSTRAINT = {
+    Verdict.APPROVE_WITH_CONSTRAINT: "the constraint",
+    Verdict.REDIRECT: "the steer",
+    Verdict.EXTEND: "what is granted",
+}
+LOOP_VERDICTS = frozenset(Verdict.values) - {Verdict.REJECT}
+PROPOSAL_VERDICTS = frozenset({Verdict.APPROVE, Verdict.REJECT})
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What a handler receives when the author decides."""
+
+    approval: Approval
+    verdict: str
+    rationale: str
+    constraint: str
+    principal: Principal
+    detail: dict = field(default_factory=dict)  # the handler may add to what is logged
+
+
+@dataclass(frozen=True)
+class SubjectHandler:
+    kind: str
+    verdicts: frozenset[str]
+    # The subject's current fingerprint; differs from the stored one once it changed.
+    digest: Callable[[Approval], str]
+    # Apply the verdict to the subject, inside the deciding transaction.
+    apply: Callable[[Decision], None]
+    # Optional: resolve the subject for display (review page, API detail).
+    describe: Callable[[Approval], dict] | None = None
+
+
+HANDLERS: dict[str, SubjectHandler] = {}
+
+
+def register_subject_handler(handler: SubjectHandler) -> None:
+    HANDLERS[handler.kind] = handler
+
+
+def fingerprint(value: Any) -> str:
+    """A stable SHA-256 of any JSON-serialisable value (used as a subject digest)."""
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()
+
+
+# --- The decision log --------------------------------------------------------
+
+
+def decision_log_append(
+    *,
+    book: Book,
+    decision: str,
+    subject_type: str,
+    subject_id: Any,
+    rationale: str,
+    ratified_by_user=None,
+    controller_role: str | None = None,
+    gate: str | None = None,
+    reversibility_class: str = Reversibility.REVERSIBLE,
+    detail: dict | None = None,
+    approval: Approval | None = None,
+) -> DecisionLogEntry:
+    """Append one entry to the book's chain. Call it inside the deciding transaction.
+
+    Exactly one of ``ratified_by_user`` (a person) and ``controller_role`` (an
+    automatic gate) names who ratified it. The chain head is locked first, so two
+    concurrent decisions on one book queue instead of forking the chain.
+    """
+    if (ratified_by_user is None) == (controller_role is None):
+        raise ValueError("name either the ratifying user or the controller role")
+    if decision not in Verdict.values:
+        raise Invalid(f"unknown decision {decision!r}", field="decision")
+    if reversibility_class not in Reversibility.values:
+        raise Invalid(
+            f"reversibility_class must be one of {', '.join(Reversibility.values)}",
+            field="reversibility_class",
+        )
+    if not (rationale or "").strip():
+        raise Invalid("a rationale is required", field="rationale")
+    with transaction.atomic():
+        # Lock the book row: the per-book chain head. (SQLite: the IMMEDIATE
+        # transaction already holds the database's write lock.)
+        Book.objects.select_for_update().only("pk").get(pk=book.pk)
+        last = (
+            DecisionLogEntry.objects.filter(book=book)
+            .order_by("-sequence")
+            .values_list("sequence", "hash")
+            .first()
+        )
+        sequence, prev_hash = (last[0] + 1, last[1]) if last else (1, GENESIS_HASH)
+        ratified_by = (
+            f"controller:{controller_role}"
+            if controller_role
+            else f"author:{ratified_by_user.get_username()}"
+        )
+        ts = timezone.now()
+        fields = chain_fields(
+            book_id=book.pk,
+            sequence=sequence,
+            ts=ts,
+            gate=gate,
+            decision=decision,
+            subject_type=subject_type,
+            subject_id=subject_id,
+            ratified_by=ratified_by,
+            reversibility_class=reversibility_class,
+            rationale=rationale.strip(),
+            detail=detail or {},
+            prev_hash=prev_hash,
+        )
+        digest = entry_hash(fields)
+        return DecisionLogEntry.objects.create(
+            book=book,
+            sequence=sequence,
+            ts=ts,
+            gate=gate,
+            decision=decision,
+            subject_type=subject_type,
+            subject_id=str(subject_id),
+            ratified_by=ratified_by,
+            ratified_by_user=ratified_by_user,
+            reversibility_class=reversibility_class,
+            rationale=fields["rationale"],
+            detail=fields["detail"],
+            approval=approval,
+            prev_hash=prev_hash,
+            hash=digest,
+            seal=seal_of(digest),
+        )
+
+
+# --- Approvals ------------------------------------------------------------
+
+
+def approval_request(
+    *,
+    book: Book,
+    kind: str,
+    subject_type: str,
+    subject_id: Any,
+    summary: str,
+    requested_by_role: str,
+    requested_by_user=None,
+    note: str = "",
+    gate: str | None = None,
+    reversibility_class: str = Reversibility.REVERSIBLE,
+) -> Approval:
+    """Open a pending approval on a subject. The caller checks who may request it."""
+    handler = HANDLERS.get(kind)
+    if handler is None:
+        raise Invalid(f"unknown approval kind {kind!r}", field="kind")
+    if reversibility_class not in Reversibility.values:
+        raise Invalid(
+            f"reversibility_class must be one of {', '.join(Reversibility.values)}",
+            field="reversibility_class",
+        )
+    approval = Approval(
+        book=book,
+        kind=kind,
+        subject_type=subject_type,
+        subject_id=str(subject_id),
+        summary=summary[:500],
+        note=note,
+        gate=gate,
+        requested_by_role=requested_by_role,
+        requested_by_user=requested_by_user,
+        reversibility_class=reversibility_class,
+    )
+    approval.subject_digest = handler.digest(approval)
+    approval.save()
+    return approval
+
+
+def approval_is_current(approval: Approval) -> bool:
+    """False once the subject changed after the approval was requested."""
+    handler = HANDLERS[approval.kind]
+    return handler.digest(approval) == approval.subject_digest
+
+
+def approval_decide(
+    *,
+    principal: Principal,
+    approval_id: Any,
+    verdict: str,
+    rationale: str,
+    constraint: str = "",
+    expected_kind: str | None = None,
+) -> DecisionLogEntry:
+    """The author's verdict on a pending approval; returns the decision-log entry.
+
+    Rules: only the book's author, as a person, decides (403 otherwise); the
+    verdict must be one the subject accepts (422); a rationale is required (422);
+    approve-with-constraint, redirect and extend need their text (422); a decided
+    approval is a 409; so is one whose subject changed since it was requested, which
+    is marked superseded and stays in history.
+    """
+    lapsed = False
+    with transaction.atomic():
+        try:
+            approval = Approval.objects.select_for_update().select_related("book").get(pk=approval_id)
+        except (Approval.DoesNotExist, ValueError, TypeError):
+            raise NotFound("approval not found") from None
+        if principal.role_for(approval.book) is None:
+            raise NotFound("approval not found")
+        if expected_kind and approval.kind != expected_kind:
+            raise NotFound("approval not found")
+        require_author(principal, approval.book)
+        handler = HANDLERS[approval.kind]
+        if verdict not in Verdict.values:
+            raise Invalid(
+                f"unknown verdict {verdict!r}; choose one of {', '.join(handler.verdicts)}",
+                field="verdict",
+            )
+        if verdict not in handler.verdicts:
+            raise Invalid(
+                f"a {approval.kind} approval takes {', '.join(sorted(handler.verdicts))}, not {verdict}",
+                field="verdict",
+            )
+        rationale = (rationale or "").strip()
+        if not rationale:
+            raise Invalid("a rationale is required: say in a sentence why", field="rationale")
+        constraint = (constraint or "").strip()
+        if verdict in VERDICT_NEEDS_CONSTRAINT and not constraint:
+            raise Invalid(
+                f"{verdict} needs {VERDICT_NEEDS_CONSTRAINT[verdict]}",
+                field="constraint",
+            )
+        if approval.status != Approval.Status.PENDING:
+            raise Conflict(f"this approval is already {approval.status}", code="not_pending")
+        if handler.digest(approval) != approval.subject_digest:
+            approval.status = Approval.Status.SUPERSEDED
+            approval.save(update_fields=["status", "updated_at"])
+            lapsed = True
+        else:
+            approval.status = Approval.Status.DECIDED
+            approval.verdict = verdict
+            approval.rationale = rationale
+            approval.constraint = constraint
+            approval.decided_by = principal.user
+            approval.decided_at = timezone.now()
+            approval.save()
+            decision = Decision(approval, verdict, rationale, constraint, principal)
+            handler.apply(decision)
+            detail = dict(decision.detail)
+            if constraint:
+                detail["constraint"] = constraint
+            entry = decision_log_append(
+                book=approval.book,
+                decision=verdict,
+                subject_type=approval.subject_type,
+                subject_id=approval.subject_id,
+                rationale=rationale,
+                ratified_by_user=principal.user,
+                gate=approval.gate,
+                reversibility_class=approval.reversibility_class,
+                detail=detail,
+                approval=approval,
+            )
+    if lapsed:
+        raise Conflict(
+            "the proposal changed after approval was requested; this approval is superseded",
+            code="superseded",
+        )
+    return entry

@@ -1,0 +1,12 @@
+from django.db import migrations
+
+from novelgraph.db import AppendOnly
+
+
+class Migration(migrations.Migration):
+    dependencies = [("discovery", "0001_initial")]
+
+    operations = [
+        AppendOnly("discovery_scratchpadentry"),
+        AppendOnly("discovery_contextdossier"),
+    ]

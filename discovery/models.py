@@ -1,0 +1,544 @@
+"""Books and their discovery (seed 000): sessions, turns, observations, the
+scratchpad, thrust candidates, story charters, knowledge bases and claims,
+dossiers, handoffs, and the API keys that carry an agent's role.
+
+Models hold data and what the database can check. Every write and rule lives in
+``discovery.services``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import models
+from django.db.models import Q
+
+from novelgraph.db import TimeStampedModel, enum_check
+
+
+class Role(models.TextChoices):
+    """Who acts. Agents carry one of sol/terra/luna on their key."""
+
+    AUTHOR = "author", "Author"
+    EDITOR = "editor", "Editor"
+    SOL = "sol", "Sol (coordinator)"
+    TERRA = "terra", "Terra (specialist)"
+    LUNA = "luna", "Luna (bounded worker)"
+
+
+class AgentRole(models.TextChoices):
+    SOL = "sol", "Sol"
+    TERRA = "terra", "Terra"
+    LUNA = "luna", "Luna"
+
+
+class Provenance(models.TextChoices):
+    AUTHOR_STATED = "author-stated", "Author stated"
+    AGENT_INFERRED = "agent-inferred", "Agent inferred"
+    LITERARY_GUIDANCE = "literary-guidance", "Literary guidance"
+    AGENT_PROPOSED = "agent-proposed", "Agent proposed"
+
+
+# --- Books ------------------------------------------------------------------
+
+
+class Series(TimeStampedModel):
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="series")
+    title = models.CharField(max_length=200)
+    premise = models.TextField(blank=True, max_length=20_000)
+    publication_target = models.CharField(max_length=200, blank=True)
+
+    class Meta:
+        verbose_name_plural = "series"
+        ordering = ["title"]
+
+    def __str__(self) -> str:
+        return self.title
+
+
+class Book(TimeStampedModel):
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="books")
+    editors = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="edited_books")
+    series = models.ForeignKey(Series, null=True, blank=True, on_delete=models.PROTECT, related_name="books")
+    title = models.CharField(max_length=200)
+    slug = models.SlugField(max_length=220, unique=True)
+    premise = models.TextField(blank=True, max_length=20_000)
+    genre_pack = models.CharField(max_length=100, blank=True)
+    planned_order = models.PositiveIntegerField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["series__title", "planned_order", "title"]
+
+    def __str__(self) -> str:
+        return self.title
+
+
+class Chapter(TimeStampedModel):
+    book = models.ForeignKey(Book, on_delete=models.CASCADE, related_name="chapters")
+    number = models.PositiveIntegerField()
+    title = models.CharField(max_length=200)
+    spec = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["book", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["book", "number"], name="chapter_unique_number_per_book"),
+            models.CheckConstraint(condition=Q(number__gte=1), name="chapter_number_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.number}. {self.title}"
+
+
+# --- Discovery sessions -------------------------------------------------------
+
+OPENING_QUESTION = "What experience should remain with the reader after the final page?"
+
+
+class DiscoverySessionStatus(models.TextChoices):
+    ACTIVE = "active", "Active"
+    CHARTER_PROPOSED = "charter-proposed", "Charter proposed"
+    APPROVED = "approved", "Approved"
+    CLOSED = "closed", "Closed"
+
+
+class DiscoverySession(TimeStampedModel):
+    Status = DiscoverySessionStatus
+
+    book = models.ForeignKey(Book, on_delete=models.PROTECT, related_name="sessions")
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.ACTIVE)
+    current_question = models.TextField(default=OPENING_QUESTION)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [enum_check("status", DiscoverySessionStatus, "session_status_valid")]
+
+    def __str__(self) -> str:
+        return f"Discovery of {self.book} ({self.status})"
+
+
+class TurnSpeaker(models.TextChoices):
+    AUTHOR = "author", "Author"
+    EDITOR = "editor", "Editor"
+    SOL = "sol", "Sol"
+
+
+class Turn(TimeStampedModel):
+    Speaker = TurnSpeaker
+
+    session = models.ForeignKey(DiscoverySession, on_delete=models.PROTECT, related_name="turns")
+    ordinal = models.PositiveIntegerField()
+    role = models.CharField(max_length=10, choices=Speaker.choices)
+    written_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    content = models.TextField(max_length=50_000)
+
+    class Meta:
+        ordering = ["session", "ordinal"]
+        constraints = [
+            models.UniqueConstraint(fields=["session", "ordinal"], name="turn_unique_ordinal_per_session"),
+            models.CheckConstraint(condition=Q(ordinal__gte=1), name="turn_ordinal_positive"),
+            enum_check("role", TurnSpeaker, "turn_role_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"Turn {self.ordinal} ({self.role})"
+
+
+def confidence_check(name: str) -> models.CheckConstraint:
+    return models.CheckConstraint(
+        condition=Q(confidence__isnull=True) | (Q(confidence__gte=0) & Q(confidence__lte=1)),
+        name=name,
+    )
+
+
+class ObservationStatus(models.TextChoices):
+    WORKING = "working", "Working (unresolved)"
+    CONFIRMED = "confirmed", "Confirmed"
+    RESOLVED = "resolved", "Resolved"
+    REJECTED = "rejected", "Rejected"
+
+
+class Observation(TimeStampedModel):
+    Status = ObservationStatus
+
+    session = models.ForeignKey(DiscoverySession, on_delete=models.PROTECT, related_name="observations")
+    turn = models.ForeignKey(Turn, on_delete=models.PROTECT, related_name="observations")
+    key = models.CharField(max_length=200)
+    value = models.TextField(max_length=20_000)
+    provenance = models.CharField(max_length=20, choices=Provenance.choices)
+    confidence = models.FloatField(null=True, blank=True)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.WORKING)
+
+    class Meta:
+        ordering = ["created_at"]
+        constraints = [
+            enum_check("provenance", Provenance, "observation_provenance_valid"),
+            enum_check("status", ObservationStatus, "observation_status_valid"),
+            confidence_check("observation_confidence_0_1"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.key}: {self.value[:60]}"
+
+
+class ScratchpadEntryKind(models.TextChoices):
+    OBSERVATION = "observation", "Observation"
+    HYPOTHESIS = "hypothesis", "Hypothesis"
+    QUESTION = "question", "Question"
+    CONTRADICTION = "contradiction", "Contradiction"
+    ALTERNATIVE = "alternative", "Alternative"
+    DIGEST = "digest", "Digest"
+
+
+class ScratchpadEntry(models.Model):
+    """One provisional thought. Append-only: the database refuses UPDATE and DELETE."""
+
+    Kind = ScratchpadEntryKind
+
+    id = models.UUIDField(primary_key=True, editable=False)
+    session = models.ForeignKey(DiscoverySession, on_delete=models.PROTECT, related_name="scratchpad")
+    sequence = models.PositiveIntegerField()
+    agent_role = models.CharField(max_length=10, choices=AgentRole.choices)
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    content = models.TextField(max_length=20_000)
+    confidence = models.FloatField(null=True, blank=True)
+    source_refs = models.JSONField(default=list, blank=True)
+    handoff = models.ForeignKey(
+        "Handoff",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="result_entries",
+    )
+    created_at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        ordering = ["session", "sequence"]
+        verbose_name_plural = "scratchpad entries"
+        constraints = [
+            models.UniqueConstraint(fields=["session", "sequence"], name="scratchpad_unique_sequence"),
+            enum_check("kind", ScratchpadEntryKind, "scratchpad_kind_valid"),
+            enum_check("agent_role", AgentRole, "scratchpad_role_valid"),
+            confidence_check("scratchpad_confidence_0_1"),
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.sequence} {self.agent_role} {self.kind}"
+
+    def save(self, *args, **kwargs):
+        if not self._state.adding:
+            raise ValidationError("Scratchpad entries are append-only.")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        raise ValidationError("Scratchpad entries are append-only.")
+
+
+class ThrustCandidateKind(models.TextChoices):
+    CORE = "core", "Core"
+    STRETCH = "stretch", "Stretch"
+    WILD = "wild", "Wild"
+
+
+class ThrustCandidateStatus(models.TextChoices):
+    PROPOSED = "proposed", "Proposed"
+    SELECTED = "selected", "Selected"
+    REJECTED = "rejected", "Rejected"
+    PARKED = "parked", "Parked"
+
+
+class ThrustCandidate(TimeStampedModel):
+    Kind = ThrustCandidateKind
+
+    Status = ThrustCandidateStatus
+
+    session = models.ForeignKey(DiscoverySession, on_delete=models.PROTECT, related_name="thrusts")
+    proposed_by = models.CharField(max_length=10, choices=Role.choices)
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PROPOSED)
+    title = models.CharField(max_length=200)
+    main_thrust = models.TextField(max_length=10_000)
+    character_engine = models.TextField(max_length=10_000)
+    central_conflict = models.TextField(max_length=10_000)
+    reader_promise = models.JSONField(default=list)
+    thematic_pressure = models.TextField(blank=True, max_length=10_000)
+    genre_obligations = models.JSONField(default=list, blank=True)
+    ending_shape = models.TextField(blank=True, max_length=10_000)
+    risks = models.JSONField(default=list, blank=True)
+    forecloses = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        ordering = ["created_at"]
+        constraints = [
+            enum_check("kind", ThrustCandidateKind, "thrust_kind_valid"),
+            enum_check("status", ThrustCandidateStatus, "thrust_status_valid"),
+            enum_check("proposed_by", Role, "thrust_proposed_by_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return self.title
+
+
+class StoryCharterStatus(models.TextChoices):
+    PROPOSED = "proposed", "Proposed (pending the author)"
+    APPROVED = "approved", "Approved"
+    REJECTED = "rejected", "Rejected"
+    SUPERSEDED = "superseded", "Superseded"
+
+
+class StoryCharter(TimeStampedModel):
+    """A versioned proposal for what governs the book. Binding only once approved."""
+
+    Status = StoryCharterStatus
+
+    book = models.ForeignKey(Book, on_delete=models.PROTECT, related_name="charters")
+    session = models.ForeignKey(
+        DiscoverySession,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="charters",
+    )
+    version = models.PositiveIntegerField()
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.PROPOSED)
+    proposed_by = models.CharField(max_length=10, choices=Role.choices)
+    # The structured charter: main_thrust, reader_promise, protagonist, central_conflict,
+    # genre_contract, thematic_questions, narrative_form, ending_horizon, constraints,
+    # productive_unknowns, rejected_directions.
+    content = models.JSONField(default=dict)
+    source_refs = models.JSONField(default=list, blank=True)
+    approval = models.ForeignKey(
+        "approvals.Approval",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+    )
+
+    class Meta:
+        ordering = ["book", "-version"]
+        constraints = [
+            models.UniqueConstraint(fields=["book", "version"], name="charter_unique_version_per_book"),
+            models.CheckConstraint(condition=Q(version__gte=1), name="charter_version_positive"),
+            enum_check("status", StoryCharterStatus, "charter_status_valid"),
+            enum_check("proposed_by", Role, "charter_proposed_by_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.book} charter v{self.version} ({self.status})"
+
+    @property
+    def main_thrust(self) -> str:
+        return self.content.get("main_thrust", "")
+
+
+# --- Knowledge bases and claims ----------------------------------------------
+
+LITERARY_OWNER_ID = "global"
+LITERARY_LIBRARY_NAME = "NovelGraph Literary Library"
+
+
+class KnowledgeBaseScope(models.TextChoices):
+    LITERARY = "literary", "Literary"
+    SERIES = "series", "Series"
+    BOOK = "book", "Book"
+    RUN = "run", "Run"
+
+
+class KnowledgeBase(TimeStampedModel):
+    Scope = KnowledgeBaseScope
+
+    scope = models.CharField(max_length=10, choices=Scope.choices)
+    # "global" for the literary base; otherwise the id of the series, book or session.
+    owner_id = models.CharField(max_length=64)
+    name = models.CharField(max_length=200)
+
+    class Meta:
+        ordering = ["scope", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["scope", "owner_id"], name="knowledgebase_unique_scope_owner"),
+            enum_check("scope", KnowledgeBaseScope, "knowledgebase_scope_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class KnowledgeClaimStatus(models.TextChoices):
+    PROPOSED = "proposed", "Proposed"
+    APPROVED = "approved", "Approved (canon)"
+    REJECTED = "rejected", "Rejected"
+
+
+class KnowledgeClaim(TimeStampedModel):
+    Status = KnowledgeClaimStatus
+
+    base = models.ForeignKey(KnowledgeBase, on_delete=models.PROTECT, related_name="claims")
+    subject = models.CharField(max_length=300)
+    predicate = models.CharField(max_length=300)
+    value = models.JSONField()
+    provenance = models.CharField(max_length=20, choices=Provenance.choices)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PROPOSED)
+    proposed_by = models.CharField(max_length=10, choices=Role.choices)
+    source_refs = models.JSONField(default=list, blank=True)
+    # {kind: physical|testimonial|documentary|digital|forensic, decisive: bool, research_ids: [...]}
+    evidence = models.JSONField(null=True, blank=True)
+    approval = models.ForeignKey(
+        "approvals.Approval",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+    )
+
+    class Meta:
+        ordering = ["created_at"]
+        constraints = [
+            enum_check("status", KnowledgeClaimStatus, "claim_status_valid"),
+            enum_check("provenance", Provenance, "claim_provenance_valid"),
+            enum_check("proposed_by", Role, "claim_proposed_by_valid"),
+            # Canon always names the approval that made it canon.
+            models.CheckConstraint(
+                condition=~Q(status="approved") | Q(approval__isnull=False),
+                name="claim_approved_has_approval",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.subject} {self.predicate}"
+
+
+class KnowledgeLinkRelation(models.TextChoices):
+    LITERARY_GUIDANCE = "literary-guidance", "Literary guidance"
+    SERIES_CANON = "series-canon", "Series canon"
+    BOOK_CANON = "book-canon", "Book canon"
+
+
+class KnowledgeLink(TimeStampedModel):
+    Relation = KnowledgeLinkRelation
+
+    book = models.ForeignKey(Book, on_delete=models.CASCADE, related_name="knowledge_links")
+    base = models.ForeignKey(KnowledgeBase, on_delete=models.PROTECT, related_name="links")
+    relation = models.CharField(max_length=20, choices=Relation.choices)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["book", "base", "relation"], name="knowledgelink_unique"),
+            enum_check("relation", KnowledgeLinkRelation, "knowledgelink_relation_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.book} → {self.base} ({self.relation})"
+
+
+# --- Dossiers and handoffs -------------------------------------------------
+
+
+class ContextDossier(models.Model):
+    """A role-labelled snapshot of what an agent was given. Immutable in the database."""
+
+    id = models.UUIDField(primary_key=True, editable=False)
+    book = models.ForeignKey(Book, on_delete=models.PROTECT, related_name="dossiers")
+    session = models.ForeignKey(
+        DiscoverySession,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="dossiers",
+    )
+    agent_role = models.CharField(max_length=10, choices=AgentRole.choices)
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT
+    )
+    content = models.JSONField()
+    created_at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [enum_check("agent_role", AgentRole, "dossier_role_valid")]
+
+    def __str__(self) -> str:
+        return f"{self.agent_role} dossier for {self.book}"
+
+    def save(self, *args, **kwargs):
+        if not self._state.adding:
+            raise ValidationError("Dossiers are snapshots and cannot change.")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        raise ValidationError("Dossiers are snapshots and cannot be deleted.")
+
+
+class HandoffStatus(models.TextChoices):
+    OPEN = "open", "Open"
+    RETURNED = "returned", "Returned"
+
+
+class Handoff(TimeStampedModel):
+    Status = HandoffStatus
+
+    book = models.ForeignKey(Book, on_delete=models.PROTECT, related_name="handoffs")
+    session = models.ForeignKey(DiscoverySession, on_delete=models.PROTECT, related_name="handoffs")
+    from_role = models.CharField(max_length=10, choices=Role.choices)
+    to_role = models.CharField(max_length=10, choices=AgentRole.choices)
+    decision = models.TextField(max_length=10_000)
+    allowed_sources = models.JSONField(default=list)
+    statements = models.JSONField(default=list)
+    dossier = models.ForeignKey(ContextDossier, on_delete=models.PROTECT, related_name="handoffs")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.OPEN)
+    returned_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            enum_check("status", HandoffStatus, "handoff_status_valid"),
+            enum_check("to_role", AgentRole, "handoff_to_role_valid"),
+            models.CheckConstraint(condition=Q(to_role__in=["terra", "luna"]), name="handoff_to_worker"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.from_role} → {self.to_role}: {self.decision[:60]}"
+
+
+# --- API keys ------------------------------------------------------------
+
+
+def hash_api_key(raw_key: str) -> str:
+    return hashlib.sha256(raw_key.encode()).hexdigest()
+
+
+class ApiKeyKeyRole(models.TextChoices):
+    AUTHOR = "author", "Author (personal key)"
+    SOL = "sol", "Sol"
+    TERRA = "terra", "Terra"
+    LUNA = "luna", "Luna"
+
+
+class ApiKey(TimeStampedModel):
+    """A bearer key. Only its SHA-256 is stored; the key itself is shown once."""
+
+    KeyRole = ApiKeyKeyRole
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_keys")
+    name = models.CharField(max_length=100, blank=True)
+    role = models.CharField(max_length=10, choices=KeyRole.choices)
+    prefix = models.CharField(max_length=12, help_text="The first characters, to recognise a key in lists.")
+    key_hash = models.CharField(max_length=64, unique=True, editable=False)
+    # No books named: every book the owner owns.
+    books = models.ManyToManyField(Book, blank=True, related_name="api_keys")
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name = "API key"
+        ordering = ["-created_at"]
+        constraints = [enum_check("role", ApiKeyKeyRole, "apikey_role_valid")]
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.role}, {self.owner})"
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None

@@ -1,0 +1,103 @@
+"""The curated craft library seeded once per store (seed 001).
+
+Original editorial guidance written for NovelGraph, version 1.0.0, applicability
+general. ``seed_curated_library`` is idempotent; the data migration and the
+``seed_library`` command both call it.
+"""
+
+from __future__ import annotations
+
+CURATED_ORIGIN = "novelgraph-curated"
+CURATED_TITLE = "NovelGraph Curated Craft Library"
+CURATED_VERSION = "1.0.0"
+CURATED_LICENSE = "Original editorial guidance by the NovelGraph team; free to use within NovelGraph."
+LITERARY_OWNER_ID = "global"
+LITERARY_LIBRARY_NAME = "NovelGraph Literary Library"
+
+CURATED_ENTRIES: list[dict] = [
+    {
+        "title": "Scene causality",
+        "topics": ["scene", "causality", "pacing", "plot"],
+        "content": (
+            "Each scene should change the situation it inherits, and that change should cause the next "
+            "scene. Link scenes with 'therefore' and 'but' rather than 'and then': a character wants "
+            "something, acts, meets resistance, and the outcome creates the pressure that drives what "
+            "follows. When a scene could be cut without the story noticing, it is usually describing a "
+            "state rather than turning one. Check pacing by asking what is different at the end of each "
+            "scene and whether the reader can feel why."
+        ),
+    },
+    {
+        "title": "Character agency",
+        "topics": ["character", "agency", "protagonist", "choice"],
+        "content": (
+            "Readers invest in characters who choose. Give the protagonist decisions with a cost, taken "
+            "under pressure, that visibly shape the plot; let coincidence make trouble but never solve it. "
+            "A protagonist who is only carried by events reads as a camera. Track, scene by scene, what the "
+            "character wants, what they do about it, and what it costs them, and make sure the climax "
+            "turns on a choice only this character could make."
+        ),
+    },
+    {
+        "title": "Fair-play mystery",
+        "topics": ["mystery", "fair play", "clues", "evidence", "reveal"],
+        "content": (
+            "In a fair-play mystery the solution must be supported by discoverable evidence placed on the "
+            "page before the reveal. The reader should be able, in principle, to reach the answer from "
+            "clues the detective also sees; withheld evidence, late-arriving twins and undisclosed "
+            "expertise break the contract. Plan each decisive clue's first visible appearance, how it is "
+            "camouflaged, and who could have noticed it, and keep that plan beside the outline."
+        ),
+    },
+    {
+        "title": "Promise and payoff",
+        "topics": ["promise", "payoff", "setup", "foreshadowing", "structure"],
+        "content": (
+            "Every opening makes promises about the kind of story, the questions it will answer and the "
+            "emotions it will deliver. Each promise needs a payoff, and each significant payoff needs a "
+            "setup the reader can look back on. Keep a ledger: when you plant an object, a skill, a threat "
+            "or a question, note where it pays off; when a payoff arrives, check that it was earned. "
+            "Unpaid promises feel like loose threads; unearned payoffs feel like cheating."
+        ),
+    },
+    {
+        "title": "Reader expectations",
+        "topics": ["reader", "expectations", "genre", "trust", "conventions"],
+        "content": (
+            "Genre is a contract with the reader. Know which conventions your readers expect (a body in "
+            "a mystery, a happy ending in a romance, escalating stakes in a thriller) and decide "
+            "deliberately which to honour and which to subvert. A subversion works when it delivers the "
+            "feeling the convention exists to produce by a different route; it fails when it withholds "
+            "the feeling. Signal early which contract is in force so that trust is earned, not ambushed."
+        ),
+    },
+]
+
+
+def seed_curated_library(KnowledgeBase, KnowledgeSource, KnowledgeChunk) -> bool:
+    """Ensure the global literary base and the curated source exist. True when created."""
+    KnowledgeBase.objects.get_or_create(
+        scope="literary",
+        owner_id=LITERARY_OWNER_ID,
+        defaults={"name": LITERARY_LIBRARY_NAME},
+    )
+    if KnowledgeSource.objects.filter(origin=CURATED_ORIGIN).exists():
+        return False
+    source = KnowledgeSource.objects.create(
+        title=CURATED_TITLE,
+        origin=CURATED_ORIGIN,
+        license_note=CURATED_LICENSE,
+        version=CURATED_VERSION,
+    )
+    KnowledgeChunk.objects.bulk_create(
+        KnowledgeChunk(
+            source=source,
+            position=position,
+            content=entry["content"],
+            topics=entry["topics"],
+            applicability=["general"],
+            citation=entry["title"],
+        )
+        for position, entry in enumerate(CURATED_ENTRIES, start=1)
+    )
+    return True

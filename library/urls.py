@@ -1,0 +1,2 @@
+app_name = "library"
+urlpatterns: list = []

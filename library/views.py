@@ -1,0 +1,1 @@
+"""Browser pages (server-rendered, HTMX partials)."""

@@ -1,0 +1,117 @@
+"""The NinjaAPI instance: authentication, the JSON error shape, and the app routers.
+
+Every error the API returns is JSON: ``{"detail": str, "code": str, "field"?: str}``
+(422 adds ``errors``: one ``{"field", "message"}`` per problem).
+"""
+
+from __future__ import annotations
+
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse
+from ninja import NinjaAPI
+from ninja.errors import AuthenticationError, HttpError
+from ninja.errors import ValidationError as NinjaValidationError
+from ninja.security import HttpBearer, SessionAuth
+
+from discovery.access import Principal, principal_for_key, principal_for_user
+from novelgraph.errors import DomainError
+
+
+class ApiKeyAuth(HttpBearer):
+    """``Authorization: Bearer <key>``; the key carries the role (author, sol, terra, luna)."""
+
+    def authenticate(self, request: HttpRequest, token: str) -> Principal | None:
+        return principal_for_key(token)
+
+
+class BrowserSessionAuth(SessionAuth):
+    """A logged-in person in the browser (CSRF-checked on unsafe methods)."""
+
+    def authenticate(self, request: HttpRequest, key: str | None) -> Principal | None:
+        if request.user.is_authenticated:
+            return principal_for_user(request.user)
+        return None
+
+
+api = NinjaAPI(
+    title="NovelGraph API",
+    version="1",
+    description=(
+        "Discovery of a book with Sol, Terra and Luna. Agents authenticate with a Bearer key that "
+        "carries their role; people use a personal `author` key or their browser session. Errors are "
+        'JSON: `{"detail", "code", "field"?}`.'
+    ),
+    auth=[ApiKeyAuth(), BrowserSessionAuth()],
+    urls_namespace="api",
+)
+
+
+def error_response(request: HttpRequest, status: int, body: dict) -> HttpResponse:
+    return api.create_response(request, body, status=status)
+
+
+@api.exception_handler(DomainError)
+def on_domain_error(request: HttpRequest, exc: DomainError) -> HttpResponse:
+    return error_response(request, exc.status, exc.as_dict())
+
+
+def _field_of(loc: list) -> str:
+    parts = [str(p) for p in loc]
+    if parts and parts[0] == "body":
+        parts = parts[2:] if len(parts) > 2 else parts[1:]
+    elif parts and parts[0] in {"query", "path", "header", "cookie", "form", "file"}:
+        parts = parts[1:]
+    return ".".join(parts) or "body"
+
+
+@api.exception_handler(NinjaValidationError)
+def on_validation_error(request: HttpRequest, exc: NinjaValidationError) -> HttpResponse:
+    errors = [{"field": _field_of(e.get("loc", [])), "message": e.get("msg", "invalid")} for e in exc.errors]
+    first = errors[0] if errors else {"field": "body", "message": "invalid input"}
+    body = {
+        "detail": f"{first['field']}: {first['message']}",
+        "code": "invalid",
+        "field": first["field"],
+        "errors": errors,
+    }
+    return error_response(request, 422, body)
+
+
+@api.exception_handler(AuthenticationError)
+def on_auth_error(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:
+    body = {
+        "detail": "authentication required: send 'Authorization: Bearer <key>' or log in",
+        "code": "not_authenticated",
+    }
+    return error_response(request, 401, body)
+
+
+@api.exception_handler(Http404)
+def on_not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
+    return error_response(request, 404, {"detail": str(exc) or "not found", "code": "not_found"})
+
+
+@api.exception_handler(PermissionDenied)
+def on_permission_denied(request: HttpRequest, exc: PermissionDenied) -> HttpResponse:
+    return error_response(request, 403, {"detail": str(exc) or "forbidden", "code": "forbidden"})
+
+
+@api.exception_handler(HttpError)
+def on_http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
+    return error_response(request, exc.status_code, {"detail": str(exc), "code": "error"})
+
+
+def principal_of(request: HttpRequest) -> Principal:
+    """The authenticated principal of an API request (set by the auth classes above)."""
+    return request.auth
+
+
+from approvals.api import router as approvals_router  # noqa: E402
+from discovery.api import router as discovery_router  # noqa: E402
+from discovery.loop.api import router as loop_router  # noqa: E402
+from library.api import router as library_router  # noqa: E402
+
+api.add_router("", discovery_router)
+api.add_router("", loop_router)
+api.add_router("", library_router)
+api.add_router("", approvals_router)

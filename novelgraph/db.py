@@ -1,0 +1,104 @@
+"""Shared model base and database-level guards used by every app's migrations."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.db import migrations, models
+
+
+class TimeStampedModel(models.Model):
+    """UUID primary key plus creation and update times."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        abstract = True
+
+
+def enum_check(field: str, choices: type[models.TextChoices], name: str) -> models.CheckConstraint:
+    """A CheckConstraint restricting ``field`` to the values of ``choices``."""
+    return models.CheckConstraint(condition=models.Q(**{f"{field}__in": choices.values}), name=name)
+
+
+# --- Append-only tables ------------------------------------------------------
+# The scratchpad, the decision log and dossier snapshots refuse UPDATE and DELETE
+# in the database itself, so neither the ORM, the admin nor raw SQL can rewrite
+# history. (Row triggers do not fire on PostgreSQL TRUNCATE; that is a DDL-level
+# operation reserved to the database owner, the same person who could drop the trigger.)
+
+PG_FUNCTION = """
+CREATE OR REPLACE FUNCTION novelgraph_refuse_change() RETURNS trigger AS $$
+BEGIN
+    RAISE EXCEPTION 'append-only: % refuses %', TG_TABLE_NAME, TG_OP
+        USING ERRCODE = 'restrict_violation';
+END;
+$$ LANGUAGE plpgsql;
+"""
+
+
+def append_only_sql(vendor: str, table: str) -> list[str]:
+    if vendor == "postgresql":
+        return [
+            PG_FUNCTION,
+            f'DROP TRIGGER IF EXISTS "{table}_append_only" ON "{table}";',
+            f'CREATE TRIGGER "{table}_append_only" BEFORE UPDATE OR DELETE ON "{table}" '
+            f"FOR EACH ROW EXECUTE FUNCTION novelgraph_refuse_change();",
+        ]
+    if vendor == "sqlite":
+        return [
+            f'CREATE TRIGGER IF NOT EXISTS "{table}_no_update" BEFORE UPDATE ON "{table}" '
+            f"BEGIN SELECT RAISE(ABORT, 'append-only: {table} refuses UPDATE'); END;",
+            f'CREATE TRIGGER IF NOT EXISTS "{table}_no_delete" BEFORE DELETE ON "{table}" '
+            f"BEGIN SELECT RAISE(ABORT, 'append-only: {table} refuses DELETE'); END;",
+        ]
+    raise NotImplementedError(f"append-only triggers are not written for {vendor}")
+
+
+def drop_append_only_sql(vendor: str, table: str) -> list[str]:
+    if vendor == "postgresql":
+        return [f'DROP TRIGGER IF EXISTS "{table}_append_only" ON "{table}";']
+    return [
+        f'DROP TRIGGER IF EXISTS "{table}_no_update";',
+        f'DROP TRIGGER IF EXISTS "{table}_no_delete";',
+    ]
+
+
+# Every table an AppendOnly migration guards; the test suite uses it to lift and
+# restore the guards around the flush of transactional tests.
+APPEND_ONLY_TABLES: list[str] = [
+    "discovery_scratchpadentry",
+    "discovery_contextdossier",
+    "approvals_decisionlogentry",
+]
+
+
+def install_append_only(connection, tables: list[str] | None = None) -> None:
+    with connection.cursor() as cursor:
+        for table in tables or APPEND_ONLY_TABLES:
+            for statement in append_only_sql(connection.vendor, table):
+                cursor.execute(statement)
+
+
+def remove_append_only(connection, tables: list[str] | None = None) -> None:
+    with connection.cursor() as cursor:
+        for table in tables or APPEND_ONLY_TABLES:
+            for statement in drop_append_only_sql(connection.vendor, table):
+                cursor.execute(statement)
+
+
+class AppendOnly(migrations.RunPython):
+    """Migration operation: make ``table`` refuse UPDATE and DELETE on any backend."""
+
+    def __init__(self, table: str):
+        assert table in APPEND_ONLY_TABLES, f"add {table} to APPEND_ONLY_TABLES"
+
+        def forwards(apps, schema_editor):
+            install_append_only(schema_editor.connection, [table])
+
+        def backwards(apps, schema_editor):
+            remove_append_only(schema_editor.connection, [table])
+
+        super().__init__(forwards, backwards)

@@ -1,0 +1,159 @@
+"""Shared fixtures: the people in a scene (personas), their keys, and an API client."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import pytest
+from django.db import connection
+from django.test import Client
+
+from discovery.access import api_key_create
+from novelgraph.db import install_append_only, remove_append_only
+
+from .factories import PASSWORD, BookFactory, UserFactory
+
+# --- Append-only guards and transactional tests ------------------------------
+# Transactional tests end with a flush that deletes every row; on SQLite the
+# append-only triggers would refuse it. Lift them just for the flush and restore
+# them before the next test.
+_guards_lifted = False
+
+
+@pytest.fixture
+def transactional_db(transactional_db):
+    global _guards_lifted
+    install_append_only(connection)
+    _guards_lifted = False
+    yield
+    remove_append_only(connection)
+    _guards_lifted = True
+
+
+@pytest.fixture
+def db(db):
+    global _guards_lifted
+    if _guards_lifted:
+        install_append_only(connection)
+        _guards_lifted = False
+    yield
+
+
+# --- API client ----------------------------------------------------------
+
+
+@dataclass
+class Api:
+    """A JSON client for /api/v1 that sends a Bearer key (or rides a logged-in session)."""
+
+    client: Client
+    key: str | None = None
+
+    def _headers(self) -> dict:
+        return {"HTTP_AUTHORIZATION": f"Bearer {self.key}"} if self.key else {}
+
+    def get(self, path: str, **params):
+        return self.client.get(f"/api/v1{path}", params, **self._headers())
+
+    def post(self, path: str, body: dict | None = None):
+        return self.client.post(
+            f"/api/v1{path}", json.dumps(body or {}), content_type="application/json", **self._headers()
+        )
+
+    def put(self, path: str, body: dict | None = None):
+        return self.client.put(
+            f"/api/v1{path}", json.dumps(body or {}), content_type="application/json", **self._headers()
+        )
+
+    def patch(self, path: str, body: dict | None = None):
+        return self.client.patch(
+            f"/api/v1{path}", json.dumps(body or {}), content_type="application/json", **self._headers()
+        )
+
+    def delete(self, path: str):
+        return self.client.delete(f"/api/v1{path}", **self._headers())
+
+
+# --- Personas ------------------------------------------------------------
+
+
+@pytest.fixture
+def author(db):
+    return UserFactory(username="ada")
+
+
+@pytest.fixture
+def editor(db):
+    return UserFactory(username="eli")
+
+
+@pytest.fixture
+def outsider(db):
+    """Another author, with a book of her own."""
+    user = UserFactory(username="otto")
+    BookFactory(owner=user, title="Otto's own book")
+    return user
+
+
+@pytest.fixture
+def book(author, editor):
+    return BookFactory(owner=author, editors=[editor], title="The Tide Clock")
+
+
+@pytest.fixture
+def other_book(outsider):
+    return outsider.books.get()
+
+
+def _key(user, role: str, books=None) -> str:
+    return api_key_create(owner=user, role=role, books=books)[1]
+
+
+@pytest.fixture
+def author_api(author, book):
+    return Api(Client(), _key(author, "author"))
+
+
+@pytest.fixture
+def sol_api(author, book):
+    return Api(Client(), _key(author, "sol"))
+
+
+@pytest.fixture
+def terra_api(author, book):
+    return Api(Client(), _key(author, "terra"))
+
+
+@pytest.fixture
+def luna_api(author, book):
+    return Api(Client(), _key(author, "luna"))
+
+
+@pytest.fixture
+def editor_api(editor, book):
+    return Api(Client(), _key(editor, "author"))
+
+
+@pytest.fixture
+def outsider_api(outsider):
+    return Api(Client(), _key(outsider, "author"))
+
+
+@pytest.fixture
+def anonymous_api(db):
+    return Api(Client())
+
+
+@pytest.fixture
+def author_browser(author):
+    client = Client()
+    assert client.login(username=author.username, password=PASSWORD)
+    return client
+
+
+@pytest.fixture
+def editor_browser(editor):
+    client = Client()
+    assert client.login(username=editor.username, password=PASSWORD)
+    return client
