@@ -110,17 +110,10 @@ def decision_log_append(
         # Lock the book row: the per-book chain head. (SQLite: the IMMEDIATE
         # transaction already holds the database's write lock.)
         Book.objects.select_for_update().only("pk").get(pk=book.pk)
-        last = (
-            DecisionLogEntry.objects.filter(book=book)
-            .order_by("-sequence")
-            .values_list("sequence", "hash")
-            .first()
-        )
+        last = DecisionLogEntry.objects.filter(book=book).order_by("-sequence").values_list("sequence", "hash").first()
         sequence, prev_hash = (last[0] + 1, last[1]) if last else (1, GENESIS_HASH)
         ratified_by = (
-            f"controller:{controller_role}"
-            if controller_role
-            else f"author:{ratified_by_user.get_username()}"
+            f"controller:{controller_role}" if controller_role else f"author:{ratified_by_user.get_username()}"
         )
         ts = timezone.now()
         fields = chain_fields(

@@ -163,9 +163,7 @@ def principal_for_user(user: AbstractBaseUser) -> Principal:
 def principal_for_key(raw_key: str) -> Principal | None:
     """Resolve a bearer key to its principal; None for an unknown or revoked key."""
     try:
-        key = ApiKey.objects.select_related("owner").get(
-            key_hash=hash_api_key(raw_key), revoked_at__isnull=True
-        )
+        key = ApiKey.objects.select_related("owner").get(key_hash=hash_api_key(raw_key), revoked_at__isnull=True)
     except ApiKey.DoesNotExist:
         return None
     if not key.owner.is_active:

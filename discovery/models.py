@@ -449,9 +449,7 @@ class ContextDossier(models.Model):
         related_name="dossiers",
     )
     agent_role = models.CharField(max_length=10, choices=AgentRole.choices)
-    requested_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT
-    )
+    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT)
     content = models.JSONField()
     created_at = models.DateTimeField(db_index=True)
 

@@ -64,9 +64,7 @@ class ResearchItem(TimeStampedModel):
 
     book = models.ForeignKey("discovery.Book", on_delete=models.PROTECT, related_name="research_items")
     proposed_by = models.CharField(max_length=10)
-    proposed_by_user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
-    )
+    proposed_by_user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     url = models.URLField(max_length=2000)
     title = models.CharField(max_length=300)
     excerpt = models.TextField(blank=True, max_length=20_000)

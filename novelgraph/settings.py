@@ -94,8 +94,11 @@ TEMPLATES = [
 # a lock upgrade (SQLite's stand-in for SELECT ... FOR UPDATE).
 SQLITE_PATH = Path(os.environ.get("NOVELGRAPH_SQLITE_PATH", VAR_DIR / "novelgraph.sqlite3"))
 DATABASE_URL = os.environ.get("DATABASE_URL", "")
+# Parallel test runs on one machine (several checkouts, CI) pick distinct test databases.
+TEST_DB_ID = os.environ.get("NOVELGRAPH_TEST_DB_ID", "novelgraph")
 if DATABASE_URL:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)}
+    DATABASES["default"]["TEST"] = {"NAME": f"test_{TEST_DB_ID}"}
 else:
     DATABASES = {
         "default": {
@@ -111,7 +114,7 @@ else:
                     "PRAGMA busy_timeout=20000;"
                 ),
             },
-            "TEST": {"NAME": str(VAR_DIR / "test-novelgraph.sqlite3")},
+            "TEST": {"NAME": str(VAR_DIR / f"test-{TEST_DB_ID}.sqlite3")},
         }
     }
 

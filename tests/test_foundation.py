@@ -120,9 +120,7 @@ def test_create_api_key_prints_the_key_once_and_stores_only_its_hash():
     user = UserFactory(username="keyholder")
     book = BookFactory(owner=user)
     out = io.StringIO()
-    call_command(
-        "create_api_key", "--username", "keyholder", "--role", "luna", "--book", str(book.pk), stdout=out
-    )
+    call_command("create_api_key", "--username", "keyholder", "--role", "luna", "--book", str(book.pk), stdout=out)
     raw = out.getvalue().strip().splitlines()[-1]
     key = ApiKey.objects.get()
     assert raw.startswith("ng_") and len(raw) > 30

@@ -38,7 +38,5 @@ class Command(BaseCommand):
         except DomainError as exc:
             raise CommandError(exc.message)
         scope = ", ".join(b.title for b in books) or f"all books of {username}"
-        self.stdout.write(
-            f"Created {role} key {key.prefix}… for {username} ({scope}). It is shown only once:"
-        )
+        self.stdout.write(f"Created {role} key {key.prefix}… for {username} ({scope}). It is shown only once:")
         self.stdout.write(raw)

@@ -11,9 +11,7 @@ class Command(BaseCommand):
         username = os.environ.get("NOVELGRAPH_LOCAL_USER", "author")
         password = os.environ.get("NOVELGRAPH_LOCAL_PASSWORD", "novelgraph-author")
         User = get_user_model()
-        user, created = User.objects.get_or_create(
-            username=username, defaults={"is_staff": True, "is_superuser": True}
-        )
+        user, created = User.objects.get_or_create(username=username, defaults={"is_staff": True, "is_superuser": True})
         if created:
             user.set_password(password)
             user.save()

@@ -10,6 +10,4 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         created = seed_curated_library(KnowledgeBase, KnowledgeSource, KnowledgeChunk)
-        self.stdout.write(
-            "Seeded the curated craft library." if created else "The curated craft library is present."
-        )
+        self.stdout.write("Seeded the curated craft library." if created else "The curated craft library is present.")
