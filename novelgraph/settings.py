@@ -179,3 +179,7 @@ LOGGING = {
         "level": os.environ.get("DJANGO_LOG_LEVEL", "WARNING"),
     },
 }
+
+# API lists: `@paginate` (limit/offset) answers {"items": [...], "count": N}; a limit above the maximum is a 422.
+NINJA_PAGINATION_PER_PAGE = 50
+NINJA_PAGINATION_MAX_LIMIT = 200
