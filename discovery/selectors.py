@@ -1,0 +1,182 @@
+"""Reads shared by the API, the pages, dossiers and source references.
+
+Every selector here runs a fixed number of queries whatever the amount of data
+(``values()``, ``select_related`` and ``prefetch_related``; never a query per row).
+"""
+
+from __future__ import annotations
+
+from django.db.models import Q
+
+from .access import Cap, Principal, capabilities_of
+from .models import (
+    Book,
+    DiscoverySession,
+    KnowledgeBase,
+    KnowledgeLink,
+    Observation,
+    ScratchpadEntry,
+    StoryCharter,
+    ThrustCandidate,
+    Turn,
+)
+
+OPEN_SESSION_STATUSES = (DiscoverySession.Status.ACTIVE, DiscoverySession.Status.CHARTER_PROPOSED)
+
+# Which capability reading a knowledge base of each scope needs.
+SCOPE_READ_CAP = {
+    KnowledgeBase.Scope.LITERARY: Cap.LITERARY_READ,
+    KnowledgeBase.Scope.SERIES: Cap.SERIES_READ,
+    KnowledgeBase.Scope.BOOK: Cap.BOOK_READ,
+    KnowledgeBase.Scope.RUN: Cap.BOOK_READ,
+}
+SCOPE_WITHHELD_LABEL = {
+    KnowledgeBase.Scope.LITERARY: "literary guidance",
+    KnowledgeBase.Scope.SERIES: "series canon",
+    KnowledgeBase.Scope.BOOK: "book canon",
+    KnowledgeBase.Scope.RUN: "run notes",
+}
+
+
+def current_session(book: Book) -> DiscoverySession | None:
+    """The book's open session (active or charter-proposed), else its newest session, else None."""
+    sessions = DiscoverySession.objects.filter(book=book)
+    return (
+        sessions.filter(status__in=OPEN_SESSION_STATUSES).order_by("-created_at").first()
+        or sessions.order_by("-created_at").first()
+    )
+
+
+def book_bases(book: Book) -> list[dict]:
+    """The knowledge bases a book can use, each with its relation (two queries).
+
+    Linked bases carry their link's relation; the book's own base and the run bases of
+    its sessions count as owned (relation "book-canon" / "run") even when not linked.
+    """
+    rows: dict[str, dict] = {}
+    links = KnowledgeLink.objects.filter(book=book).select_related("base").order_by("base__scope", "base__name")
+    for link in links:
+        rows.setdefault(
+            str(link.base_id),
+            {
+                "id": str(link.base_id),
+                "name": link.base.name,
+                "scope": link.base.scope,
+                "owner_id": link.base.owner_id,
+                "relation": link.relation,
+            },
+        )
+    owned = KnowledgeBase.objects.filter(
+        Q(scope=KnowledgeBase.Scope.BOOK, owner_id=str(book.pk))
+        | Q(
+            scope=KnowledgeBase.Scope.RUN,
+            owner_id__in=[str(pk) for pk in DiscoverySession.objects.filter(book=book).values_list("pk", flat=True)],
+        )
+    ).values("id", "name", "scope", "owner_id")
+    for base in owned:
+        relation = "book-canon" if base["scope"] == KnowledgeBase.Scope.BOOK else "run"
+        rows.setdefault(str(base["id"]), {**base, "id": str(base["id"]), "relation": relation})
+    return list(rows.values())
+
+
+def readable_bases(bases: list[dict], caps: frozenset[Cap]) -> tuple[list[dict], list[dict]]:
+    """Split bases into those ``caps`` may read and those withheld."""
+    given, withheld = [], []
+    for base in bases:
+        (given if SCOPE_READ_CAP[base["scope"]] in caps else withheld).append(base)
+    return given, withheld
+
+
+def discovery_view(*, principal: Principal, book: Book) -> dict:
+    """The discovery of a book as one structure: the current session, its turns (by ordinal)
+    with observations, thrust candidates, scratchpad, the charters newest first and the
+    knowledge bases with their relation (role-scoped: bases the caller may not read are left out).
+
+    A fixed number of queries.
+    """
+    role = principal.role_for(book)
+    caps = capabilities_of(role) if role else frozenset()
+    session = current_session(book)
+    turns: list[dict] = []
+    observations: list[dict] = []
+    thrusts: list[dict] = []
+    scratchpad: list[dict] = []
+    if session is not None:
+        turns = [
+            {**row, "id": str(row["id"])}
+            for row in Turn.objects.filter(session=session)
+            .order_by("ordinal")
+            .values("id", "ordinal", "role", "content", "created_at")
+        ]
+        observations = list(
+            Observation.objects.filter(session=session)
+            .order_by("created_at")
+            .values("id", "turn_id", "key", "value", "provenance", "confidence", "status", "created_at")
+        )
+        thrusts = list(
+            ThrustCandidate.objects.filter(session=session)
+            .order_by("created_at")
+            .values(
+                "id",
+                "kind",
+                "status",
+                "proposed_by",
+                "title",
+                "main_thrust",
+                "character_engine",
+                "central_conflict",
+                "reader_promise",
+                "thematic_pressure",
+                "genre_obligations",
+                "ending_shape",
+                "risks",
+                "forecloses",
+                "created_at",
+            )
+        )
+        if Cap.SCRATCHPAD_READ in caps:
+            scratchpad = list(scratchpad_rows(ScratchpadEntry.objects.filter(session=session)))
+    charters = list(
+        StoryCharter.objects.filter(book=book)
+        .order_by("-version")
+        .values("id", "version", "status", "proposed_by", "content", "source_refs", "approval_id", "created_at")
+    )
+    bases, _ = readable_bases(book_bases(book), caps)
+    return {
+        "book": book,
+        "session": session,
+        "turns": turns,
+        "observations": observations,
+        "thrusts": thrusts,
+        "scratchpad": scratchpad,
+        "charters": charters,
+        "knowledge_bases": bases,
+    }
+
+
+SCRATCHPAD_COLUMNS = (
+    "id",
+    "session_id",
+    "sequence",
+    "agent_role",
+    "kind",
+    "content",
+    "confidence",
+    "source_refs",
+    "handoff_id",
+    "created_at",
+)
+
+
+def scratchpad_rows(queryset):
+    """Scratchpad entries as dicts in creation order."""
+    return queryset.order_by("sequence").values(*SCRATCHPAD_COLUMNS)
+
+
+def scratchpad_for(*, session: DiscoverySession, kind: str | None = None, agent_role: str | None = None):
+    entries = ScratchpadEntry.objects.filter(session=session)
+    if kind:
+        entries = entries.filter(kind=kind)
+    if agent_role:
+        entries = entries.filter(agent_role=agent_role)
+    return scratchpad_rows(entries)
