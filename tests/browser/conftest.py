@@ -1,0 +1,113 @@
+"""End-to-end tests in Debian's Chromium, driven by Playwright, against a live server.
+
+Never a downloaded browser: we launch the `chromium` package's own executable.
+Locally, a missing Chromium skips these tests with a clear message; under CI
+(``CI=true``) it fails them, because a skipped browser test there hides a gap.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+# Playwright's sync API runs an asyncio loop in this thread; Django would then refuse
+# ORM calls from the test body ("async unsafe"). The test thread is synchronous.
+os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+
+MISSING = "Chromium not found: apt-get install chromium to run the browser tests"
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "screenshots"
+DOCS_SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+]
+
+
+def chromium_path() -> str | None:
+    """NOVELGRAPH_CHROMIUM may name another Chromium executable (an absent path counts as missing)."""
+    found = os.environ.get("NOVELGRAPH_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+    return found if Path(found).exists() else None
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
+    if chromium_path() is None:
+        terminalreporter.write_line(f"NOTE: {MISSING}", yellow=True, bold=True)
+
+
+@pytest.fixture(scope="session")
+def chromium() -> Iterator:
+    executable = chromium_path()
+    if executable is None:
+        if in_ci():
+            pytest.fail(f"{MISSING} (CI=true: a skipped browser test is a failure)", pytrace=False)
+        pytest.skip(MISSING)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@pytest.fixture
+def page(chromium, live_server):
+    """A fresh browser context (no cookies) at phone-friendly desktop size, pointed at the live server."""
+    context = chromium.new_context(base_url=live_server.url, viewport={"width": 1280, "height": 900})
+    context.set_default_timeout(10_000)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.js_errors = errors
+    yield page
+    context.close()
+
+
+@pytest.fixture
+def screenshot():
+    """Save a full-page screenshot as a test artifact (and, on request, for the README)."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    for_docs = os.environ.get("NOVELGRAPH_DOCS_SCREENSHOTS") == "1"
+
+    def take(page, name: str) -> Path:
+        target = ARTIFACTS / f"{name}.png"
+        page.screenshot(path=str(target), full_page=True)
+        if for_docs:
+            DOCS_SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(DOCS_SCREENSHOTS / f"{name}.png"), full_page=False)
+        return target
+
+    return take
+
+
+def log_in(page, username: str, password: str) -> None:
+    page.goto("/login/")
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Log in").click()
+    page.wait_for_url(lambda url: "/login/" not in url)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Under CI a skipped browser test (for whatever reason) is reported as a failure."""
+    outcome = yield
+    report = outcome.get_result()
+    if in_ci() and report.skipped and item.get_closest_marker("browser") is not None:
+        report.outcome = "failed"
+        report.longrepr = f"browser test skipped under CI: {report.longrepr}"
