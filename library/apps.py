@@ -4,3 +4,15 @@ from django.apps import AppConfig
 class LibraryConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
     name = "library"
+    verbose_name = "Literary library"
+
+    def ready(self) -> None:
+        from django.db.backends.signals import connection_created
+        from django.db.models.signals import post_migrate
+
+        from . import search
+        from .services import register_research_admission
+
+        connection_created.connect(search.register_sqlite_functions, dispatch_uid="library_sqlite_functions")
+        post_migrate.connect(search.ensure_search_schema, sender=self, dispatch_uid="library_search_schema")
+        register_research_admission()

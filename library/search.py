@@ -1,0 +1,606 @@
+"""Library search: every raw SQL statement of the library's search lives here (seed 001).
+
+Three modes, one contract (:func:`search`):
+
+``fts5``
+    SQLite FTS5, ranked by BM25. ``library_chunk_fts`` is a *contentless* FTS5 table
+    (``content=''``: no second copy of the text) over two columns, ``content`` and
+    ``topics`` (the topic list joined with spaces), tokenised with
+    ``unicode61 remove_diacritics 2`` so "CAFÉ" finds "café". Chunks have UUID primary
+    keys and FTS5 needs an integer rowid, so ``library_chunk_fts_map`` gives each chunk
+    a stable integer (``INTEGER PRIMARY KEY``: unlike an implicit rowid, VACUUM never
+    renumbers it). The rank function is configured once as ``bm25(1.0, 4.0)``: a word
+    among the topics weighs four times a word in the content.
+``postgres``
+    PostgreSQL full-text search. A ``search_vector tsvector`` column on the chunk table,
+    topics weighted A and content weighted B, the ``simple`` configuration (no stemming
+    and no stop words, like FTS5's unicode61) with ``unaccent`` when the extension can
+    be installed; a GIN index; ranked with ``ts_rank`` (A = 1.0 > B = 0.4).
+``like``
+    The portable fallback: every word must occur (case- and accent-insensitively) in the
+    content or the topics; ``\\``, ``%`` and ``_`` are escaped (``ESCAPE '\\'``) so they
+    are literal; newest chunk first; score 0.
+
+The chunk table is canonical. Database triggers keep the index in step with every
+INSERT, UPDATE and DELETE on it, whoever issues them: the ORM, the admin,
+``QuerySet.update()``, ``bulk_create`` or raw SQL (SQLite: FTS5 sync triggers;
+PostgreSQL: a ``BEFORE INSERT OR UPDATE`` trigger computing ``search_vector``). The LIKE
+mode needs no stored index at all: it folds case and accents at query time (SQLite:
+the ``library_fold`` SQL function registered on every connection, because SQLite's own
+LIKE and lower() fold ASCII only; PostgreSQL: ``lower(library_search_fold(...))``), so
+it can never be stale, however the rows were written. :func:`search_index_rebuild`
+rebuilds the index from the chunk table.
+
+User text never reaches MATCH or a tsquery as syntax: :func:`query_words` splits it into
+words, each word is quoted for FTS5 (``"..."`` with inner quotes doubled) and the words
+are ANDed; PostgreSQL gets them through ``plainto_tsquery``, which has no operators.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from django.db import connections, transaction
+
+MODES = ("fts5", "postgres", "like")
+MAX_LIMIT = 50
+DEFAULT_LIMIT = 8
+MAX_QUERY_CHARS = 10_000
+
+CHUNK_TABLE = "library_knowledgechunk"
+SOURCE_TABLE = "library_knowledgesource"
+FTS_TABLE = "library_chunk_fts"
+FTS_MAP_TABLE = "library_chunk_fts_map"
+# BM25 column weights: content, topics.
+FTS_RANK = "bm25(1.0, 4.0)"
+FTS_TRIGGERS = ("library_chunk_fts_ai", "library_chunk_fts_au", "library_chunk_fts_ad")
+PG_TRIGGER = "library_chunk_search"
+
+
+# --- Query words ----------------------------------------------------------
+
+_EDGE_PUNCTUATION = re.compile(r"^[\W_]+|[\W_]+$")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def query_words(query: str | None) -> list[str]:
+    """The words of a user query: split on whitespace, edge punctuation trimmed, deduplicated.
+
+    "(pacing), \"scene\"" -> ["pacing", "scene"]. Inner punctuation stays ("e-mail",
+    "50%off"); a word of punctuation or emoji alone is dropped. Every mode requires all
+    of the returned words.
+    """
+    if not query:
+        return []
+    text = query[:MAX_QUERY_CHARS]
+    # Lone surrogates cannot be encoded for either database; control characters are spaces.
+    text = text.encode("utf-8", "ignore").decode("utf-8")
+    text = unicodedata.normalize("NFC", _CONTROL.sub(" ", text))
+    words: list[str] = []
+    seen: set[str] = set()
+    for raw in text.split():
+        word = _EDGE_PUNCTUATION.sub("", raw)
+        key = fold(word)
+        if word and key not in seen:
+            seen.add(key)
+            words.append(word)
+    return words
+
+
+def fold(text: str) -> str:
+    """Case- and accent-folded text: "CAFÉ" -> "cafe" (the LIKE mode's comparison form)."""
+    decomposed = unicodedata.normalize("NFKD", text)
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch)).casefold()
+
+
+def fts5_match(words: Iterable[str]) -> str:
+    """An FTS5 MATCH expression requiring every word, each a quoted string (operators are inert)."""
+    return " ".join('"' + word.replace('"', '""') + '"' for word in words)
+
+
+def like_escape(text: str) -> str:
+    """Escape LIKE's wildcards and the escape character itself (used with ESCAPE '\\')."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def _sqlite_fold_chunk(content: str | None, topics: str | None) -> str:
+    """SQLite SQL function ``library_fold(content, topics_json)``: the folded haystack of a chunk."""
+    try:
+        topic_list = json.loads(topics) if topics else []
+    except (TypeError, ValueError):
+        topic_list = [topics]
+    if not isinstance(topic_list, list):
+        topic_list = [topic_list]
+    return fold(" ".join([content or "", *(str(t) for t in topic_list if t is not None)]))
+
+
+def register_sqlite_functions(sender, connection, **kwargs) -> None:
+    """``connection_created`` receiver: install ``library_fold`` on every SQLite connection."""
+    if connection.vendor == "sqlite":
+        connection.connection.create_function("library_fold", 2, _sqlite_fold_chunk, deterministic=True)
+
+
+# --- Modes ------------------------------------------------------------------
+
+_fts_ready_cache: dict[tuple, bool] = {}
+
+
+def _cache_key(connection) -> tuple:
+    return (connection.alias, str(connection.settings_dict.get("NAME")))
+
+
+def sqlite_has_fts5(connection) -> bool:
+    """Whether this SQLite build can create FTS5 tables (tried, not guessed)."""
+    with connection.cursor() as cursor:
+        try:
+            with transaction.atomic(using=connection.alias):
+                cursor.execute("CREATE VIRTUAL TABLE temp.library_fts5_probe USING fts5(x)")
+                cursor.execute("DROP TABLE temp.library_fts5_probe")
+        except Exception:
+            return False
+    return True
+
+
+def fts_ready(connection) -> bool:
+    """SQLite: the FTS5 table and its triggers exist (checked once per database)."""
+    key = _cache_key(connection)
+    if key not in _fts_ready_cache:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(*) FROM sqlite_master WHERE name IN (%s, %s, %s, %s)",
+                [FTS_TABLE, *FTS_TRIGGERS],
+            )
+            _fts_ready_cache[key] = cursor.fetchone()[0] == 4
+    return _fts_ready_cache[key]
+
+
+def available_modes(using: str = "default") -> list[str]:
+    """The modes this database can serve, best first."""
+    connection = connections[using]
+    if connection.vendor == "postgresql":
+        return ["postgres", "like"]
+    if connection.vendor == "sqlite" and fts_ready(connection):
+        return ["fts5", "like"]
+    return ["like"]
+
+
+def resolve_mode(mode: str | None = None, using: str = "default") -> str:
+    """``mode`` (tests), else the NOVELGRAPH_SEARCH_MODE setting; ``auto`` picks the best available."""
+    wanted = (mode or getattr(settings, "NOVELGRAPH_SEARCH_MODE", "auto") or "auto").strip().lower()
+    available = available_modes(using)
+    if wanted == "auto":
+        return available[0]
+    if wanted not in MODES:
+        raise ValueError(f"unknown search mode {wanted!r}; choose auto or one of {', '.join(MODES)}")
+    if wanted not in available:
+        raise ValueError(f"search mode {wanted!r} is not available here ({', '.join(available)})")
+    return wanted
+
+
+# --- Search -----------------------------------------------------------------
+
+
+@dataclass
+class SearchResponse:
+    mode: str
+    results: list[dict] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return {"mode": self.mode, "results": self.results}
+
+
+_SELECT = "c.id, c.content, c.topics, c.applicability, c.citation, s.title"
+
+
+def _filters(vendor: str, applicability: str | None, topic: str | None) -> tuple[str, list]:
+    sql, params = "", []
+    for column, value in (("applicability", applicability), ("topics", topic)):
+        if value is None or not str(value).strip():
+            continue
+        if vendor == "postgresql":
+            sql += (
+                f" AND EXISTS (SELECT 1 FROM jsonb_array_elements_text("
+                f"CASE WHEN jsonb_typeof(c.{column}) = 'array' THEN c.{column} ELSE '[]'::jsonb END) AS v(item)"
+                f" WHERE lower(v.item) = lower(%s))"
+            )
+        else:
+            sql += f" AND EXISTS (SELECT 1 FROM json_each(c.{column}) AS v WHERE lower(v.value) = lower(%s))"
+        params.append(str(value).strip())
+    return sql, params
+
+
+def _search_fts5(cursor, words, limit, filter_sql, filter_params) -> list[tuple]:
+    match = fts5_match(words)
+    if not filter_sql:
+        # Rank and cut inside FTS5 first, then join only the winners.
+        cursor.execute(
+            f"SELECT {_SELECT}, -hits.rank FROM ("
+            f"  SELECT rowid AS rid, rank FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH %s ORDER BY rank LIMIT %s"
+            f") AS hits"
+            f" JOIN {FTS_MAP_TABLE} m ON m.id = hits.rid"
+            f" JOIN {CHUNK_TABLE} c ON c.id = m.chunk_id"
+            f" JOIN {SOURCE_TABLE} s ON s.id = c.source_id"
+            f" ORDER BY hits.rank",
+            [match, limit],
+        )
+    else:
+        cursor.execute(
+            f"SELECT {_SELECT}, -f.rank FROM {FTS_TABLE} f"
+            f" JOIN {FTS_MAP_TABLE} m ON m.id = f.rowid"
+            f" JOIN {CHUNK_TABLE} c ON c.id = m.chunk_id"
+            f" JOIN {SOURCE_TABLE} s ON s.id = c.source_id"
+            f" WHERE f.{FTS_TABLE} MATCH %s{filter_sql}"
+            f" ORDER BY f.rank LIMIT %s",
+            [match, *filter_params, limit],
+        )
+    return cursor.fetchall()
+
+
+def _search_postgres(cursor, words, limit, filter_sql, filter_params) -> list[tuple]:
+    cursor.execute(
+        f"SELECT {_SELECT}, ts_rank(c.search_vector, q.query) AS score"
+        f" FROM {CHUNK_TABLE} c"
+        f" JOIN {SOURCE_TABLE} s ON s.id = c.source_id"
+        f" CROSS JOIN (SELECT plainto_tsquery('simple', library_search_fold(%s)) AS query) AS q"
+        f" WHERE c.search_vector @@ q.query{filter_sql}"
+        f" ORDER BY score DESC, c.created_at DESC, c.id LIMIT %s",
+        [" ".join(words), *filter_params, limit],
+    )
+    return cursor.fetchall()
+
+
+def _search_like(cursor, vendor, words, limit, filter_sql, filter_params) -> list[tuple]:
+    # The words travel as one JSON array parameter, so any number of them is one statement.
+    if vendor == "postgresql":
+        patterns = json.dumps(["%" + like_escape(unicodedata.normalize("NFKC", w).casefold()) + "%" for w in words])
+        missing_word = (
+            "SELECT 1 FROM jsonb_array_elements_text(%s::jsonb) AS w(pattern)"
+            " WHERE lower(library_search_fold(c.content || ' ' || library_chunk_topics_text(c.topics)))"
+            " NOT LIKE lower(library_search_fold(w.pattern)) ESCAPE '\\'"
+        )
+    else:
+        patterns = json.dumps(["%" + like_escape(fold(w)) + "%" for w in words])
+        missing_word = (
+            "SELECT 1 FROM json_each(%s) AS w WHERE library_fold(c.content, c.topics) NOT LIKE w.value ESCAPE '\\'"
+        )
+    cursor.execute(
+        f"SELECT {_SELECT}, 0.0 FROM {CHUNK_TABLE} c JOIN {SOURCE_TABLE} s ON s.id = c.source_id"
+        f" WHERE NOT EXISTS ({missing_word}){filter_sql}"
+        f" ORDER BY c.created_at DESC, c.id DESC LIMIT %s",
+        [patterns, *filter_params, limit],
+    )
+    return cursor.fetchall()
+
+
+def _json_list(value) -> list:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return [value]
+    if value is None:
+        return []
+    return value if isinstance(value, list) else [value]
+
+
+def _chunk_id(value) -> str:
+    return str(value if isinstance(value, uuid.UUID) else uuid.UUID(str(value)))
+
+
+def search(
+    query: str | None,
+    limit: int = DEFAULT_LIMIT,
+    applicability: str | None = None,
+    topic: str | None = None,
+    *,
+    mode: str | None = None,
+    using: str = "default",
+) -> SearchResponse:
+    """Chunks whose content or topics contain every word of ``query``, best first.
+
+    One SQL statement, joined to chunks and sources. Returns the mode that answered and
+    results ``{chunk_id, content, topics, applicability, citation, source_title, score}``
+    (score: BM25 relevance in fts5, ts_rank in postgres, 0 in like). A blank query, or one
+    with no words, gives no results. ``applicability`` and ``topic`` (optional, off by
+    default) keep chunks listing that value (case-insensitively).
+    """
+    connection = connections[using]
+    chosen = resolve_mode(mode, using)
+    words = query_words(query)
+    if not words:
+        return SearchResponse(chosen, [])
+    limit = max(1, min(int(limit), MAX_LIMIT))
+    filter_sql, filter_params = _filters(connection.vendor, applicability, topic)
+    with connection.cursor() as cursor:
+        if chosen == "fts5":
+            rows = _search_fts5(cursor, words, limit, filter_sql, filter_params)
+        elif chosen == "postgres":
+            rows = _search_postgres(cursor, words, limit, filter_sql, filter_params)
+        else:
+            rows = _search_like(cursor, connection.vendor, words, limit, filter_sql, filter_params)
+    return SearchResponse(
+        chosen,
+        [
+            {
+                "chunk_id": _chunk_id(row[0]),
+                "content": row[1],
+                "topics": _json_list(row[2]),
+                "applicability": _json_list(row[3]),
+                "citation": row[4],
+                "source_title": row[5],
+                "score": float(row[6] or 0.0),
+            }
+            for row in rows
+        ],
+    )
+
+
+# --- Schema: installed by migration 0003, re-checked by rebuild_search_index ---
+
+_SQLITE_TOPICS = "(SELECT group_concat(value, ' ') FROM json_each({row}.topics))"
+
+
+def _sqlite_schema() -> list[str]:
+    old_topics, new_topics = _SQLITE_TOPICS.format(row="old"), _SQLITE_TOPICS.format(row="new")
+    delete_old = (
+        f"INSERT INTO {FTS_TABLE}({FTS_TABLE}, rowid, content, topics)"
+        f" SELECT 'delete', m.id, old.content, {old_topics} FROM {FTS_MAP_TABLE} m WHERE m.chunk_id = old.id;"
+    )
+    return [
+        f"CREATE TABLE IF NOT EXISTS {FTS_MAP_TABLE} (id INTEGER PRIMARY KEY, chunk_id char(32) NOT NULL UNIQUE)",
+        f"CREATE VIRTUAL TABLE IF NOT EXISTS {FTS_TABLE} USING fts5("
+        f"content, topics, content='', tokenize='unicode61 remove_diacritics 2')",
+        f"INSERT INTO {FTS_TABLE}({FTS_TABLE}, rank) VALUES ('rank', '{FTS_RANK}')",
+        f"CREATE TRIGGER IF NOT EXISTS library_chunk_fts_ai AFTER INSERT ON {CHUNK_TABLE} BEGIN"
+        f" INSERT INTO {FTS_MAP_TABLE}(chunk_id) VALUES (new.id);"
+        f" INSERT INTO {FTS_TABLE}(rowid, content, topics) VALUES (last_insert_rowid(), new.content, {new_topics});"
+        f" END",
+        f"CREATE TRIGGER IF NOT EXISTS library_chunk_fts_au AFTER UPDATE ON {CHUNK_TABLE}"
+        f" WHEN old.content IS NOT new.content OR old.topics IS NOT new.topics OR old.id IS NOT new.id BEGIN"
+        f" {delete_old}"
+        f" DELETE FROM {FTS_MAP_TABLE} WHERE chunk_id = old.id;"
+        f" INSERT INTO {FTS_MAP_TABLE}(chunk_id) VALUES (new.id);"
+        f" INSERT INTO {FTS_TABLE}(rowid, content, topics) VALUES (last_insert_rowid(), new.content, {new_topics});"
+        f" END",
+        f"CREATE TRIGGER IF NOT EXISTS library_chunk_fts_ad AFTER DELETE ON {CHUNK_TABLE} BEGIN"
+        f" {delete_old}"
+        f" DELETE FROM {FTS_MAP_TABLE} WHERE chunk_id = old.id;"
+        f" END",
+    ]
+
+
+def _pg_unaccent_schema(cursor, using: str) -> str | None:
+    """Install unaccent if we may; the schema it lives in, or None."""
+    try:
+        with transaction.atomic(using=using):
+            cursor.execute("CREATE EXTENSION IF NOT EXISTS unaccent")
+    except Exception:
+        pass
+    cursor.execute(
+        "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace"
+        " WHERE e.extname = 'unaccent'"
+    )
+    row = cursor.fetchone()
+    return row[0] if row else None
+
+
+def _pg_schema(unaccent_schema: str | None) -> list[str]:
+    fold_body = (
+        f'SELECT "{unaccent_schema}".unaccent(\'"{unaccent_schema}".unaccent\'::regdictionary, $1)'
+        if unaccent_schema
+        else "SELECT $1"
+    )
+    return [
+        # Accent folding applied identically to the indexed text and to the query.
+        "CREATE OR REPLACE FUNCTION library_search_fold(text) RETURNS text"
+        f" LANGUAGE sql STABLE STRICT PARALLEL SAFE AS $$ {fold_body} $$",
+        # A topic list as words (non-array JSON is indexed as its text).
+        "CREATE OR REPLACE FUNCTION library_chunk_topics_text(jsonb) RETURNS text"
+        " LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$"
+        " SELECT coalesce((SELECT string_agg(t, ' ') FROM jsonb_array_elements_text("
+        "   CASE WHEN jsonb_typeof($1) = 'array' THEN $1 ELSE jsonb_build_array($1 #>> '{}') END) AS t), '')"
+        " $$",
+        "CREATE OR REPLACE FUNCTION library_chunk_tsvector(text, jsonb) RETURNS tsvector"
+        " LANGUAGE sql STABLE PARALLEL SAFE AS $$"
+        " SELECT setweight(to_tsvector('simple', library_search_fold(library_chunk_topics_text($2))), 'A')"
+        "     || setweight(to_tsvector('simple', library_search_fold(coalesce($1, ''))), 'B')"
+        " $$",
+        "CREATE OR REPLACE FUNCTION library_chunk_search_sync() RETURNS trigger LANGUAGE plpgsql AS $$"
+        " BEGIN"
+        "   IF TG_OP = 'UPDATE' AND NEW.content IS NOT DISTINCT FROM OLD.content"
+        "      AND NEW.topics IS NOT DISTINCT FROM OLD.topics"
+        "      AND NEW.search_vector IS NOT DISTINCT FROM OLD.search_vector THEN"
+        "     RETURN NEW;"
+        "   END IF;"
+        "   NEW.search_vector := library_chunk_tsvector(NEW.content, NEW.topics);"
+        "   RETURN NEW;"
+        " END $$",
+        f"ALTER TABLE {CHUNK_TABLE} ADD COLUMN IF NOT EXISTS search_vector tsvector",
+        f"DROP TRIGGER IF EXISTS {PG_TRIGGER} ON {CHUNK_TABLE}",
+        f"CREATE TRIGGER {PG_TRIGGER} BEFORE INSERT OR UPDATE ON {CHUNK_TABLE}"
+        f" FOR EACH ROW EXECUTE FUNCTION library_chunk_search_sync()",
+        f"CREATE INDEX IF NOT EXISTS library_chunk_search_gin ON {CHUNK_TABLE} USING gin (search_vector)",
+    ]
+
+
+def search_schema_install(connection) -> str:
+    """Create the index structures for this database (idempotent); the mode they enable.
+
+    SQLite without FTS5 gets nothing (search uses LIKE); nothing here is required for the
+    chunk table itself to work.
+    """
+    _fts_ready_cache.pop(_cache_key(connection), None)
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            for statement in _pg_schema(_pg_unaccent_schema(cursor, connection.alias)):
+                cursor.execute(statement)
+            return "postgres"
+        if connection.vendor == "sqlite":
+            if not sqlite_has_fts5(connection):
+                return "like"
+            for statement in _sqlite_schema():
+                cursor.execute(statement)
+            _fts_ready_cache.pop(_cache_key(connection), None)
+            return "fts5"
+    return "like"
+
+
+def search_schema_remove(connection) -> None:
+    _fts_ready_cache.pop(_cache_key(connection), None)
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(f"DROP TRIGGER IF EXISTS {PG_TRIGGER} ON {CHUNK_TABLE}")
+            cursor.execute("DROP INDEX IF EXISTS library_chunk_search_gin")
+            cursor.execute(f"ALTER TABLE {CHUNK_TABLE} DROP COLUMN IF EXISTS search_vector")
+            for fn in (
+                "library_chunk_search_sync()",
+                "library_chunk_tsvector(text, jsonb)",
+                "library_chunk_topics_text(jsonb)",
+                "library_search_fold(text)",
+            ):
+                cursor.execute(f"DROP FUNCTION IF EXISTS {fn}")
+        elif connection.vendor == "sqlite":
+            for trigger in FTS_TRIGGERS:
+                cursor.execute(f"DROP TRIGGER IF EXISTS {trigger}")
+            cursor.execute(f"DROP TABLE IF EXISTS {FTS_TABLE}")
+            cursor.execute(f"DROP TABLE IF EXISTS {FTS_MAP_TABLE}")
+
+
+@dataclass
+class RebuildReport:
+    mode: str
+    chunks: int
+    indexed: int
+
+
+def search_index_rebuild(
+    *,
+    using: str = "default",
+    batch_size: int = 1000,
+    progress: Callable[[int], None] | None = None,
+    chunk_ids: Iterable | None = None,
+) -> RebuildReport:
+    """Rebuild the search index from the chunk table (all chunks, or only ``chunk_ids``).
+
+    ``progress(n)`` is called after each batch with the number of chunks just indexed.
+    One transaction: a failure leaves the old index in place.
+    """
+    connection = connections[using]
+    with transaction.atomic(using=using):
+        was_ready = connection.vendor != "sqlite" or fts_ready(connection)
+        mode = search_schema_install(connection)
+        if not was_ready:
+            chunk_ids = None  # a fresh FTS5 index: index everything, never 'delete' what it never held
+        with connection.cursor() as cursor:
+            if chunk_ids is None:
+                cursor.execute(f"SELECT count(*) FROM {CHUNK_TABLE}")
+                total = cursor.fetchone()[0]
+            else:
+                ids = [_db_uuid(connection, i) for i in chunk_ids]
+                total = len(ids)
+            indexed = 0
+            if mode == "fts5":
+                indexed = _rebuild_fts5(cursor, batch_size, progress, None if chunk_ids is None else ids)
+            elif mode == "postgres":
+                indexed = _rebuild_postgres(cursor, batch_size, progress, None if chunk_ids is None else ids)
+            elif progress:
+                progress(total)
+    return RebuildReport(mode=mode, chunks=total, indexed=indexed)
+
+
+def _db_uuid(connection, value) -> str | uuid.UUID:
+    value = value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
+    return value.hex if connection.vendor == "sqlite" else value
+
+
+def _batches(items: list, size: int) -> Iterable[list]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _rebuild_fts5(cursor, batch_size, progress, ids) -> int:
+    topics = _SQLITE_TOPICS.format(row="c")
+    if ids is None:
+        cursor.execute(f"INSERT INTO {FTS_TABLE}({FTS_TABLE}) VALUES ('delete-all')")
+        cursor.execute(f"DELETE FROM {FTS_MAP_TABLE}")
+        cursor.execute(f"INSERT INTO {FTS_MAP_TABLE}(chunk_id) SELECT id FROM {CHUNK_TABLE} ORDER BY created_at, id")
+        cursor.execute(f"SELECT max(id) FROM {FTS_MAP_TABLE}")
+        top = cursor.fetchone()[0] or 0
+        last = 0
+        while last < top:
+            cursor.execute(
+                f"INSERT INTO {FTS_TABLE}(rowid, content, topics)"
+                f" SELECT m.id, c.content, {topics} FROM {FTS_MAP_TABLE} m JOIN {CHUNK_TABLE} c ON c.id = m.chunk_id"
+                f" WHERE m.id > %s AND m.id <= %s",
+                [last, last + batch_size],
+            )
+            if progress:
+                progress(min(batch_size, top - last))
+            last += batch_size
+        cursor.execute(f"INSERT INTO {FTS_TABLE}({FTS_TABLE}) VALUES ('optimize')")
+        cursor.execute(f"SELECT count(*) FROM {FTS_MAP_TABLE}")
+        return cursor.fetchone()[0]
+    # Selected chunks: a no-op rewrite would be skipped by the WHEN clause, so delete and
+    # re-add their entries explicitly (the 'delete' needs the indexed values: the row's own).
+    for batch in _batches(ids, batch_size):
+        marks = ", ".join(["%s"] * len(batch))
+        cursor.execute(
+            f"INSERT INTO {FTS_TABLE}({FTS_TABLE}, rowid, content, topics)"
+            f" SELECT 'delete', m.id, c.content, {topics} FROM {FTS_MAP_TABLE} m JOIN {CHUNK_TABLE} c"
+            f" ON c.id = m.chunk_id WHERE c.id IN ({marks})",
+            batch,
+        )
+        cursor.execute(f"DELETE FROM {FTS_MAP_TABLE} WHERE chunk_id IN ({marks})", batch)
+        cursor.execute(
+            f"INSERT INTO {FTS_MAP_TABLE}(chunk_id) SELECT id FROM {CHUNK_TABLE} WHERE id IN ({marks})", batch
+        )
+        cursor.execute(
+            f"INSERT INTO {FTS_TABLE}(rowid, content, topics)"
+            f" SELECT m.id, c.content, {topics} FROM {FTS_MAP_TABLE} m JOIN {CHUNK_TABLE} c ON c.id = m.chunk_id"
+            f" WHERE c.id IN ({marks})",
+            batch,
+        )
+        if progress:
+            progress(len(batch))
+    return len(ids)
+
+
+def _rebuild_postgres(cursor, batch_size, progress, ids) -> int:
+    if ids is None:
+        cursor.execute(f"SELECT id FROM {CHUNK_TABLE} ORDER BY id")
+        ids = [row[0] for row in cursor.fetchall()]
+    done = 0
+    for batch in _batches(ids, batch_size):
+        cursor.execute(
+            f"UPDATE {CHUNK_TABLE} SET search_vector = library_chunk_tsvector(content, topics) WHERE id = ANY(%s)",
+            [batch],
+        )
+        done += cursor.rowcount
+        if progress:
+            progress(len(batch))
+    return done
+
+
+def ensure_search_schema(sender=None, using: str = "default", **kwargs) -> None:
+    """``post_migrate``: put the SQLite FTS5 triggers back if a table rebuild dropped them.
+
+    Django's SQLite schema editor alters a table by copying it to a new one, which
+    drops the triggers; this re-installs them and rebuilds the index, so a later
+    migration of the chunk table cannot silently detach the index from it.
+    """
+    from django.db.migrations.recorder import MigrationRecorder
+
+    connection = connections[using]
+    if connection.vendor != "sqlite" or CHUNK_TABLE not in connection.introspection.table_names():
+        return
+    if not MigrationRecorder(connection).migration_qs.filter(app="library", name="0003_search_index").exists():
+        return
+    _fts_ready_cache.pop(_cache_key(connection), None)
+    if not fts_ready(connection) and sqlite_has_fts5(connection):
+        search_index_rebuild(using=using)

@@ -1,0 +1,514 @@
+"""Every write to the literary library and to a book's research (seed 001).
+
+Library writes (sources, chunks, imports, re-indexing) need ``literary:write``: people
+(their session or personal ``author`` key) and staff in the admin hold it; agents only
+read. Research is proposed by the book's author or its agents (Sol, Terra, Luna; not
+editors) and stays pending until the author admits or rejects it through
+``approvals.services.approval_decide``, which also appends the decision to the book's
+log.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from django.db import IntegrityError, transaction
+
+from approvals.models import Approval, ApprovalKind
+from approvals.services import (
+    PROPOSAL_VERDICTS,
+    Decision,
+    SubjectHandler,
+    approval_decide,
+    approval_request,
+    fingerprint,
+    register_subject_handler,
+)
+from discovery.access import Cap, Principal, book_for, require
+from novelgraph.errors import Conflict, Invalid, NotFound
+
+from . import search as search_index
+from .models import KnowledgeChunk, KnowledgeSource, ResearchItem
+
+MAX_LIST_ITEMS = 50
+MAX_LIST_ITEM_CHARS = 100
+MAX_IMPORT_CHARS = 5_000_000
+CHUNK_TARGET_CHARS = 1_500
+CHUNK_MAX_CHARS = 2_000
+RESEARCH_KIND = ApprovalKind.RESEARCH_ADMISSION.value
+RESEARCH_SUBJECT = "research"
+
+
+# --- Validation helpers ------------------------------------------------------
+
+
+def _text(value: Any, field: str, *, max_length: int, required: bool = True) -> str:
+    text = "" if value is None else str(value).strip()
+    if required and not text:
+        raise Invalid(f"{field} is required", field=field)
+    if len(text) > max_length:
+        raise Invalid(f"{field} is longer than {max_length} characters", field=field)
+    return text
+
+
+def clean_list(value: Any, field: str) -> list[str]:
+    """A list of short labels (topics, applicability): stripped, blanks dropped, deduplicated.
+
+    A comma-separated string is accepted too ("scene, pacing").
+    """
+    if value is None:
+        return []
+    if isinstance(value, str):
+        value = value.split(",")
+    if not isinstance(value, list | tuple):
+        raise Invalid(f"{field} must be a list of strings", field=field)
+    out: list[str] = []
+    for item in value:
+        if not isinstance(item, str):
+            raise Invalid(f"{field} must be a list of strings", field=field)
+        label = " ".join(item.split())
+        if len(label) > MAX_LIST_ITEM_CHARS:
+            raise Invalid(f"each {field} entry is at most {MAX_LIST_ITEM_CHARS} characters", field=field)
+        if label and label not in out:
+            out.append(label)
+    if len(out) > MAX_LIST_ITEMS:
+        raise Invalid(f"{field} takes at most {MAX_LIST_ITEMS} entries", field=field)
+    return out
+
+
+def _require_write(principal: Principal | None) -> None:
+    if principal is not None:
+        require(principal, Cap.LITERARY_WRITE)
+
+
+# --- Sources and chunks ------------------------------------------------------
+
+
+def source_create(
+    *,
+    principal: Principal | None,
+    title: str,
+    origin: str,
+    license_note: str,
+    version: str,
+) -> KnowledgeSource:
+    """Create a source. Rule: literary:write; (origin, title, version) is unique (409)."""
+    _require_write(principal)
+    fields = {
+        "title": _text(title, "title", max_length=300),
+        "origin": _text(origin, "origin", max_length=300),
+        "license_note": _text(license_note, "license_note", max_length=500),
+        "version": _text(version, "version", max_length=50),
+    }
+    if KnowledgeSource.objects.filter(
+        origin=fields["origin"], title=fields["title"], version=fields["version"]
+    ).exists():
+        raise Conflict(
+            f"a source {fields['title']!r} version {fields['version']} from {fields['origin']} already exists",
+            code="duplicate_source",
+        )
+    try:
+        with transaction.atomic():
+            return KnowledgeSource.objects.create(**fields)
+    except IntegrityError:
+        raise Conflict("that source already exists", code="duplicate_source") from None
+
+
+def chunk_add(
+    *,
+    principal: Principal | None,
+    source: KnowledgeSource,
+    content: str,
+    topics: Any = None,
+    applicability: Any = None,
+    citation: str,
+    position: int | None = None,
+) -> KnowledgeChunk:
+    """Attach a cited chunk to a source. Rule: literary:write; content and citation required.
+
+    The search index follows by database trigger.
+    """
+    _require_write(principal)
+    content = _text(content, "content", max_length=100_000)
+    citation = _text(citation, "citation", max_length=500)
+    topics = clean_list(topics, "topics")
+    applicability = clean_list(applicability, "applicability")
+    with transaction.atomic():
+        if position is None:
+            last = source.chunks.order_by("-position").values_list("position", flat=True).first()
+            position = (last or 0) + 1
+        return KnowledgeChunk.objects.create(
+            source=source,
+            position=position,
+            content=content,
+            topics=topics,
+            applicability=applicability,
+            citation=citation,
+        )
+
+
+@dataclass(frozen=True)
+class Section:
+    heading: str  # "" for text before the first heading, or when there are none
+    body: str
+
+
+_ATX = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)[ \t#]*$")
+_SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
+_FENCE = re.compile(r"^ {0,3}(```|~~~)")
+
+
+def split_sections(text: str) -> list[Section]:
+    """Markdown sections by ATX (``# ...``) and setext headings; fenced code is never a heading."""
+    sections: list[Section] = []
+    heading, lines = "", []
+    in_fence = False
+    source_lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    for index, line in enumerate(source_lines):
+        if _FENCE.match(line):
+            in_fence = not in_fence
+        if not in_fence:
+            atx = _ATX.match(line)
+            setext = (
+                _SETEXT.match(source_lines[index + 1])
+                if index + 1 < len(source_lines) and line.strip() and (not lines or not lines[-1].strip())
+                else None
+            )
+            if atx and atx.group(2).strip():
+                sections.append(Section(heading, "\n".join(lines).strip()))
+                heading, lines = atx.group(2).strip(), []
+                continue
+            if setext and not _SETEXT.match(line):
+                sections.append(Section(heading, "\n".join(lines).strip()))
+                heading, lines = line.strip(), []
+                continue
+            if lines == [] and _SETEXT.match(line) and heading and sections:
+                continue  # the underline of a setext heading just taken
+        lines.append(line)
+    sections.append(Section(heading, "\n".join(lines).strip()))
+    return [s for s in sections if s.body or s.heading]
+
+
+def group_paragraphs(text: str, *, target: int = CHUNK_TARGET_CHARS, maximum: int = CHUNK_MAX_CHARS) -> list[str]:
+    """Paragraphs packed into pieces of about ``target`` characters (never above ``maximum``)."""
+    paragraphs = [p.strip() for p in re.split(r"\n[ \t]*\n", text) if p.strip()]
+    pieces: list[str] = []
+    current = ""
+    for paragraph in paragraphs:
+        for part in _hard_split(paragraph, maximum):
+            if current and len(current) + 2 + len(part) > maximum:
+                pieces.append(current)
+                current = part
+            else:
+                current = f"{current}\n\n{part}" if current else part
+            if len(current) >= target:
+                pieces.append(current)
+                current = ""
+    if current:
+        pieces.append(current)
+    return pieces
+
+
+def _hard_split(paragraph: str, maximum: int) -> list[str]:
+    """A paragraph longer than ``maximum``, cut at sentence ends (else at spaces)."""
+    if len(paragraph) <= maximum:
+        return [paragraph]
+    parts, current = [], ""
+    for sentence in re.split(r"(?<=[.!?])\s+", paragraph):
+        while len(sentence) > maximum:
+            cut = sentence.rfind(" ", 0, maximum)
+            cut = cut if cut > 0 else maximum
+            parts.append(sentence[:cut].strip())
+            sentence = sentence[cut:].strip()
+        if current and len(current) + 1 + len(sentence) > maximum:
+            parts.append(current)
+            current = sentence
+        else:
+            current = f"{current} {sentence}" if current else sentence
+    if current:
+        parts.append(current)
+    return parts
+
+
+def split_document(text: str, title: str) -> list[tuple[str, str]]:
+    """(content, citation) pairs: by heading when the text has headings, else by paragraph groups.
+
+    Citations: "<title> § <heading>" (", part N" when a long section is split), or
+    "<title>, part N" for text without headings.
+    """
+    sections = split_sections(text)
+    has_headings = any(s.heading for s in sections)
+    chunks: list[tuple[str, str]] = []
+    if not has_headings:
+        pieces = group_paragraphs(text)
+        return [(piece, f"{title}, part {n}") for n, piece in enumerate(pieces, start=1)]
+    for section in sections:
+        if not section.body:
+            continue
+        pieces = group_paragraphs(section.body)
+        label = f"{title} § {section.heading}" if section.heading else f"{title} § Opening"
+        for n, piece in enumerate(pieces, start=1):
+            citation = label if len(pieces) == 1 else f"{label}, part {n}"
+            content = f"{section.heading}\n\n{piece}" if section.heading else piece
+            chunks.append((content, citation[:500]))
+    return chunks
+
+
+def source_import(
+    *,
+    principal: Principal | None,
+    title: str,
+    origin: str,
+    license_note: str,
+    version: str,
+    text: str,
+    topics: Any = None,
+    applicability: Any = None,
+    progress: Callable[[int], None] | None = None,
+) -> KnowledgeSource:
+    """Create a source from a Markdown or plain-text document, one cited chunk per section.
+
+    Rule: literary:write; the document must contain text. One transaction: if any
+    chunk fails, neither the source nor any chunk remains.
+    """
+    _require_write(principal)
+    if not isinstance(text, str) or not text.strip():
+        raise Invalid("the document is empty", field="file")
+    if len(text) > MAX_IMPORT_CHARS:
+        raise Invalid(f"the document is longer than {MAX_IMPORT_CHARS} characters", field="file")
+    topics = clean_list(topics, "topics")
+    applicability = clean_list(applicability, "applicability")
+    title = _text(title, "title", max_length=300)
+    pieces = split_document(text.replace("\x00", ""), title)
+    if not pieces:
+        raise Invalid("the document has no text to import", field="file")
+    with transaction.atomic():
+        source = source_create(principal=None, title=title, origin=origin, license_note=license_note, version=version)
+        for position, (content, citation) in enumerate(pieces, start=1):
+            chunk_add(
+                principal=None,
+                source=source,
+                content=content,
+                topics=topics,
+                applicability=applicability,
+                citation=citation,
+                position=position,
+            )
+            if progress:
+                progress(1)
+    return source
+
+
+def source_reindex(*, principal: Principal | None, source_ids: Iterable[Any]) -> search_index.RebuildReport:
+    """Rebuild the search index entries of the chunks of these sources. Rule: literary:write."""
+    _require_write(principal)
+    chunk_ids = list(KnowledgeChunk.objects.filter(source_id__in=list(source_ids)).values_list("pk", flat=True))
+    return search_index.search_index_rebuild(chunk_ids=chunk_ids)
+
+
+def library_search(
+    *,
+    principal: Principal,
+    query: str | None,
+    limit: int = search_index.DEFAULT_LIMIT,
+    applicability: str | None = None,
+    topic: str | None = None,
+) -> search_index.SearchResponse:
+    """Search the library. Rule: literary:read (not book-scoped)."""
+    require(principal, Cap.LITERARY_READ)
+    return search_index.search(query, limit=limit, applicability=applicability, topic=topic)
+
+
+# --- Research --------------------------------------------------------------
+
+
+def _research_digest(item: ResearchItem) -> str:
+    return fingerprint(
+        {
+            "url": item.url,
+            "title": item.title,
+            "excerpt": item.excerpt,
+            "source_snapshot": item.source_snapshot,
+            "claim": item.claim,
+            "citation": item.citation,
+        }
+    )
+
+
+def _item_of(approval: Approval) -> ResearchItem | None:
+    try:
+        return ResearchItem.objects.get(pk=approval.subject_id, book_id=approval.book_id)
+    except (ResearchItem.DoesNotExist, ValueError):
+        return None
+
+
+def _digest(approval: Approval) -> str:
+    item = _item_of(approval)
+    return _research_digest(item) if item else "missing"
+
+
+def _apply(decision: Decision) -> None:
+    item = ResearchItem.objects.select_for_update().get(pk=decision.approval.subject_id)
+    if item.status != ResearchItem.Status.PENDING:
+        raise Conflict(f"this research is already {item.status}", code="not_pending")
+    item.status = ResearchItem.Status.ADMITTED if decision.verdict == "approve" else ResearchItem.Status.REJECTED
+    item.approval = decision.approval
+    item.save(update_fields=["status", "approval", "updated_at"])
+    decision.detail.update({"research_id": str(item.pk), "status": item.status, "url": item.url})
+
+
+def _describe(approval: Approval) -> dict:
+    item = _item_of(approval)
+    if item is None:
+        return {}
+    return {
+        "research_id": str(item.pk),
+        "title": item.title,
+        "url": item.url,
+        "claim": item.claim,
+        "citation": item.citation,
+        "status": item.status,
+    }
+
+
+def register_research_admission() -> None:
+    register_subject_handler(
+        SubjectHandler(
+            kind=RESEARCH_KIND,
+            verdicts=PROPOSAL_VERDICTS,
+            digest=_digest,
+            apply=_apply,
+            describe=_describe,
+        )
+    )
+
+
+def _http_url(value: Any) -> str:
+    url = _text(value, "url", max_length=2000)
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        raise Invalid("url is not a valid URL", field="url") from None
+    if parts.scheme.lower() not in {"http", "https"} or not parts.netloc or any(ch.isspace() for ch in url):
+        raise Invalid("url must be an http or https address", field="url")
+    scheme, rest = url.split(":", 1)
+    return f"{scheme.lower()}:{rest}"
+
+
+def research_propose(
+    *,
+    principal: Principal,
+    book_id: Any,
+    url: str,
+    title: str,
+    claim: str,
+    citation: str,
+    excerpt: str = "",
+    source_snapshot: str = "",
+) -> ResearchItem:
+    """Propose research for a book: pending, with a pending research-admission approval.
+
+    Rule: the book's author or its agents may propose (book:read plus discovery:write
+    or scratchpad:write); editors may not. Only http and https URLs (422 naming url).
+    """
+    book = book_for(principal, book_id, Cap.BOOK_READ)
+    require(principal, Cap.DISCOVERY_WRITE, Cap.SCRATCHPAD_WRITE, book=book)
+    fields = {
+        "url": _http_url(url),
+        "title": _text(title, "title", max_length=300),
+        "claim": _text(claim, "claim", max_length=10_000),
+        "citation": _text(citation, "citation", max_length=500),
+        "excerpt": _text(excerpt, "excerpt", max_length=20_000, required=False),
+        "source_snapshot": _text(source_snapshot, "source_snapshot", max_length=100_000, required=False),
+    }
+    role = principal.key_role if principal.is_agent else "author"
+    with transaction.atomic():
+        item = ResearchItem.objects.create(
+            book=book,
+            proposed_by=role,
+            proposed_by_user=principal.user,
+            **fields,
+        )
+        item.approval = _request_admission(item, role=role, user=principal.user)
+        item.save(update_fields=["approval", "updated_at"])
+    return item
+
+
+def _request_admission(item: ResearchItem, *, role: str, user=None) -> Approval:
+    return approval_request(
+        book=item.book,
+        kind=RESEARCH_KIND,
+        subject_type=RESEARCH_SUBJECT,
+        subject_id=item.pk,
+        summary=f"Admit research: {item.title}",
+        requested_by_role=role,
+        requested_by_user=user,
+        note=item.claim[:2000],
+    )
+
+
+def research_decide(*, principal: Principal, research_id: Any, verdict: str, rationale: str) -> ResearchItem:
+    """The author admits (verdict approve) or rejects research, with a rationale.
+
+    Rules: research of a book the principal cannot see is a 404; only the author decides
+    (403); a blank rationale is a 422; research that is no longer pending is a 409. The
+    decision goes through approval_decide, which appends it to the book's decision log.
+    """
+    try:
+        item = ResearchItem.objects.select_related("book").get(pk=research_id)
+    except (ResearchItem.DoesNotExist, ValueError, TypeError):
+        raise NotFound("research not found") from None
+    if principal.role_for(item.book) is None:
+        raise NotFound("research not found")
+    if item.status != ResearchItem.Status.PENDING:
+        # Same order as approval_decide: who, then the rationale, then the state.
+        from discovery.access import require_author
+
+        require_author(principal, item.book)
+        if not (rationale or "").strip():
+            raise Invalid("a rationale is required: say in a sentence why", field="rationale")
+        raise Conflict(f"this research is already {item.status}", code="not_pending")
+    approval = (
+        Approval.objects.filter(
+            kind=RESEARCH_KIND,
+            subject_id=str(item.pk),
+            book=item.book,
+            status=Approval.Status.PENDING,
+        )
+        .order_by("-created_at")
+        .first()
+    )
+    with transaction.atomic():
+        if approval is None:
+            # Research written outside research_propose still goes through an approval.
+            approval = _request_admission(item, role=item.proposed_by or "author", user=item.proposed_by_user)
+        approval_decide(
+            principal=principal,
+            approval_id=approval.pk,
+            verdict=verdict,
+            rationale=rationale,
+            expected_kind=RESEARCH_KIND,
+        )
+    item.refresh_from_db()
+    return item
+
+
+def research_list(*, principal: Principal, book_id: Any):
+    """A book's research, newest first. Rule: book:read."""
+    book = book_for(principal, book_id, Cap.BOOK_READ)
+    return ResearchItem.objects.filter(book=book).order_by("-created_at")
+
+
+def research_for(*, principal: Principal, research_id: Any) -> ResearchItem:
+    try:
+        item = ResearchItem.objects.select_related("book").get(pk=uuid.UUID(str(research_id)))
+    except (ResearchItem.DoesNotExist, ValueError, TypeError):
+        raise NotFound("research not found") from None
+    if principal.role_for(item.book) is None:
+        raise NotFound("research not found")
+    return item
