@@ -1,0 +1,181 @@
+"""Context dossiers: immutable, role-scoped snapshots of what an agent is given (invariant 4)."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from novelgraph.errors import Conflict, Forbidden, NotFound
+
+from ..access import Cap, Principal, book_for, capabilities_of, require
+from ..models import (
+    AgentRole,
+    Book,
+    ContextDossier,
+    DiscoverySession,
+    KnowledgeClaim,
+    Observation,
+    ScratchpadEntry,
+    StoryCharter,
+)
+from ..selectors import SCOPE_READ_CAP, SCOPE_WITHHELD_LABEL, book_bases, current_session, readable_bases
+from .common import check_choice
+
+DOSSIER_SCHEMA = "dossier/1"
+
+
+def _iso(value) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def dossier_content(*, book: Book, session: DiscoverySession | None, agent_role: str) -> dict:
+    """What ``agent_role`` is given now: the latest approved charter, the knowledge bases the
+    book can use, the approved claims in them (ids, decoded values), the session's scratchpad
+    entries, the unresolved (working) observations and the role's capabilities; role-scoped:
+    what the role may not read is left out and named under ``withheld``.
+
+    A fixed number of queries, whatever the amount of data.
+    """
+    caps = capabilities_of(agent_role)
+    withheld: list[str] = []
+    charter = None
+    if Cap.DISCOVERY_READ in caps:
+        charter = (
+            StoryCharter.objects.filter(book=book, status=StoryCharter.Status.APPROVED)
+            .order_by("-version")
+            .values("id", "version", "content", "approval_id", "source_refs")
+            .first()
+        )
+    else:
+        withheld.append(f"story charter ({agent_role} lacks {Cap.DISCOVERY_READ.value})")
+    if charter:
+        charter = {**charter, "id": str(charter["id"]), "approval_id": str(charter["approval_id"])}
+
+    given, not_given = readable_bases(book_bases(book), caps)
+    for scope in dict.fromkeys(base["scope"] for base in not_given):
+        withheld.append(f"{SCOPE_WITHHELD_LABEL[scope]} ({agent_role} lacks {SCOPE_READ_CAP[scope].value})")
+    claims = [
+        {
+            **row,
+            "id": str(row["id"]),
+            "base_id": str(row["base_id"]),
+            "approval_id": str(row["approval_id"]),
+        }
+        for row in KnowledgeClaim.objects.filter(
+            base_id__in=[b["id"] for b in given], status=KnowledgeClaim.Status.APPROVED
+        )
+        .order_by("created_at")
+        .values("id", "base_id", "subject", "predicate", "value", "provenance", "approval_id")
+    ]
+
+    scratchpad: list[dict] = []
+    if session is not None and Cap.SCRATCHPAD_READ in caps:
+        scratchpad = [
+            {
+                **row,
+                "id": str(row["id"]),
+                "handoff_id": str(row["handoff_id"]) if row["handoff_id"] else None,
+                "created_at": _iso(row["created_at"]),
+            }
+            for row in ScratchpadEntry.objects.filter(session=session)
+            .order_by("sequence")
+            .values(
+                "id",
+                "sequence",
+                "agent_role",
+                "kind",
+                "content",
+                "confidence",
+                "source_refs",
+                "handoff_id",
+                "created_at",
+            )
+        ]
+    elif Cap.SCRATCHPAD_READ not in caps:
+        withheld.append(f"scratchpad ({agent_role} lacks {Cap.SCRATCHPAD_READ.value})")
+
+    observations: list[dict] = []
+    if Cap.DISCOVERY_READ in caps:
+        observations = [
+            {**row, "id": str(row["id"]), "turn_id": str(row["turn_id"]), "session_id": str(row["session_id"])}
+            for row in Observation.objects.filter(session__book=book, status=Observation.Status.WORKING)
+            .order_by("created_at")
+            .values("id", "session_id", "turn_id", "key", "value", "provenance", "confidence")
+        ]
+    return {
+        "schema": DOSSIER_SCHEMA,
+        "book": {"id": str(book.pk), "title": book.title},
+        "agent_role": agent_role,
+        "session_id": str(session.pk) if session else None,
+        "capabilities": sorted(c.value for c in caps),
+        "charter": charter,
+        "knowledge_bases": [{k: base[k] for k in ("id", "name", "scope", "relation")} for base in given],
+        "claims": claims,
+        "scratchpad": scratchpad,
+        "observations": observations,
+        "withheld": withheld,
+    }
+
+
+def dossier_store(*, book: Book, agent_role: str, requested_by=None) -> ContextDossier:
+    """Snapshot and store (no permission check: callers check who may take it)."""
+    session = current_session(book)
+    if session is None:
+        raise Conflict("this book has no discovery session yet; start discovery first", code="no_session")
+    dossier = ContextDossier(
+        id=uuid.uuid4(),
+        book=book,
+        session=session,
+        agent_role=agent_role,
+        requested_by=requested_by,
+        content=dossier_content(book=book, session=session, agent_role=agent_role),
+        created_at=timezone.now(),
+    )
+    dossier.save()
+    return dossier
+
+
+def dossier_create(*, principal: Principal, book: Book, agent_role: str) -> ContextDossier:
+    """Store and return a new immutable dossier for ``agent_role``.
+
+    An agent takes dossiers only for its own role (403); the author may take any role's
+    (discovery:write; an editor is refused). The book needs a discovery session (409).
+    """
+    agent_role = check_choice(agent_role, AgentRole, "agent_role")
+    book = book_for(principal, book.pk, Cap.BOOK_READ)
+    if principal.is_agent:
+        if principal.key_role != agent_role:
+            raise Forbidden(
+                f"{principal.key_role} may take only its own dossier, not {agent_role}'s",
+                code="missing_capability",
+            )
+    else:
+        require(principal, Cap.DISCOVERY_WRITE, book=book)
+    return dossier_store(book=book, agent_role=agent_role, requested_by=principal.user)
+
+
+def dossiers_for(*, principal: Principal, book: Book) -> QuerySet[ContextDossier]:
+    """The book's dossiers newest first; an agent sees only its own role's."""
+    dossiers = ContextDossier.objects.filter(book=book).order_by("-created_at")
+    if principal.is_agent:
+        dossiers = dossiers.filter(agent_role=principal.key_role)
+    return dossiers
+
+
+def dossier_for(*, principal: Principal, dossier_id: Any) -> ContextDossier:
+    """One dossier: 404 when its book is not the principal's; an agent reads only its own role's (403)."""
+    try:
+        dossier = ContextDossier.objects.select_related("book").get(pk=dossier_id)
+    except (ContextDossier.DoesNotExist, ValidationError, ValueError, TypeError):
+        raise NotFound("dossier not found") from None
+    book_for(principal, dossier.book_id, Cap.BOOK_READ)
+    if principal.is_agent and dossier.agent_role != principal.key_role:
+        raise Forbidden(
+            f"{principal.key_role} may read only its own dossiers, not {dossier.agent_role}'s",
+            code="missing_capability",
+        )
+    return dossier

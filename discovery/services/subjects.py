@@ -1,0 +1,200 @@
+"""How the author's decisions apply to discovery subjects: the story-charter and canon-promotion
+handlers that ``approvals.services.approval_decide`` calls inside the deciding transaction.
+
+Registered from ``DiscoveryConfig.ready()``.
+"""
+
+from __future__ import annotations
+
+from approvals.models import Approval, ApprovalKind, Verdict
+from approvals.services import PROPOSAL_VERDICTS, Decision, SubjectHandler, fingerprint, register_subject_handler
+from library.evidence import evidence_findings
+from novelgraph.errors import Conflict
+
+from ..models import Chapter, DiscoverySession, KnowledgeClaim, StoryCharter
+from ..selectors import OPEN_SESSION_STATUSES
+
+OPENING_CHAPTER_TITLE = "Opening"
+
+
+def _refuse_unadmitted_evidence(*, book_id, evidence, source_refs) -> None:
+    """Research is admitted, not assumed: refuse (409, nothing written) while findings remain."""
+    findings = evidence_findings(book_id=book_id, evidence=evidence, source_refs=source_refs)
+    if findings:
+        first = findings[0]
+        raise Conflict(
+            first.message,
+            code=first.code,
+            research_id=first.research_id,
+            findings=[f.as_dict() for f in findings],
+        )
+
+
+# --- Story charters --------------------------------------------------------
+
+
+def _as_decided_by(row: dict | None, approval: Approval) -> dict | None:
+    """The subject as this approval saw it: a subject this very approval decided counts as still
+    proposed, so its digest stays current; one decided by another approval does not match."""
+    if row is None:
+        return None
+    if str(row.pop("approval_id") or "") == str(approval.pk):
+        row["status"] = "proposed"
+    return row
+
+
+def _charter_row(approval: Approval) -> dict | None:
+    row = (
+        StoryCharter.objects.filter(pk=approval.subject_id, book_id=approval.book_id)
+        .values("id", "book_id", "version", "status", "content", "source_refs", "approval_id")
+        .first()
+    )
+    return _as_decided_by(row, approval)
+
+
+def charter_digest(approval: Approval) -> str:
+    """Covers the charter's content, references, version and status: an edited charter, or one
+    another approval already resolved, no longer matches, so a pending approval lapses."""
+    return fingerprint(_charter_row(approval))
+
+
+def charter_apply(decision: Decision) -> None:
+    approval = decision.approval
+    charter = StoryCharter.objects.select_for_update().get(pk=approval.subject_id, book_id=approval.book_id)
+    if charter.status != StoryCharter.Status.PROPOSED:
+        raise Conflict(f"charter v{charter.version} is already {charter.status}", code="not_pending")
+    decision.detail["charter_version"] = charter.version
+    if decision.verdict == Verdict.APPROVE:
+        _refuse_unadmitted_evidence(book_id=charter.book_id, evidence=None, source_refs=charter.source_refs)
+        superseded = StoryCharter.objects.filter(book_id=charter.book_id, status=StoryCharter.Status.APPROVED)
+        decision.detail["superseded_versions"] = sorted(superseded.values_list("version", flat=True))
+        superseded.update(status=StoryCharter.Status.SUPERSEDED)
+        charter.status = StoryCharter.Status.APPROVED
+        charter.approval = approval
+        charter.save(update_fields=["status", "approval", "updated_at"])
+        DiscoverySession.objects.filter(book_id=charter.book_id, status__in=OPEN_SESSION_STATUSES).update(
+            status=DiscoverySession.Status.APPROVED
+        )
+        if not Chapter.objects.filter(book_id=charter.book_id).exists():
+            Chapter.objects.create(book_id=charter.book_id, number=1, title=OPENING_CHAPTER_TITLE)
+    else:
+        charter.status = StoryCharter.Status.REJECTED
+        charter.approval = approval
+        charter.save(update_fields=["status", "approval", "updated_at"])
+        if charter.session_id:
+            DiscoverySession.objects.filter(
+                pk=charter.session_id, status=DiscoverySession.Status.CHARTER_PROPOSED
+            ).update(status=DiscoverySession.Status.ACTIVE)
+
+
+def charter_describe(approval: Approval) -> dict:
+    charter = StoryCharter.objects.filter(pk=approval.subject_id, book_id=approval.book_id).first()
+    if charter is None:
+        return {"type": "charter", "id": approval.subject_id, "exists": False}
+    return {
+        "type": "charter",
+        "id": str(charter.pk),
+        "exists": True,
+        "title": f"Story charter v{charter.version}",
+        "version": charter.version,
+        "status": charter.status,
+        "proposed_by": charter.proposed_by,
+        "content": charter.content,
+        "fields": {key.replace("_", " ").capitalize(): value for key, value in charter.content.items()},
+        "source_refs": charter.source_refs,
+    }
+
+
+# --- Canon promotion --------------------------------------------------------
+
+
+def _claim_row(approval: Approval) -> dict | None:
+    row = (
+        KnowledgeClaim.objects.filter(pk=approval.subject_id)
+        .values(
+            "id",
+            "base_id",
+            "subject",
+            "predicate",
+            "value",
+            "provenance",
+            "status",
+            "source_refs",
+            "evidence",
+            "approval_id",
+        )
+        .first()
+    )
+    return _as_decided_by(row, approval)
+
+
+def claim_digest(approval: Approval) -> str:
+    """Covers the claim's content, evidence, references and status (a claim promoted or rejected
+    through another book's approval makes this one lapse)."""
+    return fingerprint(_claim_row(approval))
+
+
+def claim_apply(decision: Decision) -> None:
+    approval = decision.approval
+    claim = KnowledgeClaim.objects.select_for_update().get(pk=approval.subject_id)
+    if claim.status != KnowledgeClaim.Status.PROPOSED:
+        raise Conflict(f"this claim is already {claim.status}", code="not_pending")
+    decision.detail["claim"] = {"subject": claim.subject, "predicate": claim.predicate, "base_id": str(claim.base_id)}
+    if decision.verdict == Verdict.APPROVE:
+        _refuse_unadmitted_evidence(book_id=approval.book_id, evidence=claim.evidence, source_refs=claim.source_refs)
+        claim.status = KnowledgeClaim.Status.APPROVED
+    else:
+        claim.status = KnowledgeClaim.Status.REJECTED
+    claim.approval = approval
+    claim.save(update_fields=["status", "approval", "updated_at"])
+
+
+def claim_describe(approval: Approval) -> dict:
+    claim = KnowledgeClaim.objects.select_related("base").filter(pk=approval.subject_id).first()
+    if claim is None:
+        return {"type": "claim", "id": approval.subject_id, "exists": False}
+    return {
+        "type": "claim",
+        "id": str(claim.pk),
+        "exists": True,
+        "title": f"{claim.subject} {claim.predicate}",
+        "subject": claim.subject,
+        "predicate": claim.predicate,
+        "value": claim.value,
+        "status": claim.status,
+        "provenance": claim.provenance,
+        "proposed_by": claim.proposed_by,
+        "base": {"id": str(claim.base_id), "name": claim.base.name, "scope": claim.base.scope},
+        "evidence": claim.evidence,
+        "fields": {
+            "Subject": claim.subject,
+            "Predicate": claim.predicate,
+            "Value": claim.value,
+            "Knowledge base": f"{claim.base.name} ({claim.base.scope})",
+            "Provenance": claim.provenance,
+            "Status": claim.status,
+            "Evidence": claim.evidence,
+        },
+        "source_refs": claim.source_refs,
+    }
+
+
+def register() -> None:
+    register_subject_handler(
+        SubjectHandler(
+            kind=ApprovalKind.STORY_CHARTER,
+            verdicts=PROPOSAL_VERDICTS,
+            digest=charter_digest,
+            apply=charter_apply,
+            describe=charter_describe,
+        )
+    )
+    register_subject_handler(
+        SubjectHandler(
+            kind=ApprovalKind.CANON_PROMOTION,
+            verdicts=PROPOSAL_VERDICTS,
+            digest=claim_digest,
+            apply=claim_apply,
+            describe=claim_describe,
+        )
+    )
