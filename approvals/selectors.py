@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
-from django.db.models import QuerySet
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
 
+from django.core.exceptions import ValidationError
+from django.db.models import Count, Q, QuerySet
+
+from discovery.access import Cap, Principal, require
 from discovery.models import Book
+from discovery.refs import resolve_source_refs
+from novelgraph.errors import NotFound
 
-from .chain import Verification, verify_rows
-from .models import DecisionLogEntry
+from .chain import Verification, chain_fields, verify_rows
+from .models import Approval, DecisionLogEntry, Verdict
 
 VERIFY_COLUMNS = (
     "sequence",
@@ -31,11 +40,171 @@ def decision_log_for(book: Book) -> QuerySet[DecisionLogEntry]:
 
 
 def decision_log_verify(book: Book) -> Verification:
-    """Recompute the book's chain and seals; names the first entry that fails."""
+    """Recompute the book's chain and seals; names the first entry that fails.
+
+    A chain alone cannot show that its newest entries were cut off, so the check
+    also asks that every decided approval of the book still has its log entry.
+    Two queries, whatever the length of the log.
+    """
     rows = (
         DecisionLogEntry.objects.filter(book=book)
         .order_by("sequence")
         .values_list(*VERIFY_COLUMNS)
         .iterator(chunk_size=2000)
     )
-    return verify_rows(book.pk, rows)
+    result = verify_rows(book.pk, rows)
+    if not result.ok:
+        return result
+    orphan = (
+        Approval.objects.filter(book=book, status=Approval.Status.DECIDED)
+        .exclude(pk__in=DecisionLogEntry.objects.filter(book=book, approval__isnull=False).values("approval_id"))
+        .order_by("decided_at")
+        .values_list("pk", flat=True)
+        .first()
+    )
+    if orphan is not None:
+        return Verification(
+            False,
+            result.entries,
+            result.entries + 1,
+            f"approval {orphan} was decided but its log entry is missing",
+        )
+    return result
+
+
+def decision_log_newest_first(book: Book) -> QuerySet[DecisionLogEntry]:
+    """The book's log for reading, newest first, with the approval each entry decided."""
+    return (
+        DecisionLogEntry.objects.filter(book=book).select_related("approval", "ratified_by_user").order_by("-sequence")
+    )
+
+
+def decision_log_export_lines(book: Book) -> Iterator[str]:
+    """The book's log as JSON Lines: every field of the hash recipe, then hash and seal.
+
+    Each line re-verifies on its own with ``approvals.chain``'s recipe (see the README
+    and ``scripts/verify_decision_log_export.py``).
+    """
+    rows = (
+        DecisionLogEntry.objects.filter(book=book)
+        .order_by("sequence")
+        .values_list(*VERIFY_COLUMNS)
+        .iterator(chunk_size=2000)
+    )
+    for row in rows:
+        values = dict(zip(VERIFY_COLUMNS, row, strict=True))
+        fields = chain_fields(book_id=book.pk, **{k: values[k] for k in VERIFY_COLUMNS if k not in {"hash", "seal"}})
+        line = dict(fields, hash=values["hash"], seal=values["seal"])
+        yield json.dumps(line, ensure_ascii=False, sort_keys=True) + "\n"
+
+
+# --- Approvals --------------------------------------------------------------
+
+
+def approvals_visible(
+    principal: Principal,
+    *,
+    book: Book | None = None,
+    status: str | None = None,
+) -> QuerySet[Approval]:
+    """Approvals of the books this principal may read (one book, or all of them), newest first."""
+    approvals = Approval.objects.select_related("book", "requested_by_user", "decided_by").order_by(
+        "-created_at", "-id"
+    )
+    if book is not None:
+        approvals = approvals.filter(book=book)
+    else:
+        approvals = approvals.filter(book__in=principal.visible_books().values("pk"))
+    if status:
+        approvals = approvals.filter(status=status)
+    return approvals
+
+
+def approval_for(principal: Principal, approval_id: Any) -> Approval:
+    """One approval, if it belongs to a book the principal may read (404 otherwise)."""
+    try:
+        approval = Approval.objects.select_related("book", "book__owner", "requested_by_user", "decided_by").get(
+            pk=approval_id
+        )
+    except (Approval.DoesNotExist, ValueError, TypeError, ValidationError):
+        raise NotFound("approval not found") from None
+    if principal.role_for(approval.book) is None:
+        raise NotFound("approval not found")
+    require(principal, Cap.BOOK_READ, book=approval.book)
+    return approval
+
+
+@dataclass(frozen=True)
+class ApprovalView:
+    """Everything a reviewer sees about one approval (API detail and decision page)."""
+
+    approval: Approval
+    verdicts: list[str]
+    current: bool
+    proposal: dict
+    source_refs: list
+    impact: Any
+    log_entry: DecisionLogEntry | None
+
+
+def approval_view(approval: Approval) -> ApprovalView:
+    """The proposal as its handler describes it, with source refs resolved and the impact preview."""
+    from .services import HANDLERS, approval_is_current
+
+    handler = HANDLERS.get(approval.kind)
+    proposal: dict = {}
+    if handler is not None and handler.describe is not None:
+        proposal = dict(handler.describe(approval) or {})
+    refs = proposal.get("source_refs") or []
+    resolved = resolve_source_refs(book=approval.book, refs=refs) if refs else []
+    log_entry = (
+        DecisionLogEntry.objects.filter(approval=approval).order_by("sequence").first()
+        if approval.status == Approval.Status.DECIDED
+        else None
+    )
+    return ApprovalView(
+        approval=approval,
+        verdicts=sorted(handler.verdicts, key=Verdict.values.index) if handler else [],
+        current=approval_is_current(approval) if handler else False,
+        proposal=proposal,
+        source_refs=list(resolved),
+        impact=proposal.get("impact"),
+        log_entry=log_entry,
+    )
+
+
+@dataclass(frozen=True)
+class Inbox:
+    pending: list[Approval]
+    superseded: list[Approval]
+    counts: list[dict]  # per book: {"book": Book, "pending": int}
+    pending_total: int
+
+
+def inbox_for(principal: Principal, *, offset: int = 0, limit: int = 50, superseded_limit: int = 50) -> Inbox:
+    """Pending decisions across the principal's books, newest first, with counts per book.
+
+    A fixed number of queries whatever the number of approvals: the counts come from
+    one aggregate, the lists from one query each.
+    """
+    books = principal.visible_books()
+    counts = list(
+        Book.objects.filter(pk__in=books.values("pk"))
+        .annotate(pending=Count("approvals", filter=Q(approvals__status=Approval.Status.PENDING)))
+        .filter(pending__gt=0)
+        .order_by("-pending", "title")
+    )
+    base = Approval.objects.filter(book__in=books.values("pk")).select_related("book", "requested_by_user")
+    pending = list(base.filter(status=Approval.Status.PENDING).order_by("-created_at", "-id")[:limit])
+    superseded = list(base.filter(status=Approval.Status.SUPERSEDED).order_by("-updated_at", "-id")[:superseded_limit])
+    return Inbox(
+        pending=pending,
+        superseded=superseded,
+        counts=[{"book": b, "pending": b.pending} for b in counts],
+        pending_total=sum(b.pending for b in counts),
+    )
+
+
+def pending_count_for(user) -> int:
+    """How many decisions wait for this person as an author (the nav badge)."""
+    return Approval.objects.filter(book__owner=user, status=Approval.Status.PENDING).count()

@@ -50,6 +50,19 @@ class Decision:
 
 @dataclass(frozen=True)
 class SubjectHandler:
+    """How one kind of subject takes part in approvals.
+
+    ``describe(approval)`` (optional) returns a JSON-serialisable dict shown on the
+    decision page and in ``GET /approvals/{id}``. Keys with a meaning:
+
+    - ``title`` (str) and ``fields`` (dict label -> value): what is proposed;
+    - ``source_refs`` (list of ``{"type", "id"}``): resolved for display with
+      ``discovery.refs.resolve_source_refs``;
+    - ``impact`` (dict or list): the impact preview of a blackboard-changing verdict.
+
+    Any other key is shown as it is.
+    """
+
     kind: str
     verdicts: frozenset[str]
     # The subject's current fingerprint; differs from the stored one once it changed.
@@ -193,10 +206,19 @@ def approval_request(
     return approval
 
 
+def handler_for(approval: Approval) -> SubjectHandler:
+    """The registered handler of the approval's kind (409 when its app is not installed)."""
+    handler = HANDLERS.get(approval.kind)
+    if handler is None:
+        raise Conflict(f"no handler is registered for {approval.kind} approvals", code="no_handler")
+    return handler
+
+
 def approval_is_current(approval: Approval) -> bool:
     """False once the subject changed after the approval was requested."""
-    handler = HANDLERS[approval.kind]
-    return handler.digest(approval) == approval.subject_digest
+    if approval.status == Approval.Status.SUPERSEDED:
+        return False
+    return handler_for(approval).digest(approval) == approval.subject_digest
 
 
 def approval_decide(
@@ -227,10 +249,10 @@ def approval_decide(
         if expected_kind and approval.kind != expected_kind:
             raise NotFound("approval not found")
         require_author(principal, approval.book)
-        handler = HANDLERS[approval.kind]
+        handler = handler_for(approval)
         if verdict not in Verdict.values:
             raise Invalid(
-                f"unknown verdict {verdict!r}; choose one of {', '.join(handler.verdicts)}",
+                f"unknown verdict {verdict!r}; choose one of {', '.join(sorted(handler.verdicts))}",
                 field="verdict",
             )
         if verdict not in handler.verdicts:
