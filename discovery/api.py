@@ -1,7 +1,5 @@
 """Discovery routes (seed 000). Thin: authenticate, validate, call a service."""
 
-from __future__ import annotations
-
 import uuid
 from datetime import datetime
 from typing import Any, Literal

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-from django.db import close_old_connections, connection
+from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
@@ -153,7 +153,7 @@ def test_concurrent_turns_get_distinct_ordinals(author, editor):
                 api.post(f"/sessions/{session.pk}/turns", {"role": "author", "content": f"t{i}"}).status_code
             )
         finally:
-            close_old_connections()
+            connection.close()
 
     threads = [threading.Thread(target=post, args=(i,)) for i in range(6)]
     for t in threads:
