@@ -6,7 +6,7 @@ Every error the API returns is JSON: ``{"detail": str, "code": str, "field"?: st
 
 from __future__ import annotations
 
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, RequestDataTooBig
 from django.http import Http404, HttpRequest, HttpResponse
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError
@@ -94,6 +94,16 @@ def on_not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
 @api.exception_handler(PermissionDenied)
 def on_permission_denied(request: HttpRequest, exc: PermissionDenied) -> HttpResponse:
     return error_response(request, 403, {"detail": str(exc) or "forbidden", "code": "forbidden"})
+
+
+@api.exception_handler(RequestDataTooBig)
+def on_body_too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
+    from novelgraph.security import body_limit_for
+
+    limit = body_limit_for(request)
+    return error_response(
+        request, 413, {"detail": f"request body is too large; the limit is {limit} bytes", "code": "too_large"}
+    )
 
 
 @api.exception_handler(HttpError)

@@ -50,6 +50,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "template_partials",
     "ninja",
+    "novelgraph",
     "discovery",
     "discovery.loop",
     "library",
@@ -57,7 +58,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "novelgraph.security.RequestSizeLimitMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "novelgraph.security.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -126,6 +129,11 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# Username/password with login throttling (novelgraph.security): too many failures for one
+# username from one address refuse further attempts for the window (HTTP 429 on the login page).
+AUTHENTICATION_BACKENDS = ["novelgraph.security.ThrottledModelBackend"]
+NOVELGRAPH_LOGIN_FAILURE_LIMIT = int(os.environ.get("NOVELGRAPH_LOGIN_FAILURE_LIMIT", "5"))
+NOVELGRAPH_LOGIN_FAILURE_WINDOW = int(os.environ.get("NOVELGRAPH_LOGIN_FAILURE_WINDOW", "900"))  # seconds
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "discovery:home"
 LOGOUT_REDIRECT_URL = "login"
@@ -156,6 +164,10 @@ CSRF_COOKIE_SAMESITE = "Lax"
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
+# Content-Security-Policy on every response (novelgraph.security): only the site's own scripts and styles.
+# Request bodies: 1 MiB of non-file data, 10 MiB for a multipart upload; more is a 413.
+DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("NOVELGRAPH_MAX_BODY_BYTES", str(1024 * 1024)))
+NOVELGRAPH_MAX_UPLOAD_BYTES = int(os.environ.get("NOVELGRAPH_MAX_UPLOAD_BYTES", str(10 * 1024 * 1024)))
 if not DEBUG:
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True

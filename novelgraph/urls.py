@@ -3,9 +3,12 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from .api import api
+from .security import ThrottledLoginView
+
+handler400 = "novelgraph.security.bad_request"
 
 urlpatterns = [
-    path("login/", auth_views.LoginView.as_view(), name="login"),
+    path("login/", ThrottledLoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),

@@ -157,3 +157,20 @@ def editor_browser(editor):
     client = Client()
     assert client.login(username=editor.username, password=PASSWORD)
     return client
+
+
+@pytest.fixture(autouse=True)
+def _append_only_guards_for_transaction_marker(request):
+    """`@pytest.mark.django_db(transaction=True)` gets the same trigger lifting as the `transactional_db` fixture."""
+    marker = request.node.get_closest_marker("django_db")
+    if marker and (marker.kwargs.get("transaction") or (marker.args and marker.args[0])):
+        request.getfixturevalue("transactional_db")
+    yield
+
+
+# --- Speed ---------------------------------------------------------------------
+# Every persona gets a password; the production hasher (PBKDF2, ~0.5 s under load per
+# hash) would dominate the suite. Tests check who may do what, not the hash strength.
+@pytest.fixture(autouse=True)
+def _fast_password_hashing(settings):
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -1,0 +1,180 @@
+"""Safe defaults that sit in front of every view.
+
+- :class:`ContentSecurityPolicyMiddleware`: every response carries a Content-Security-Policy
+  that allows only the site's own scripts, styles and images (no inline script or style).
+- :class:`RequestSizeLimitMiddleware`: a body larger than the limit is refused with 413
+  before anything reads it (JSON for the API, a page for the browser).
+- :class:`ThrottledModelBackend` and :class:`ThrottledLoginView`: after too many failed
+  logins for one username from one address, logins are refused for a while (HTTP 429 on
+  the login page). Failures are rows in the database, so every server worker sees them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from datetime import timedelta
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.backends import ModelBackend
+from django.contrib.auth.views import LoginView
+from django.core.exceptions import PermissionDenied, RequestDataTooBig
+from django.db import transaction
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
+from django.utils import timezone
+from django.views.defaults import bad_request as django_bad_request
+
+from .models import LoginFailure
+
+# --- Content-Security-Policy ------------------------------------------------
+
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "object-src 'none'; base-uri 'self'; frame-ancestors 'none'; form-action 'self'"
+)
+
+
+class ContentSecurityPolicyMiddleware:
+    """Add the site's Content-Security-Policy to every response that does not set its own."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
+        self.get_response = get_response
+        self.policy = getattr(settings, "NOVELGRAPH_CONTENT_SECURITY_POLICY", CONTENT_SECURITY_POLICY)
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        response.headers.setdefault("Content-Security-Policy", self.policy)
+        return response
+
+
+# --- Request size ---------------------------------------------------------------
+
+
+def body_limit_for(request: HttpRequest) -> int:
+    """The largest body accepted: file uploads (multipart) get the upload limit, everything else the data limit."""
+    if request.META.get("CONTENT_TYPE", "").startswith("multipart/"):
+        return settings.NOVELGRAPH_MAX_UPLOAD_BYTES
+    return settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+
+
+def too_large_response(request: HttpRequest, limit: int, size: int | None = None) -> HttpResponse:
+    """413: JSON on the API, a friendly page elsewhere."""
+    said = f"{size} bytes" if size is not None else "too large"
+    detail = f"request body is {said}; the limit is {limit} bytes"
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": detail, "code": "too_large", "field": "body"}, status=413)
+    return render(request, "413.html", {"limit": limit, "size": size}, status=413)
+
+
+class RequestSizeLimitMiddleware:
+    """Refuse a body whose declared length exceeds the limit, before any view or middleware reads it.
+
+    Bodies without a Content-Length (chunked) are still capped by Django while reading; that
+    raises ``RequestDataTooBig``, which :func:`bad_request` and the API's handler turn into a 413.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        try:
+            size = int(request.META.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            size = 0
+        limit = body_limit_for(request)
+        if size > limit:
+            return too_large_response(request, limit, size)
+        return self.get_response(request)
+
+
+def bad_request(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """handler400: a body over the limit is a 413, anything else Django's 400."""
+    if isinstance(exception, RequestDataTooBig):
+        return too_large_response(request, body_limit_for(request))
+    return django_bad_request(request, exception)
+
+
+# --- Login throttling ---------------------------------------------------------
+
+
+def client_ip(request: HttpRequest) -> str:
+    """The peer address. Behind a reverse proxy this is the proxy's address (see SECURITY.md)."""
+    return (request.META.get("REMOTE_ADDR") or "unknown")[:45]
+
+
+def _normal(username: str) -> str:
+    return (username or "").strip().lower()[:150]
+
+
+def login_retry_after(*, username: str, ip: str) -> int:
+    """Seconds until ``username`` may try again from ``ip``; 0 when not throttled.
+
+    Rule: ``NOVELGRAPH_LOGIN_FAILURE_LIMIT`` failures within ``NOVELGRAPH_LOGIN_FAILURE_WINDOW``
+    seconds block further attempts until the oldest of them leaves the window.
+    """
+    window = timedelta(seconds=settings.NOVELGRAPH_LOGIN_FAILURE_WINDOW)
+    now = timezone.now()
+    recent = list(
+        LoginFailure.objects.filter(username=_normal(username), ip=ip, at__gt=now - window)
+        .order_by("-at")
+        .values_list("at", flat=True)[: settings.NOVELGRAPH_LOGIN_FAILURE_LIMIT]
+    )
+    if len(recent) < settings.NOVELGRAPH_LOGIN_FAILURE_LIMIT:
+        return 0
+    return max(1, math.ceil((recent[-1] + window - now).total_seconds()))
+
+
+def login_failure_record(*, username: str, ip: str) -> None:
+    """Record one failed login and prune failures that have left the window."""
+    with transaction.atomic():
+        cutoff = timezone.now() - timedelta(seconds=settings.NOVELGRAPH_LOGIN_FAILURE_WINDOW)
+        LoginFailure.objects.filter(at__lte=cutoff).delete()
+        LoginFailure.objects.create(username=_normal(username), ip=ip)
+
+
+def login_failures_clear(*, username: str, ip: str) -> None:
+    """A successful login forgets that pair's failures."""
+    LoginFailure.objects.filter(username=_normal(username), ip=ip).delete()
+
+
+class ThrottledModelBackend(ModelBackend):
+    """Django's username/password backend, refusing a throttled username+address without checking the password.
+
+    Because it is the authentication backend, every login form (the site's and the admin's) is throttled.
+    Calls without a request (tests' ``Client.login``, shells) are not throttled.
+    """
+
+    def authenticate(self, request, username=None, password=None, **kwargs):
+        if username is None:
+            username = kwargs.get(get_user_model().USERNAME_FIELD)
+        if request is None or not username:
+            return super().authenticate(request, username=username, password=password, **kwargs)
+        ip = client_ip(request)
+        if login_retry_after(username=username, ip=ip):
+            raise PermissionDenied("too many failed logins")
+        user = super().authenticate(request, username=username, password=password, **kwargs)
+        if user is None:
+            login_failure_record(username=username, ip=ip)
+        else:
+            login_failures_clear(username=username, ip=ip)
+        return user
+
+
+class ThrottledLoginView(LoginView):
+    """The login page; answers 429 with a clear message while the username+address is throttled."""
+
+    def form_invalid(self, form):
+        username = self.request.POST.get("username", "")
+        retry = login_retry_after(username=username, ip=client_ip(self.request)) if username else 0
+        if not retry:
+            return super().form_invalid(form)
+        minutes = max(1, math.ceil(retry / 60))
+        message = (
+            f"Too many failed attempts to log in as “{username[:150]}” from your address. "
+            f"Try again in {minutes} minute{'s' if minutes != 1 else ''}."
+        )
+        response = self.render_to_response(self.get_context_data(form=form, throttle_message=message), status=429)
+        response["Retry-After"] = str(retry)
+        return response
