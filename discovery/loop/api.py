@@ -1,7 +1,316 @@
-"""Loop routes. Thin: authenticate, validate, call a service."""
+"""Loop routes under /books/{book_id}/loop. Thin: authenticate, validate, call a service.
 
-from __future__ import annotations
+Sol (discovery:write) writes loop state; Terra and Luna (scratchpad:write /
+charter:propose) write proposed slots, candidates, questions, trace nodes and
+reviews; only the author gives verdicts (``approval_decide``).
+"""
 
-from ninja import Router
+import uuid
+
+from django.http import HttpRequest, HttpResponse
+from ninja import File, Router, UploadedFile
+from ninja.pagination import paginate
+from ninja.responses import Status
+
+from approvals.services import approval_decide
+from discovery.access import Cap, book_for
+from novelgraph.api import principal_of
+from novelgraph.errors import Invalid, NotFound
+from novelgraph.schemas import ERRORS
+
+from . import selectors
+from . import services as loop
+from .schemas import (
+    ArtifactIn,
+    ArtifactOut,
+    CandidateIn,
+    CandidateOut,
+    CardOut,
+    CostIn,
+    GateIn,
+    GateOut,
+    ImpactOut,
+    ImportOut,
+    LintOut,
+    LoopOut,
+    MetaOut,
+    NodeIn,
+    NodeOut,
+    NodePatch,
+    QuestionIn,
+    QuestionOut,
+    RerunOut,
+    ResolveIn,
+    ReviewIn,
+    ReviewOut,
+    RoundIn,
+    RouteIn,
+    SelectIn,
+    SelectOut,
+    TraceEdgeIn,
+    TraceEdgeOut,
+    TraceNodeIn,
+    TraceNodeOut,
+    TraceSettingsIn,
+    VerdictIn,
+    VerdictOut,
+)
+from .services.transfer import loop_export, loop_import
 
 router = Router(tags=["loop"])
+BASE = "/books/{book_id}/loop"
+
+
+def _book(request: HttpRequest, book_id: uuid.UUID):
+    return loop.base.reader_book(principal_of(request), book_id)
+
+
+def _view(book) -> dict:
+    return selectors.loop_view(book)
+
+
+@router.get(BASE, response={200: LoopOut, **ERRORS})
+def loop_get(request: HttpRequest, book_id: uuid.UUID):
+    """The loop: meta (round, cost, gate, status, bounds), the pending option card, saturation, roster."""
+    return _view(_book(request, book_id))
+
+
+# --- Plan-tree ---------------------------------------------------------------
+
+
+@router.get(f"{BASE}/nodes", response={200: list[NodeOut], **ERRORS})
+@paginate
+def nodes_list(request: HttpRequest, book_id: uuid.UUID):
+    return selectors.nodes_of(_book(request, book_id))
+
+
+@router.post(f"{BASE}/nodes", response={201: NodeOut, **ERRORS})
+def nodes_create(request: HttpRequest, book_id: uuid.UUID, payload: NodeIn):
+    node = loop.plan_node_add(principal=principal_of(request), book_id=book_id, **payload.dict())
+    return Status(201, node)
+
+
+@router.patch(f"{BASE}/nodes/{{node_id}}", response={200: NodeOut, **ERRORS})
+def nodes_update(request: HttpRequest, book_id: uuid.UUID, node_id: uuid.UUID, payload: NodePatch):
+    return loop.plan_node_update(
+        principal=principal_of(request), book_id=book_id, node_id=node_id, **payload.dict(exclude_unset=True)
+    )
+
+
+@router.get(f"{BASE}/nodes/{{node_id}}/candidates", response={200: list[CandidateOut], **ERRORS})
+@paginate
+def candidates_list(request: HttpRequest, book_id: uuid.UUID, node_id: uuid.UUID):
+    book = _book(request, book_id)
+    node = selectors.nodes_of(book).filter(pk=node_id).first()
+    if node is None:
+        raise NotFound("plan node not found")
+    return selectors.candidates_of(node)
+
+
+@router.post(f"{BASE}/nodes/{{node_id}}/candidates", response={201: CandidateOut, **ERRORS})
+def candidates_create(request: HttpRequest, book_id: uuid.UUID, node_id: uuid.UUID, payload: CandidateIn):
+    candidate = loop.candidate_add(principal=principal_of(request), book_id=book_id, node_id=node_id, **payload.dict())
+    return Status(201, candidate)
+
+
+@router.post(f"{BASE}/nodes/{{node_id}}/select", response={200: SelectOut, **ERRORS})
+def candidates_select(request: HttpRequest, book_id: uuid.UUID, node_id: uuid.UUID, payload: SelectIn):
+    """Select a candidate; the others are rejected and kept with their rationale. A one-way door asks the author."""
+    return loop.candidate_select(
+        principal=principal_of(request),
+        book_id=book_id,
+        node_id=node_id,
+        candidate_id=payload.candidate_id,
+        rationale=payload.rationale,
+        reversibility_class=payload.reversibility_class.value,
+    )
+
+
+# --- Open questions ----------------------------------------------------------------
+
+
+@router.get(f"{BASE}/questions", response={200: list[QuestionOut], **ERRORS})
+@paginate
+def questions_list(request: HttpRequest, book_id: uuid.UUID, status: str | None = None):
+    return selectors.questions_of(_book(request, book_id), status)
+
+
+@router.post(f"{BASE}/questions", response={201: QuestionOut, **ERRORS})
+def questions_raise(request: HttpRequest, book_id: uuid.UUID, payload: QuestionIn):
+    return Status(201, loop.question_raise(principal=principal_of(request), book_id=book_id, **payload.dict()))
+
+
+@router.post(f"{BASE}/questions/{{question_id}}/route", response={200: QuestionOut, **ERRORS})
+def questions_route(request: HttpRequest, book_id: uuid.UUID, question_id: uuid.UUID, payload: RouteIn):
+    return loop.question_route(
+        principal=principal_of(request), book_id=book_id, question_id=question_id, **payload.dict()
+    )
+
+
+@router.post(f"{BASE}/questions/{{question_id}}/resolve", response={200: QuestionOut, **ERRORS})
+def questions_resolve(request: HttpRequest, book_id: uuid.UUID, question_id: uuid.UUID, payload: ResolveIn):
+    return loop.question_resolve(
+        principal=principal_of(request), book_id=book_id, question_id=question_id, **payload.dict()
+    )
+
+
+@router.post(f"{BASE}/questions/{{question_id}}/surface", response={200: QuestionOut, **ERRORS})
+def questions_surface(request: HttpRequest, book_id: uuid.UUID, question_id: uuid.UUID):
+    return loop.question_surface(principal=principal_of(request), book_id=book_id, question_id=question_id)
+
+
+# --- Traceability -------------------------------------------------------------------
+
+
+@router.get(f"{BASE}/trace/nodes", response={200: list[TraceNodeOut], **ERRORS})
+@paginate
+def trace_nodes_list(request: HttpRequest, book_id: uuid.UUID):
+    return selectors.trace_nodes_of(_book(request, book_id))
+
+
+@router.post(f"{BASE}/trace/nodes", response={201: TraceNodeOut, **ERRORS})
+def trace_nodes_create(request: HttpRequest, book_id: uuid.UUID, payload: TraceNodeIn):
+    return Status(201, loop.trace_node_add(principal=principal_of(request), book_id=book_id, **payload.dict()))
+
+
+@router.get(f"{BASE}/trace/edges", response={200: list[TraceEdgeOut], **ERRORS})
+@paginate
+def trace_edges_list(request: HttpRequest, book_id: uuid.UUID, active: bool | None = None):
+    return selectors.trace_edges_of(_book(request, book_id), active)
+
+
+@router.post(f"{BASE}/trace/edges", response={201: TraceEdgeOut, **ERRORS})
+def trace_edges_create(request: HttpRequest, book_id: uuid.UUID, payload: TraceEdgeIn):
+    return Status(201, loop.trace_edge_add(principal=principal_of(request), book_id=book_id, **payload.dict()))
+
+
+@router.post(f"{BASE}/trace/settings", response={200: MetaOut, **ERRORS})
+def trace_settings(request: HttpRequest, book_id: uuid.UUID, payload: TraceSettingsIn):
+    return loop.trace_settings(principal=principal_of(request), book_id=book_id, **payload.dict())
+
+
+@router.get(f"{BASE}/lint", response={200: LintOut, **ERRORS})
+def lint_get(request: HttpRequest, book_id: uuid.UUID, strict: bool = False):
+    """The traceability lint; ``strict=true`` makes orphans and unreachable nodes failures (as G2 does)."""
+    return loop.trace_lint(_book(request, book_id), strict=strict).as_dict()
+
+
+@router.get(f"{BASE}/cascade-preview", response={200: ImpactOut, **ERRORS})
+def cascade_preview(request: HttpRequest, book_id: uuid.UUID, node: str):
+    """Impact before blast: what invalidating ``node`` would touch. Changes nothing."""
+    return loop.cascade_preview(book=_book(request, book_id), seed=node)
+
+
+# --- Blackboard, reviews, rounds and cost ---------------------------------------------
+
+
+@router.get(f"{BASE}/artifacts", response={200: list[ArtifactOut], **ERRORS})
+@paginate
+def artifacts_list(request: HttpRequest, book_id: uuid.UUID):
+    return selectors.artifacts_of(_book(request, book_id))
+
+
+@router.post(f"{BASE}/artifacts", response={201: ArtifactOut, **ERRORS})
+def artifacts_write(request: HttpRequest, book_id: uuid.UUID, payload: ArtifactIn):
+    """Write a slot (draft or proposed). Writing ``ratified`` is refused with 403: only a verdict ratifies."""
+    return Status(201, loop.artifact_write(principal=principal_of(request), book_id=book_id, **payload.dict()))
+
+
+@router.get(f"{BASE}/reviews", response={200: list[ReviewOut], **ERRORS})
+@paginate
+def reviews_list(request: HttpRequest, book_id: uuid.UUID):
+    return selectors.reviews_of(_book(request, book_id))
+
+
+@router.post(f"{BASE}/reviews", response={201: ReviewOut, **ERRORS})
+def reviews_create(request: HttpRequest, book_id: uuid.UUID, payload: ReviewIn):
+    data = payload.dict()
+    return Status(201, loop.lens_review_record(principal=principal_of(request), book_id=book_id, **data))
+
+
+@router.get(f"{BASE}/reruns", response={200: list[RerunOut], **ERRORS})
+@paginate
+def reruns_list(request: HttpRequest, book_id: uuid.UUID):
+    return selectors.reruns_of(_book(request, book_id))
+
+
+@router.post(f"{BASE}/reruns/{{rerun_id}}/done", response={200: RerunOut, **ERRORS})
+def reruns_done(request: HttpRequest, book_id: uuid.UUID, rerun_id: uuid.UUID):
+    return loop.rerun_done(principal=principal_of(request), book_id=book_id, rerun_id=rerun_id)
+
+
+@router.post(f"{BASE}/rounds", response={200: MetaOut, **ERRORS})
+def rounds_advance(request: HttpRequest, book_id: uuid.UUID, payload: RoundIn):
+    """Close a round (the book's, or a node's). Reaching a cap pauses or stalls the loop."""
+    return loop.round_advance(principal=principal_of(request), book_id=book_id, node_id=payload.node_id)
+
+
+@router.post(f"{BASE}/cost", response={200: MetaOut, **ERRORS})
+def cost_spend(request: HttpRequest, book_id: uuid.UUID, payload: CostIn):
+    return loop.cost_spend(principal=principal_of(request), book_id=book_id, **payload.dict())
+
+
+# --- Gates and verdicts ------------------------------------------------------------------
+
+
+@router.get(f"{BASE}/cards", response={200: list[CardOut], **ERRORS})
+@paginate
+def cards_list(request: HttpRequest, book_id: uuid.UUID):
+    return selectors.cards_of(_book(request, book_id))
+
+
+@router.post(f"{BASE}/gates/{{gate}}/request", response={200: GateOut, 201: GateOut, **ERRORS})
+def gate_request(request: HttpRequest, book_id: uuid.UUID, gate: str, payload: GateIn):
+    """The controller asks for the current gate: 201 with the option card when the author must decide,
+    200 when it passed automatically (G1 without a risk trigger; G3 hands off). Another gate: 409."""
+    data = payload.dict()
+    data["reversibility_class"] = payload.reversibility_class.value
+    result = loop.gate_request(principal=principal_of(request), book_id=book_id, gate=gate, **data)
+    return Status(201 if result["outcome"] == "awaiting-human" else 200, result)
+
+
+@router.post(f"{BASE}/approvals/{{approval_id}}/verdict", response={200: VerdictOut, **ERRORS})
+def verdict(request: HttpRequest, book_id: uuid.UUID, approval_id: uuid.UUID, payload: VerdictIn):
+    """The author's verdict on an option card (a convenience over /approvals/{id}/verdict): one log row."""
+    principal = principal_of(request)
+    book = book_for(principal, book_id, Cap.DISCOVERY_READ)
+    if not book.approvals.filter(pk=approval_id).exists():
+        raise NotFound("approval not found")
+    entry = approval_decide(
+        principal=principal,
+        approval_id=approval_id,
+        verdict=payload.verdict,
+        rationale=payload.rationale,
+        constraint=payload.constraint,
+        expected_kind="gate",
+    )
+    return {
+        "sequence": entry.sequence,
+        "decision": entry.decision,
+        "gate": entry.gate,
+        "ratified_by": entry.ratified_by,
+        "detail": entry.detail,
+        "meta": selectors.loop_meta(book),
+    }
+
+
+# --- Export and import --------------------------------------------------------------------
+
+
+@router.get(f"{BASE}/export", response={200: None, **ERRORS})
+def export(request: HttpRequest, book_id: uuid.UUID):
+    """A zip: ``<book-slug>/_state/{blackboard,open-questions,traceability,decision-log,meta,plan-tree}.json``
+    plus the committed artifacts beside it."""
+    book = _book(request, book_id)
+    data = loop_export(book=book)
+    response = HttpResponse(data, content_type="application/zip")
+    response["Content-Disposition"] = f'attachment; filename="{book.slug}-loop.zip"'
+    return response
+
+
+@router.post(f"{BASE}/import", response={200: ImportOut, **ERRORS})
+def import_(request: HttpRequest, book_id: uuid.UUID, file: File[UploadedFile]):
+    """Replace the loop's state from an export zip. An unknown schema_version is reported and skipped."""
+    if file.size and file.size > 20 * 1024 * 1024:
+        raise Invalid("the file is larger than 20 MB", field="file")
+    return loop_import(principal=principal_of(request), book_id=book_id, data=file.read())

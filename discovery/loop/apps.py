@@ -8,3 +8,10 @@ class LoopConfig(AppConfig):
     name = "discovery.loop"
     label = "loop"
     verbose_name = "Discovery loop"
+
+    def ready(self) -> None:
+        from approvals.services import register_subject_handler
+
+        from .services.verdicts import GATE_HANDLER
+
+        register_subject_handler(GATE_HANDLER)

@@ -1,0 +1,352 @@
+"""Request and response schemas of the loop's API."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from ninja import Field, Schema
+from pydantic import StrictBool
+
+from approvals.models import Reversibility
+
+
+class MetaOut(Schema):
+    schema_version: str
+    round: int
+    round_cap: int
+    cost_budget: float
+    cost_spent: float
+    gate: str
+    status: str
+    saturation: bool
+    max_depth: int
+    max_breadth: int
+    concentration: float
+    bound: str
+    trace_root: str
+    leaf_kind: str
+    constraints: list[Any]
+
+
+class CardOut(Schema):
+    id: uuid.UUID
+    schema_version: str
+    kind: str
+    gate: str
+    summary: str
+    decisions_requested: list[str]
+    recommended: str
+    reversibility_class: str
+    artifacts: list[str]
+    node: uuid.UUID | None = None
+    trace_seed: str
+    bound: str
+    proposed_extension: dict
+    risk_triggers: list[str]
+    payload: dict
+    status: str
+    verdict: str
+    raised_by: str
+    round: int
+    approval_id: uuid.UUID | None = None
+    created_at: datetime
+
+    @staticmethod
+    def resolve_node(obj) -> uuid.UUID | None:
+        return obj.node_id
+
+
+class LoopOut(Schema):
+    book_id: uuid.UUID
+    meta: MetaOut
+    pending_card: CardOut | None = None
+    saturation: dict
+    queued_reruns: list[dict]
+    roster: list[dict]
+
+
+class NodeOut(Schema):
+    id: uuid.UUID
+    schema_version: str
+    parent_id: uuid.UUID | None = None
+    is_root: bool
+    depth: int
+    intent: str
+    altitude: str
+    lifecycle: str
+    validation_status: str
+    sub_idea: str
+    round: int
+    round_cap: int
+    cost_spent: float
+    selection_id: uuid.UUID | None = None
+    assumption: str
+    kill_condition: str
+    activity: str
+    produced_by: str
+
+
+class NodeIn(Schema):
+    parent_id: uuid.UUID
+    intent: str = Field(max_length=5000)
+    altitude: str = Field("plotline", max_length=20)
+    round_cap: int = Field(3, ge=1, le=1000)
+    assumption: str = Field("", max_length=5000)
+    kill_condition: str = Field("", max_length=5000)
+    activity: str = Field("", max_length=5000)
+
+
+class NodePatch(Schema):
+    intent: str | None = Field(None, max_length=5000)
+    lifecycle: str | None = Field(None, max_length=20)
+    validation_status: str | None = Field(None, max_length=20)
+    assumption: str | None = Field(None, max_length=5000)
+    kill_condition: str | None = Field(None, max_length=5000)
+    activity: str | None = Field(None, max_length=5000)
+
+
+class CandidateOut(Schema):
+    id: uuid.UUID
+    schema_version: str
+    node_id: uuid.UUID
+    altitude: str
+    mechanic: str
+    shape: str
+    riskiest_assumption: str
+    status: str
+    rationale: str
+    proposed_by: str
+    untrusted: bool
+
+
+class CandidateIn(Schema):
+    altitude: str = Field(max_length=20)
+    mechanic: str = Field(max_length=120)
+    shape: str = Field(max_length=5000)
+    riskiest_assumption: str = Field(max_length=5000)
+    rationale: str = Field("", max_length=5000)
+
+
+class SelectIn(Schema):
+    candidate_id: uuid.UUID
+    rationale: str = Field(max_length=5000)
+    reversibility_class: Reversibility = Reversibility.REVERSIBLE
+
+
+class SelectOut(Schema):
+    selected: bool
+    consent_required: bool
+    approval_id: uuid.UUID | None = None
+
+
+class QuestionOut(Schema):
+    id: uuid.UUID
+    schema_version: str
+    kind: str
+    raised_by: str
+    target_discipline: str
+    question: str
+    status: str
+    resolution: str
+    resolution_ref: str
+    round: int
+    untrusted: bool
+
+
+class QuestionIn(Schema):
+    question: str = Field(max_length=5000)
+    target_discipline: str = Field(max_length=60)
+    kind: str = Field("question", max_length=20)
+
+
+class RouteIn(Schema):
+    target_discipline: str = Field(max_length=60)
+
+
+class ResolveIn(Schema):
+    resolution: str = Field(max_length=5000)
+    cites: str = Field(max_length=200, description="artifact:<slug> | trace:<id> | decision:<n> | question:<id>")
+
+
+class TraceNodeOut(Schema):
+    node_id: str
+    schema_version: str
+    kind: str
+    label: str
+    backed_by: str
+    artifact: str | None = None
+    produced_by: str
+    status: str
+    status_reason: str
+
+    @staticmethod
+    def resolve_artifact(obj) -> str | None:
+        return obj.artifact.slug if obj.artifact_id else None
+
+
+class TraceNodeIn(Schema):
+    node_id: str = Field(max_length=100)
+    kind: str = Field(max_length=60)
+    label: str = Field("", max_length=200)
+    backed_by: str = Field("file", max_length=12)
+    artifact: str | None = Field(None, max_length=100)
+    produced_by: str = Field("", max_length=60)
+
+
+class TraceEdgeOut(Schema):
+    id: uuid.UUID
+    schema_version: str
+    from_id: str = Field(alias="from_id")
+    to_id: str
+    active: bool
+    inactive_reason: str
+
+
+class TraceEdgeIn(Schema):
+    from_id: str = Field(max_length=100)
+    to_id: str = Field(max_length=100)
+
+
+class TraceSettingsIn(Schema):
+    root: str | None = Field(None, max_length=100)
+    leaf_kind: str | None = Field(None, max_length=60)
+
+
+class LintOut(Schema):
+    strict: bool
+    ok: bool
+    root: str
+    leaf_kind: str
+    counts: dict[str, int]
+    findings: list[dict]
+
+
+class ArtifactOut(Schema):
+    id: uuid.UUID
+    slug: str
+    schema_version: str
+    type: str
+    status: str
+    version: int
+    produced_by: str
+    lens: str
+    path: str
+    parent: str | None = None
+    round_last_touched: int
+    stale_reason: str
+    untrusted: bool
+    data_class: str
+    content: dict
+
+    @staticmethod
+    def resolve_parent(obj) -> str | None:
+        return obj.parent.slug if obj.parent_id else None
+
+
+class ArtifactIn(Schema):
+    slug: str = Field(max_length=100)
+    type: str = Field(max_length=60)
+    status: str = Field("proposed", max_length=12)
+    content: dict = Field(default_factory=dict)
+    lens: str = Field("", max_length=60)
+    path: str = Field("", max_length=300)
+    parent: str | None = Field(None, max_length=100)
+    untrusted: StrictBool | None = None
+    data_class: str = Field("internal", max_length=12)
+
+
+class FindingIn(Schema):
+    text: str = Field(max_length=2000)
+    resolution: str = Field(max_length=12)
+    reason: str = Field(max_length=2000)
+
+
+class ReviewIn(Schema):
+    lens: str = Field(max_length=60)
+    gate: str = Field(max_length=4)
+    summary: str = Field("", max_length=5000)
+    findings: list[FindingIn] = Field(default_factory=list, max_length=100)
+
+
+class ReviewOut(Schema):
+    id: uuid.UUID
+    schema_version: str
+    lens_id: str
+    gate: str
+    round: int
+    reviewer_role: str
+    summary: str
+    findings: list[dict]
+    untrusted: bool
+
+
+class RoundIn(Schema):
+    node_id: uuid.UUID | None = None
+
+
+class CostIn(Schema):
+    amount: float = Field(gt=0, le=1_000_000)
+    node_id: uuid.UUID | None = None
+    lens: str = Field("", max_length=60)
+
+
+class RerunOut(Schema):
+    id: uuid.UUID
+    schema_version: str
+    lens: str
+    artifacts: list[str]
+    reason: str
+    status: str
+    cost: float
+    round: int
+
+
+class GateIn(Schema):
+    summary: str = Field(max_length=500)
+    decisions_requested: list[str] = Field(min_length=1, max_length=20)
+    recommended: str = Field("", max_length=2000)
+    reversibility_class: Reversibility
+    artifacts: list[str] = Field(default_factory=list, max_length=50)
+    node_id: uuid.UUID | None = None
+    trace_seed: str = Field("", max_length=100)
+
+
+class GateOut(Schema):
+    outcome: str
+    gate: str
+    card: CardOut
+    approval_id: uuid.UUID | None = None
+    decision_sequence: int | None = None
+
+
+class ImpactOut(Schema):
+    seed: str
+    already_applied: bool
+    seed_status: str
+    affected: list[dict]
+    lenses: list[str]
+    active_count: int
+    limit: float
+    breaker: bool
+
+
+class VerdictIn(Schema):
+    verdict: str = Field(max_length=30)
+    rationale: str = Field(max_length=10_000)
+    constraint: str = Field("", max_length=10_000)
+
+
+class VerdictOut(Schema):
+    sequence: int
+    decision: str
+    gate: str | None = None
+    ratified_by: str
+    detail: dict
+    meta: MetaOut
+
+
+class ImportOut(Schema):
+    imported: dict[str, int]
+    skipped: list[dict]

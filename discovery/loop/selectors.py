@@ -1,0 +1,105 @@
+"""Shared reads of a book's loop (API, pages, export)."""
+
+from __future__ import annotations
+
+from django.db.models import QuerySet
+
+from discovery.models import Book
+
+from .models import (
+    BlackboardArtifact,
+    Candidate,
+    LensRerun,
+    LensReview,
+    LoopMeta,
+    OpenQuestion,
+    OptionCard,
+    PlanNode,
+    RerunStatus,
+    RosterEntry,
+    TraceEdge,
+    TraceNode,
+)
+from .services.base import loop_ensure, saturation_check
+from .services.cards import pending_card, supersede_lapsed
+
+
+def loop_meta(book: Book) -> LoopMeta:
+    """The book's meta (the loop is ensured lazily for books started before it existed)."""
+    return loop_ensure(book=book)
+
+
+def roster_status(book: Book) -> list[dict]:
+    """The roster with what is present: optional lenses detect and degrade when absent."""
+    from discovery.models import KnowledgeBase
+
+    library = KnowledgeBase.objects.filter(scope="literary").exists()
+    reviewed = set(LensReview.objects.filter(book=book).values_list("lens_id", flat=True))
+    out = []
+    for entry in RosterEntry.objects.all().order_by("kind", "slug"):
+        present = entry.slug in reviewed or entry.kind != "lens" or (entry.slug == "research" and library)
+        out.append(
+            {
+                "slug": entry.slug,
+                "name": entry.name,
+                "kind": entry.kind,
+                "agent_role": entry.agent_role,
+                "required": entry.required,
+                "required_at_gate": entry.required_at_gate,
+                "state": "present" if present else ("missing" if entry.required else "degraded (absent)"),
+            }
+        )
+    return out
+
+
+def loop_view(book: Book) -> dict:
+    meta = loop_meta(book)
+    supersede_lapsed(book)
+    return {
+        "book_id": book.pk,
+        "meta": meta,
+        "pending_card": pending_card(book),
+        "saturation": saturation_check(book),
+        "queued_reruns": list(
+            LensRerun.objects.filter(book=book, status=RerunStatus.QUEUED).values("lens", "artifacts", "cost")
+        ),
+        "roster": roster_status(book),
+    }
+
+
+def nodes_of(book: Book) -> QuerySet[PlanNode]:
+    return PlanNode.objects.filter(book=book).order_by("depth", "created_at")
+
+
+def candidates_of(node: PlanNode) -> QuerySet[Candidate]:
+    return Candidate.objects.filter(node=node).order_by("created_at")
+
+
+def questions_of(book: Book, status: str | None = None) -> QuerySet[OpenQuestion]:
+    qs = OpenQuestion.objects.filter(book=book).order_by("created_at")
+    return qs.filter(status=status) if status else qs
+
+
+def trace_nodes_of(book: Book) -> QuerySet[TraceNode]:
+    return TraceNode.objects.filter(book=book).select_related("artifact").order_by("created_at", "node_id")
+
+
+def trace_edges_of(book: Book, active: bool | None = None) -> QuerySet[TraceEdge]:
+    qs = TraceEdge.objects.filter(book=book).order_by("created_at")
+    return qs if active is None else qs.filter(active=active)
+
+
+def artifacts_of(book: Book) -> QuerySet[BlackboardArtifact]:
+    return BlackboardArtifact.objects.filter(book=book).select_related("parent").order_by("slug")
+
+
+def reviews_of(book: Book) -> QuerySet[LensReview]:
+    return LensReview.objects.filter(book=book).order_by("created_at")
+
+
+def cards_of(book: Book) -> QuerySet[OptionCard]:
+    return OptionCard.objects.filter(book=book).order_by("-created_at")
+
+
+def reruns_of(book: Book) -> QuerySet[LensRerun]:
+    return LensRerun.objects.filter(book=book).order_by("created_at")

@@ -1,0 +1,38 @@
+"""Every write of the discovery loop (seed 002, LOOP.md). Keyword-only, atomic, one rule per docstring."""
+
+from . import base
+from .artifacts import artifact_write, lens_review_record, rerun_done
+from .base import loop_ensure, saturation_check, trace_lint
+from .bounds import cost_spend, round_advance
+from .cascade import cascade_apply, cascade_preview
+from .gates import gate_request
+from .plan import candidate_add, candidate_select, plan_node_add, plan_node_update, validation_item_add
+from .questions import question_raise, question_resolve, question_route, question_surface
+from .trace import trace_edge_add, trace_node_add, trace_settings
+
+__all__ = [
+    "artifact_write",
+    "base",
+    "candidate_add",
+    "candidate_select",
+    "cascade_apply",
+    "cascade_preview",
+    "cost_spend",
+    "gate_request",
+    "lens_review_record",
+    "loop_ensure",
+    "plan_node_add",
+    "plan_node_update",
+    "question_raise",
+    "question_resolve",
+    "question_route",
+    "question_surface",
+    "rerun_done",
+    "round_advance",
+    "saturation_check",
+    "trace_edge_add",
+    "trace_lint",
+    "trace_node_add",
+    "trace_settings",
+    "validation_item_add",
+]

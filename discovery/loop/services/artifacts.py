@@ -1,0 +1,180 @@
+"""Blackboard slots and lens reviews.
+
+Rules: a lens (Terra, Luna) writes ``draft`` or ``proposed`` slots only; asking to
+write ``ratified`` is refused with 403 for everyone (a slot becomes ratified only
+through the author's verdict at a gate), and ``stale``/``rejected`` come only from
+the cascade (422). The version only rises. Text is stored as data: nothing in a
+slot's content, a question or a review is ever read as an instruction.
+"""
+
+from __future__ import annotations
+
+import re
+
+from django.db import transaction
+
+from discovery.access import Principal
+from novelgraph.errors import Forbidden, Invalid, NotFound
+
+from ..models import (
+    ArtifactStatus,
+    BlackboardArtifact,
+    DataClass,
+    LensRerun,
+    LensReview,
+    RerunStatus,
+    Resolution,
+    RosterEntry,
+)
+from .base import check_text, gate_or_422, lens_book, lock_meta, refresh
+
+SLUG = re.compile(r"^[a-z0-9][a-z0-9-]{0,99}$")
+WRITABLE = {ArtifactStatus.DRAFT, ArtifactStatus.PROPOSED}
+AGENTS = {"sol", "terra", "luna"}
+
+
+def _slug(value: str, field: str) -> str:
+    if not SLUG.match(value or ""):
+        raise Invalid(f"{field} must be a lowercase slug (letters, digits, hyphens)", field=field)
+    return value
+
+
+def artifact_write(
+    *,
+    principal: Principal,
+    book_id,
+    slug: str,
+    type: str,
+    content: dict,
+    status: str = ArtifactStatus.PROPOSED,
+    lens: str = "",
+    path: str = "",
+    parent: str | None = None,
+    untrusted: bool | None = None,
+    data_class: str = DataClass.INTERNAL,
+) -> BlackboardArtifact:
+    """Create a slot, or write a new version of it (version + 1, back to ``proposed``)."""
+    book, role = lens_book(principal, book_id)
+    _slug(slug, "slug")
+    _slug(type, "type")
+    if status == ArtifactStatus.RATIFIED:
+        raise Forbidden(
+            f"{role} lacks the right to ratify: a slot becomes ratified only through the author's verdict at a gate",
+            code="ratify_refused",
+            field="status",
+        )
+    if status not in WRITABLE:
+        raise Invalid("status must be draft or proposed; stale and rejected come from the cascade", field="status")
+    if data_class not in DataClass.values:
+        raise Invalid(f"data_class must be one of {', '.join(DataClass.values)}", field="data_class")
+    if lens and not RosterEntry.objects.filter(slug=lens).exists():
+        raise Invalid(f"unknown lens {lens!r}: the roster names the lenses", field="lens")
+    if not isinstance(content, dict):
+        raise Invalid("content must be an object", field="content")
+    with transaction.atomic():
+        meta = lock_meta(book)
+        parent_obj = None
+        if parent:
+            parent_obj = BlackboardArtifact.objects.filter(book=book, slug=parent).first()
+            if parent_obj is None:
+                raise Invalid(f"no slot {parent!r} to be the parent", field="parent")
+        existing = BlackboardArtifact.objects.select_for_update().filter(book=book, slug=slug).first()
+        flagged = role in {"terra", "luna"} if untrusted is None else bool(untrusted)
+        if existing is None:
+            artifact = BlackboardArtifact.objects.create(
+                book=book,
+                slug=slug,
+                type=type,
+                status=status,
+                produced_by=role,
+                lens=lens,
+                path=check_text(path, "path", 300, required=False),
+                parent=parent_obj,
+                round_last_touched=meta.round,
+                untrusted=flagged,
+                data_class=data_class,
+                content=content,
+            )
+        else:
+            if existing.type != type:
+                raise Invalid(f"slot {slug!r} is of type {existing.type}", field="type")
+            existing.version += 1
+            existing.status = status
+            existing.content = content
+            existing.produced_by = role
+            existing.lens = lens or existing.lens
+            existing.path = check_text(path, "path", 300, required=False) or existing.path
+            existing.parent = parent_obj or existing.parent
+            existing.round_last_touched = meta.round
+            existing.stale_reason = ""
+            existing.untrusted = flagged
+            existing.data_class = data_class
+            existing.save()
+            artifact = existing
+        _settle_reruns(book, artifact)
+        refresh(meta)
+        return artifact
+
+
+def _settle_reruns(book, artifact: BlackboardArtifact) -> None:
+    for rerun in LensRerun.objects.select_for_update().filter(book=book, status=RerunStatus.QUEUED):
+        if artifact.slug in rerun.artifacts and (not artifact.lens or artifact.lens == rerun.lens):
+            rerun.artifacts = [s for s in rerun.artifacts if s != artifact.slug]
+            if not rerun.artifacts:
+                rerun.status = RerunStatus.DONE
+            rerun.save()
+
+
+def rerun_done(*, principal: Principal, book_id, rerun_id) -> LensRerun:
+    """A lens (or the controller) reports a queued re-run finished."""
+    book, _ = lens_book(principal, book_id)
+    with transaction.atomic():
+        meta = lock_meta(book)
+        rerun = LensRerun.objects.select_for_update().filter(book=book, pk=rerun_id).first()
+        if rerun is None:
+            raise NotFound("re-run not found")
+        rerun.status = RerunStatus.DONE
+        rerun.save()
+        refresh(meta)
+        return rerun
+
+
+def lens_review_record(
+    *,
+    principal: Principal,
+    book_id,
+    lens: str,
+    gate: str,
+    findings: list[dict],
+    summary: str = "",
+    untrusted: bool | None = None,
+) -> LensReview:
+    """A lens review at a gate: each finding resolved or deferred, with a reason. Zero findings is allowed
+    (a required lens degrades in depth, never to nothing: the review itself must exist)."""
+    book, role = lens_book(principal, book_id)
+    gate_or_422(gate)
+    entry = RosterEntry.objects.filter(slug=lens, kind="lens").first()
+    if entry is None:
+        raise Invalid(f"unknown lens {lens!r}", field="lens")
+    cleaned = []
+    for i, finding in enumerate(findings):
+        text = check_text(finding.get("text", ""), f"findings[{i}].text", 2000)
+        resolution = finding.get("resolution")
+        if resolution not in Resolution.values:
+            raise Invalid("resolution must be resolved or deferred", field=f"findings[{i}].resolution")
+        reason = check_text(finding.get("reason", ""), f"findings[{i}].reason", 2000)
+        cleaned.append({"text": text, "resolution": resolution, "reason": reason})
+    with transaction.atomic():
+        meta = lock_meta(book)
+        review = LensReview.objects.create(
+            book=book,
+            lens=entry,
+            gate=gate,
+            round=meta.round,
+            reviewer_role=role,
+            summary=check_text(summary, "summary", 5000, required=False),
+            findings=cleaned,
+            untrusted=(role in {"terra", "luna"}) if untrusted is None else bool(untrusted),
+        )
+        refresh(meta)
+        return review

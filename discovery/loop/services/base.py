@@ -1,0 +1,185 @@
+"""Shared pieces of the loop's services: ensuring the loop, locking its meta row,
+who may write what, and the recomputation of saturation and status.
+
+Rules: the controller (Sol, or the author) writes loop state; lenses (Terra, Luna)
+write proposed slots, questions and reviews; only the author decides (through
+``approvals.services.approval_decide``).
+"""
+
+from __future__ import annotations
+
+from django.db import transaction
+
+from approvals.models import Gate
+from discovery.access import Cap, Principal, book_for, require
+from discovery.models import Book
+from novelgraph.errors import Conflict, Forbidden, Invalid
+
+from ..lint import LintReport, lint
+from ..models import (
+    CardStatus,
+    LoopMeta,
+    LoopStatus,
+    OpenQuestion,
+    OptionCard,
+    PlanNode,
+    QuestionStatus,
+    TraceEdge,
+    TraceNode,
+    TraceStatus,
+)
+from .cards import supersede_lapsed
+
+CONTROLLER_CAPS = (Cap.DISCOVERY_WRITE, Cap.LOOP_WRITE)
+LENS_CAPS = (Cap.DISCOVERY_WRITE, Cap.LOOP_WRITE, Cap.SCRATCHPAD_WRITE, Cap.CHARTER_PROPOSE)
+CONTROLLER_ROLES = frozenset({"sol", "author"})
+PAUSED = frozenset({LoopStatus.PAUSED_AT_BOUND, LoopStatus.STALLED_AT_CAP})
+
+
+def loop_ensure(*, book: Book) -> LoopMeta:
+    """Create the book's loop at G0 with the root plan node (draft, hypothesis) and empty queues.
+
+    Idempotent: an existing loop is returned unchanged.
+    """
+    meta = LoopMeta.objects.filter(book=book).first()
+    if meta is not None:
+        return meta
+    with transaction.atomic():
+        meta, created = LoopMeta.objects.get_or_create(book=book)
+        if created or not PlanNode.objects.filter(book=book, is_root=True).exists():
+            PlanNode.objects.create(
+                book=book,
+                is_root=True,
+                depth=0,
+                intent=(book.premise or book.title)[:5000],
+                altitude="book",
+            )
+    return meta
+
+
+def lock_meta(book: Book) -> LoopMeta:
+    """The book's meta row, locked for the rest of the transaction (ensured first)."""
+    loop_ensure(book=book)
+    return LoopMeta.objects.select_for_update().select_related("book").get(book=book)
+
+
+def root_of(book: Book) -> PlanNode:
+    loop_ensure(book=book)
+    return PlanNode.objects.get(book=book, is_root=True)
+
+
+def writer_role(principal: Principal, book: Book) -> str:
+    role = principal.role_for(book)
+    if role not in {"author", "sol", "terra", "luna"}:
+        raise Forbidden(f"{role or principal.label} lacks {Cap.LOOP_WRITE.value}", code="missing_capability")
+    return role
+
+
+def controller_book(principal: Principal, book_id) -> tuple[Book, str]:
+    """The book, for the controller (Sol) or the author; a lens is refused naming the capability."""
+    book = book_for(principal, book_id, Cap.DISCOVERY_READ)
+    role = principal.role_for(book)
+    if role not in CONTROLLER_ROLES:
+        raise Forbidden(
+            f"{role} lacks {Cap.DISCOVERY_WRITE.value}: only the controller writes the loop's state",
+            code="missing_capability",
+        )
+    require(principal, *CONTROLLER_CAPS, book=book)
+    return book, role
+
+
+def lens_book(principal: Principal, book_id) -> tuple[Book, str]:
+    """The book, for anyone who may write proposed slots (Sol, Terra, Luna, the author)."""
+    book = book_for(principal, book_id, Cap.DISCOVERY_READ)
+    require(principal, *LENS_CAPS, book=book)
+    return book, writer_role(principal, book)
+
+
+def reader_book(principal: Principal, book_id) -> Book:
+    book = book_for(principal, book_id, Cap.DISCOVERY_READ)
+    loop_ensure(book=book)
+    return book
+
+
+def refuse_when_paused(meta: LoopMeta) -> None:
+    if meta.status in PAUSED:
+        raise Conflict(
+            f"the loop is {meta.status} at the {meta.bound} bound; it waits for the author's verdict",
+            code="paused",
+            status=meta.status,
+            bound=meta.bound,
+        )
+    if meta.status == LoopStatus.HANDED_OFF:
+        raise Conflict("the loop has handed off to drafting", code="handed_off")
+
+
+def gate_or_422(gate: str) -> str:
+    if gate not in Gate.values:
+        raise Invalid(f"gate must be one of {', '.join(Gate.values)}", field="gate")
+    return gate
+
+
+def check_text(value: str, field: str, max_length: int = 5000, required: bool = True) -> str:
+    value = (value or "").strip()
+    if required and not value:
+        raise Invalid(f"{field} is required", field=field)
+    if len(value) > max_length:
+        raise Invalid(f"{field} is longer than {max_length} characters", field=field)
+    return value
+
+
+# --- Lint, saturation and status -------------------------------------------------
+
+
+def trace_lint(book: Book, *, strict: bool) -> LintReport:
+    meta = LoopMeta.objects.get(book=book)
+    nodes = [
+        {"id": node_id, "kind": kind}
+        for node_id, kind in TraceNode.objects.filter(book=book, status=TraceStatus.ACTIVE)
+        .order_by("created_at", "node_id")
+        .values_list("node_id", "kind")
+    ]
+    edges = [
+        {"from": a, "to": b}
+        for a, b in TraceEdge.objects.filter(book=book, active=True)
+        .order_by("created_at", "from_id", "to_id")
+        .values_list("from_id", "to_id")
+    ]
+    return lint(nodes=nodes, edges=edges, root=meta.trace_root, leaf_kind=meta.leaf_kind, strict=strict)
+
+
+def saturation_check(book: Book) -> dict:
+    """Saturation = no open or routed questions, a clean strict lint, and a full round that invalidated nothing."""
+    meta = LoopMeta.objects.get(book=book)
+    reasons = []
+    waiting = OpenQuestion.objects.filter(book=book, status__in=[QuestionStatus.OPEN, QuestionStatus.ROUTED]).count()
+    if waiting:
+        reasons.append(f"{waiting} open or routed question(s)")
+    report = trace_lint(book, strict=True)
+    if not report.ok:
+        reasons.append(f"the strict lint fails ({len(report.failures)} finding(s))")
+    if meta.round < 1 or not meta.last_round_clean:
+        reasons.append("no full round has yet completed without invalidating anything")
+    elif meta.round_invalidated:
+        reasons.append("the current round invalidated slots")
+    return {"holds": not reasons, "reasons": reasons}
+
+
+def refresh(meta: LoopMeta) -> LoopMeta:
+    """Recompute saturation and settle the status from the pending cards. Saves the meta row."""
+    supersede_lapsed(meta.book)
+    meta.saturation = saturation_check(meta.book)["holds"]
+    pending = set(OptionCard.objects.filter(book=meta.book, status=CardStatus.PENDING).values_list("kind", flat=True))
+    if meta.status == LoopStatus.HANDED_OFF:
+        pass
+    elif "bound" in pending:
+        if meta.status not in PAUSED:
+            meta.status = LoopStatus.PAUSED_AT_BOUND
+    elif pending:
+        meta.status = LoopStatus.AWAITING_HUMAN
+        meta.bound = ""
+    else:
+        meta.bound = ""
+        meta.status = LoopStatus.CONVERGED if meta.saturation else LoopStatus.WORKING
+    meta.save()
+    return meta

@@ -1,0 +1,205 @@
+"""Rounds, cost and the bounds (LOOP.md "Bounds").
+
+Rounds (the book's ``round`` reaching ``round_cap``, or a node's), cost
+(``cost_spent`` reaching ``cost_budget``), concentration (one subtree spending more
+than ``concentration`` of the budget), depth and breadth. Hitting one sets
+``paused-at-bound`` (running out of rounds or budget while not converged:
+``stalled-at-cap``) and raises an option card offering extend, narrow
+(approve-with-constraint), park or abandon. It never ends the run; ``extend``
+grants and logs the new bound.
+"""
+
+from __future__ import annotations
+
+import re
+
+from django.db import transaction
+from django.db.models import Sum
+
+from discovery.access import Principal
+from novelgraph.errors import Invalid, NotFound
+
+from ..models import CardStatus, LoopMeta, LoopStatus, OptionCard, PlanNode
+from .base import controller_book, lock_meta, refresh, refuse_when_paused
+from .cards import raise_card
+
+BOUND_DECISIONS = ["extend", "approve-with-constraint (narrow)", "park", "abandon"]
+GRANTABLE = {
+    "round_cap": int,
+    "cost_budget": float,
+    "max_depth": int,
+    "max_breadth": int,
+    "concentration": float,
+    "node_round_cap": int,
+}
+
+
+def proposed_extension(meta: LoopMeta, bound: str, node: PlanNode | None) -> dict:
+    if bound == "rounds":
+        return {"round_cap": meta.round_cap + max(1, meta.round_cap // 2)}
+    if bound == "cost":
+        return {"cost_budget": round(meta.cost_budget * 1.5, 2)}
+    if bound == "concentration":
+        return {"concentration": min(1.0, round(meta.concentration + 0.2, 2))}
+    if bound == "depth":
+        return {"max_depth": meta.max_depth + 1}
+    if bound == "breadth":
+        return {"max_breadth": meta.max_breadth + 2}
+    if bound == "node-rounds" and node is not None:
+        return {"node_round_cap": node.round_cap + 2}
+    return {"round_cap": meta.round_cap + 1}
+
+
+def pause_at_bound(*, meta: LoopMeta, bound: str, node: PlanNode | None, why: str) -> OptionCard:
+    """Pause (or stall) at ``bound`` and raise the bound's option card. Call inside a transaction."""
+    stalled = bound in {"rounds", "cost"} and not meta.saturation
+    meta.status = LoopStatus.STALLED_AT_CAP if stalled else LoopStatus.PAUSED_AT_BOUND
+    meta.bound = bound
+    meta.save()
+    existing = OptionCard.objects.filter(book=meta.book, kind="bound", status=CardStatus.PENDING).first()
+    if existing is not None:
+        return existing
+    return raise_card(
+        meta=meta,
+        kind="bound",
+        summary=f"{meta.status}: {why}",
+        decisions_requested=BOUND_DECISIONS,
+        recommended="extend the bound, or narrow the scope with a constraint",
+        node=node,
+        bound=bound,
+        proposed_extension=proposed_extension(meta, bound, node),
+    )
+
+
+def subtree_ids(node: PlanNode) -> list:
+    ids = [node.pk]
+    frontier = [node.pk]
+    while frontier:
+        frontier = list(PlanNode.objects.filter(parent_id__in=frontier).values_list("pk", flat=True))
+        ids.extend(frontier)
+    return ids
+
+
+def concentration_hit(meta: LoopMeta) -> tuple[PlanNode, float] | None:
+    """The top-level subtree spending more than ``concentration`` of the budget, if any."""
+    limit = meta.concentration * meta.cost_budget
+    for child in PlanNode.objects.filter(book=meta.book, parent__is_root=True).order_by("created_at"):
+        spent = PlanNode.objects.filter(pk__in=subtree_ids(child)).aggregate(s=Sum("cost_spent"))["s"] or 0
+        if spent > limit:
+            return child, spent
+    return None
+
+
+def check_spend_bounds(meta: LoopMeta) -> OptionCard | None:
+    """After a spend: cost cap first, then concentration."""
+    if meta.cost_spent >= meta.cost_budget:
+        return pause_at_bound(
+            meta=meta,
+            bound="cost",
+            node=None,
+            why=f"cost {meta.cost_spent:g} reached the budget {meta.cost_budget:g}",
+        )
+    hit = concentration_hit(meta)
+    if hit:
+        node, spent = hit
+        share = round(100 * spent / meta.cost_budget)
+        return pause_at_bound(
+            meta=meta,
+            bound="concentration",
+            node=node,
+            why=f"one subtree spent {share}% of the budget (more than {round(100 * meta.concentration)}%)",
+        )
+    return None
+
+
+def round_advance(*, principal: Principal, book_id, node_id=None) -> LoopMeta:
+    """Close a round (the book's, or a node's). Reaching a cap pauses or stalls; never ends the run."""
+    book, _ = controller_book(principal, book_id)
+    with transaction.atomic():
+        meta = lock_meta(book)
+        refuse_when_paused(meta)
+        if node_id is not None:
+            node = PlanNode.objects.filter(book=book, pk=node_id).first()
+            if node is None:
+                raise NotFound("plan node not found")
+            node.round += 1
+            node.save(update_fields=["round", "updated_at"])
+            refresh(meta)
+            if node.round >= node.round_cap:
+                pause_at_bound(
+                    meta=meta,
+                    bound="node-rounds",
+                    node=node,
+                    why=f"node '{node.intent[:60]}' reached its round cap {node.round_cap}",
+                )
+            return meta
+        meta.round += 1
+        meta.last_round_clean = not meta.round_invalidated
+        meta.round_invalidated = False
+        refresh(meta)
+        if meta.round >= meta.round_cap and not meta.saturation:
+            pause_at_bound(
+                meta=meta, bound="rounds", node=None, why=f"round {meta.round} reached the round cap {meta.round_cap}"
+            )
+        return meta
+
+
+def cost_spend(*, principal: Principal, book_id, amount: float, node_id=None, lens: str = "") -> LoopMeta:
+    """Record cost. It is never negative; reaching the budget stalls, concentration pauses."""
+    book, _ = controller_book(principal, book_id)
+    if amount is None or amount <= 0:
+        raise Invalid("amount must be greater than 0: cost never runs backwards", field="amount")
+    with transaction.atomic():
+        meta = lock_meta(book)
+        refuse_when_paused(meta)
+        if node_id is not None:
+            node = PlanNode.objects.select_for_update().filter(book=book, pk=node_id).first()
+            if node is None:
+                raise NotFound("plan node not found")
+            node.cost_spent += amount
+            node.save(update_fields=["cost_spent", "updated_at"])
+        meta.cost_spent += amount
+        meta.save()
+        check_spend_bounds(meta)
+        return meta
+
+
+def parse_grant(text: str) -> dict:
+    """``round_cap=8 cost_budget=150`` -> {"round_cap": 8, "cost_budget": 150.0}; unknown keys are a 422."""
+    grant: dict = {}
+    for key, value in re.findall(r"([a-z_]+)\s*=\s*([0-9]+(?:\.[0-9]+)?)", text or ""):
+        if key not in GRANTABLE:
+            raise Invalid(f"cannot grant {key!r}; grant one of {', '.join(GRANTABLE)}", field="constraint")
+        grant[key] = GRANTABLE[key](float(value)) if GRANTABLE[key] is int else float(value)
+    return grant
+
+
+def apply_grant(meta: LoopMeta, card: OptionCard, text: str) -> dict:
+    """Extend: grant what the text names, else the card's proposed extension. Returns {previous, granted}."""
+    grant = parse_grant(text) or dict(card.proposed_extension or {}) or {"round_cap": meta.round_cap + 1}
+    previous: dict = {}
+    node = card.node
+    for key, value in grant.items():
+        if key == "node_round_cap":
+            if node is None:
+                raise Invalid("node_round_cap needs a card about a node", field="constraint")
+            previous[key] = node.round_cap
+            if value <= node.round:
+                raise Invalid(f"node_round_cap must exceed the node's round {node.round}", field="constraint")
+            node.round_cap = value
+            node.save(update_fields=["round_cap", "updated_at"])
+            continue
+        previous[key] = getattr(meta, key)
+        if key == "concentration" and not (0 < value <= 1):
+            raise Invalid("concentration must be in (0, 1]", field="constraint")
+        if key in {"round_cap", "max_depth", "max_breadth"} and value < 1:
+            raise Invalid(f"{key} must be at least 1", field="constraint")
+        if key == "round_cap" and value <= meta.round:
+            raise Invalid(f"round_cap must exceed the completed rounds ({meta.round})", field="constraint")
+        if key == "cost_budget" and value <= meta.cost_spent:
+            raise Invalid(f"cost_budget must exceed the cost spent ({meta.cost_spent:g})", field="constraint")
+        if value < previous[key]:
+            raise Invalid(f"extend grants, it does not shrink: {key} is {previous[key]}", field="constraint")
+        setattr(meta, key, value)
+    meta.save()
+    return {"previous": previous, "granted": grant}

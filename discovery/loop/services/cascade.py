@@ -1,0 +1,182 @@
+"""The cascade: one mechanism for every blackboard-changing verdict (LOOP.md).
+
+1. Blast radius: everything reachable along active traceability out-edges from
+   the seed node, among active slots.
+2. Impact before blast: :func:`cascade_preview` changes nothing.
+3. Circuit breaker: more than min(a third of the active set, 8) affected nodes
+   surfaces to the author instead of cascading (nothing changes).
+4. On confirmation: the seed becomes rejected (or abandoned), the downstream
+   nodes and their slots stale with a reason and a version bump, their edges leave
+   the active graph (kept in history), and only the lenses that produced them are
+   queued to re-run (their cost counts).
+5. The caller logs one row; saturation is re-checked. Re-applying is a no-op.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from django.db.models import F, Q
+
+from discovery.models import Book
+from novelgraph.errors import NotFound
+
+from ..models import (
+    ArtifactStatus,
+    BlackboardArtifact,
+    LensRerun,
+    LoopMeta,
+    RosterEntry,
+    TraceEdge,
+    TraceNode,
+    TraceStatus,
+)
+
+
+def _producer(node: TraceNode) -> str:
+    if node.produced_by:
+        return node.produced_by
+    if node.artifact_id and node.artifact.lens:
+        return node.artifact.lens
+    return ""
+
+
+def cascade_preview(*, book: Book, seed: str) -> dict:
+    """The impact of invalidating ``seed``: affected slots, lenses that would re-run, the breaker. Read-only."""
+    node = TraceNode.objects.select_related("artifact").filter(book=book, node_id=seed).first()
+    if node is None:
+        raise NotFound(f"traceability node {seed!r} not found")
+    active = {n.node_id: n for n in TraceNode.objects.select_related("artifact").filter(book=book, status="active")}
+    if seed not in active:
+        return {
+            "seed": seed,
+            "already_applied": True,
+            "seed_status": node.status,
+            "affected": [],
+            "lenses": [],
+            "active_count": len(active),
+            "limit": min(len(active) / 3, 8),
+            "breaker": False,
+        }
+    succ: dict[str, list[str]] = defaultdict(list)
+    for a, b in TraceEdge.objects.filter(book=book, active=True).values_list("from_id", "to_id"):
+        if a in active and b in active:
+            succ[a].append(b)
+    seen = {seed}
+    order: list[str] = []
+    todo = [seed]
+    while todo:
+        current = todo.pop(0)
+        for nxt in succ.get(current, []):
+            if nxt not in seen:
+                seen.add(nxt)
+                order.append(nxt)
+                todo.append(nxt)
+    affected = [
+        {
+            "node_id": n,
+            "kind": active[n].kind,
+            "artifact": active[n].artifact.slug if active[n].artifact_id else None,
+            "lens": _producer(active[n]),
+        }
+        for n in order
+    ]
+    lenses = sorted({a["lens"] for a in affected if a["lens"]})
+    limit = min(len(active) / 3, 8)
+    return {
+        "seed": seed,
+        "already_applied": False,
+        "seed_status": node.status,
+        "affected": affected,
+        "lenses": lenses,
+        "active_count": len(active),
+        "limit": round(limit, 3),
+        "breaker": len(affected) > limit,
+    }
+
+
+def cascade_apply(
+    *,
+    meta: LoopMeta,
+    seed: str,
+    reason: str,
+    seed_status: str = TraceStatus.REJECTED,
+    override_breaker: bool = False,
+) -> dict:
+    """Apply the cascade from ``seed`` (inside the deciding transaction). Returns what it did.
+
+    ``{"applied": False, "noop": True}`` when the seed is already invalidated;
+    ``{"applied": False, "surfaced": True, ...}`` when the breaker trips (nothing changes).
+    """
+    book = meta.book
+    preview = cascade_preview(book=book, seed=seed)
+    if preview["already_applied"]:
+        return {"applied": False, "noop": True, "seed": seed}
+    if preview["breaker"] and not override_breaker:
+        return {
+            "applied": False,
+            "surfaced": True,
+            "seed": seed,
+            "affected": [a["node_id"] for a in preview["affected"]],
+            "limit": preview["limit"],
+        }
+    affected_ids = [a["node_id"] for a in preview["affected"]]
+    seed_node = TraceNode.objects.select_related("artifact").get(book=book, node_id=seed)
+    seed_node.status = seed_status
+    seed_node.status_reason = reason[:2000]
+    seed_node.save(update_fields=["status", "status_reason", "updated_at"])
+    if seed_node.artifact_id:
+        BlackboardArtifact.objects.filter(pk=seed_node.artifact_id).update(
+            status=ArtifactStatus.REJECTED, stale_reason=reason[:2000], round_last_touched=meta.round
+        )
+    stale_reason = f"upstream {seed} was {seed_status}: {reason}"[:2000]
+    TraceNode.objects.filter(book=book, node_id__in=affected_ids).update(
+        status=TraceStatus.STALE, status_reason=stale_reason
+    )
+    artifact_ids = [
+        pk
+        for pk in TraceNode.objects.filter(book=book, node_id__in=affected_ids, artifact__isnull=False).values_list(
+            "artifact_id", flat=True
+        )
+    ]
+    stale_slugs = list(
+        BlackboardArtifact.objects.filter(pk__in=artifact_ids)
+        .exclude(status__in=[ArtifactStatus.STALE, ArtifactStatus.REJECTED])
+        .values_list("slug", flat=True)
+    )
+    BlackboardArtifact.objects.filter(pk__in=artifact_ids).exclude(
+        status__in=[ArtifactStatus.STALE, ArtifactStatus.REJECTED]
+    ).update(
+        status=ArtifactStatus.STALE,
+        stale_reason=stale_reason,
+        version=F("version") + 1,
+        round_last_touched=meta.round,
+    )
+    touched = [seed, *affected_ids]
+    edges_left = TraceEdge.objects.filter(book=book, active=True).filter(Q(from_id__in=touched) | Q(to_id__in=touched))
+    edges_count = edges_left.update(active=False, inactive_reason=f"cascade from {seed}: {reason}"[:2000])
+    # Only the lenses that produced the stale slots re-run; their cost counts.
+    by_lens: dict[str, list[str]] = defaultdict(list)
+    for item in preview["affected"]:
+        if item["lens"]:
+            by_lens[item["lens"]].append(item["artifact"] or item["node_id"])
+    costs = dict(RosterEntry.objects.filter(slug__in=by_lens).values_list("slug", "rerun_cost"))
+    queued = []
+    for lens, slots in sorted(by_lens.items()):
+        cost = float(costs.get(lens, 1.0))
+        LensRerun.objects.create(
+            book=book, lens=lens, artifacts=slots, reason=stale_reason, cost=cost, round=meta.round
+        )
+        meta.cost_spent += cost
+        queued.append({"lens": lens, "slots": slots, "cost": cost})
+    meta.round_invalidated = True
+    meta.save()
+    return {
+        "applied": True,
+        "seed": seed,
+        "seed_status": seed_status,
+        "stale": affected_ids,
+        "stale_artifacts": stale_slugs,
+        "edges_left_active_graph": edges_count,
+        "reruns": queued,
+    }

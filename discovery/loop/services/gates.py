@@ -1,0 +1,312 @@
+"""Gates G0 to G3 (LOOP.md "Gates") and the hand-off to drafting.
+
+- No jumping ahead: asking for any gate other than the current one is a 409; so is
+  asking while a card waits, while the loop is paused, or while re-runs queued by a
+  recorded constraint or a cascade have not run (a constraint is honoured first).
+- G0, G1.5 and G2 raise an option card (a pending approval of kind ``gate``) and
+  the loop waits for the author (``awaiting-human``).
+- G1 passes automatically with a controller row in the decision log, unless a risk
+  trigger fires (a one-way-door decision, a logged value conflict, a conflict with
+  approved series canon): then it waits for the author like any consent gate.
+- G2 is refused (409, the reasons listed) while a required lens has not reviewed,
+  the strict lint fails or saturation does not hold.
+- G3 is refused while the decision brief has no success_metrics; otherwise it hands
+  off automatically (controller row): chapter 1 exists and parked ideas become
+  backlog entries. A one-way-door request at G1 or G3 forces a consent card.
+"""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.db.models import Q
+
+from approvals.models import Reversibility
+from approvals.services import decision_log_append
+from discovery.access import Principal
+from discovery.models import Chapter, KnowledgeBase, KnowledgeClaim
+from novelgraph.errors import Conflict, Invalid
+
+from ..models import (
+    GATE_ORDER,
+    ArtifactStatus,
+    BlackboardArtifact,
+    Candidate,
+    CandidateStatus,
+    CardStatus,
+    LensRerun,
+    LensReview,
+    Lifecycle,
+    LoopMeta,
+    LoopStatus,
+    OpenQuestion,
+    OptionCard,
+    PlanNode,
+    QuestionKind,
+    QuestionStatus,
+    RerunStatus,
+    RosterEntry,
+    SubIdea,
+)
+from .base import check_text, controller_book, gate_or_422, lock_meta, refresh, saturation_check, trace_lint
+from .cards import raise_card, supersede_lapsed
+
+CONSENT_GATES = {"G0", "G1.5", "G2"}
+CLOSED_SLOTS = {ArtifactStatus.STALE, ArtifactStatus.REJECTED}
+
+
+def next_gate(gate: str) -> str | None:
+    i = GATE_ORDER.index(gate)
+    return GATE_ORDER[i + 1] if i + 1 < len(GATE_ORDER) else None
+
+
+def decision_brief(book) -> BlackboardArtifact | None:
+    return (
+        BlackboardArtifact.objects.filter(book=book, type="decision-brief")
+        .exclude(status__in=CLOSED_SLOTS)
+        .order_by("-updated_at")
+        .first()
+    )
+
+
+def g2_reasons(book) -> list[str]:
+    reasons = []
+    for lens in RosterEntry.objects.filter(required=True, required_at_gate="G2").order_by("slug"):
+        if not LensReview.objects.filter(book=book, lens=lens, gate="G2").exists():
+            reasons.append(f"the required lens {lens.slug} has not reviewed at G2")
+    report = trace_lint(book, strict=True)
+    if not report.ok:
+        shown = "; ".join(f["message"] for f in report.failures[:5])
+        reasons.append(f"the strict lint fails: {shown}")
+    saturation = saturation_check(book)
+    rest = [r for r in saturation["reasons"] if not r.startswith("the strict lint")]
+    if rest:
+        reasons.append(f"saturation does not hold: {'; '.join(rest)}")
+    return reasons
+
+
+def g3_reasons(book) -> list[str]:
+    brief = decision_brief(book)
+    if brief is None:
+        return ["there is no decision brief (an artifact of type decision-brief)"]
+    metrics = brief.content.get("success_metrics") if isinstance(brief.content, dict) else None
+    if not isinstance(metrics, list) or not [m for m in metrics if isinstance(m, str | dict) and m]:
+        return ["the decision brief has no success_metrics"]
+    return []
+
+
+def series_canon_conflicts(book) -> list[str]:
+    """Book claims whose subject and predicate match approved series canon with another value."""
+    if not book.series_id:
+        return []
+    series_base = KnowledgeBase.objects.filter(scope="series", owner_id=str(book.series_id)).first()
+    book_base = KnowledgeBase.objects.filter(scope="book", owner_id=str(book.pk)).first()
+    if series_base is None or book_base is None:
+        return []
+    canon = {
+        (c.subject, c.predicate): c.value
+        for c in KnowledgeClaim.objects.filter(base=series_base, status="approved").only(
+            "subject", "predicate", "value"
+        )
+    }
+    found = []
+    for claim in KnowledgeClaim.objects.filter(base=book_base).exclude(status="rejected"):
+        key = (claim.subject, claim.predicate)
+        if key in canon and canon[key] != claim.value:
+            found.append(f"{claim.subject} {claim.predicate} contradicts approved series canon")
+    return found
+
+
+def risk_triggers(book, reversibility_class: str) -> list[str]:
+    triggers = []
+    if reversibility_class == Reversibility.ONE_WAY_DOOR:
+        triggers.append("one-way-door decision")
+    unresolved = OpenQuestion.objects.filter(book=book).exclude(status=QuestionStatus.RESOLVED)
+    for q in unresolved.filter(kind=QuestionKind.VALUE_CONFLICT):
+        triggers.append(f"logged value conflict: {q.question[:120]}")
+    for q in unresolved.filter(kind=QuestionKind.CANON_CONFLICT):
+        triggers.append(f"conflict with approved series canon: {q.question[:120]}")
+    triggers.extend(f"conflict with approved series canon: {c}" for c in series_canon_conflicts(book))
+    return triggers
+
+
+def handoff(*, meta: LoopMeta) -> dict:
+    """Hand off to drafting: chapter 1 exists; parked ideas become backlog entries. Inside a transaction."""
+    book = meta.book
+    brief = decision_brief(book)
+    spec = ""
+    if brief is not None and isinstance(brief.content, dict):
+        spec = str(brief.content.get("chapter_1") or brief.content.get("first_chapter") or "")
+    chapter, created = Chapter.objects.get_or_create(
+        book=book, number=1, defaults={"title": "Chapter 1", "spec": spec[:20_000]}
+    )
+    entries = [
+        {"kind": "parked-node", "id": str(n.pk), "intent": n.intent, "altitude": n.altitude}
+        for n in PlanNode.objects.filter(book=book)
+        .filter(Q(lifecycle=Lifecycle.PARKED) | Q(sub_idea=SubIdea.PARKED))
+        .order_by("created_at")
+    ]
+    entries += [
+        {
+            "kind": "parked-candidate",
+            "id": str(c.pk),
+            "mechanic": c.mechanic,
+            "shape": c.shape,
+            "rationale": c.rationale,
+        }
+        for c in Candidate.objects.filter(node__book=book, status=CandidateStatus.PARKED).order_by("created_at")
+    ]
+    backlog, made = BlackboardArtifact.objects.get_or_create(
+        book=book,
+        slug="backlog",
+        defaults={
+            "type": "backlog",
+            "status": ArtifactStatus.RATIFIED,
+            "produced_by": "sol",
+            "lens": "discovery-lead",
+            "round_last_touched": meta.round,
+            "content": {"entries": entries},
+        },
+    )
+    if not made:
+        backlog.version += 1
+        backlog.status = ArtifactStatus.RATIFIED
+        backlog.content = {**(backlog.content or {}), "entries": entries}
+        backlog.round_last_touched = meta.round
+        backlog.save()
+    meta.status = LoopStatus.HANDED_OFF
+    meta.bound = ""
+    meta.save()
+    return {"chapter_1": str(chapter.pk), "chapter_created": created, "backlog_entries": len(entries)}
+
+
+def gate_request(
+    *,
+    principal: Principal,
+    book_id,
+    gate: str,
+    summary: str,
+    decisions_requested: list[str],
+    recommended: str,
+    reversibility_class: str,
+    artifacts: list[str] | None = None,
+    node_id=None,
+    trace_seed: str = "",
+) -> dict:
+    """The controller asks for the current gate. Returns {outcome, gate, card, approval_id, ...}."""
+    book, role = controller_book(principal, book_id)
+    gate_or_422(gate)
+    summary = check_text(summary, "summary", 500)
+    recommended = check_text(recommended, "recommended", 2000, required=False)
+    if reversibility_class not in Reversibility.values:
+        raise Invalid(
+            f"reversibility_class must be one of {', '.join(Reversibility.values)}", field="reversibility_class"
+        )
+    decisions = [check_text(d, f"decisions_requested[{i}]", 500) for i, d in enumerate(decisions_requested or [])]
+    if not decisions:
+        raise Invalid("name at least one decision requested", field="decisions_requested")
+    with transaction.atomic():
+        meta = lock_meta(book)
+        supersede_lapsed(book)
+        if meta.status == LoopStatus.HANDED_OFF:
+            raise Conflict("the loop has already handed off to drafting", code="handed_off")
+        if gate != meta.gate:
+            raise Conflict(
+                f"no jumping ahead: the loop is at {meta.gate}; {gate} cannot be asked for now",
+                code="not_current_gate",
+                current_gate=meta.gate,
+            )
+        if meta.status in {LoopStatus.PAUSED_AT_BOUND, LoopStatus.STALLED_AT_CAP}:
+            raise Conflict(f"the loop is {meta.status} at the {meta.bound} bound", code="paused")
+        waiting = OptionCard.objects.filter(book=book, status=CardStatus.PENDING).first()
+        if waiting is not None:
+            raise Conflict(
+                f"an option card already waits for the author ({waiting.gate}: {waiting.summary})",
+                code="card_pending",
+                approval_id=str(waiting.approval_id),
+            )
+        queued = list(LensRerun.objects.filter(book=book, status=RerunStatus.QUEUED).values_list("lens", flat=True))
+        if queued:
+            raise Conflict(
+                "re-runs must finish before moving on (a recorded constraint or cascade is honoured first): "
+                + ", ".join(sorted(set(queued))),
+                code="reruns_pending",
+                reasons=[f"lens {lens} has a queued re-run" for lens in sorted(set(queued))],
+            )
+        slugs = list(dict.fromkeys(artifacts or []))
+        found = dict(BlackboardArtifact.objects.filter(book=book, slug__in=slugs).values_list("slug", "status"))
+        for i, slug in enumerate(slugs):
+            if slug not in found:
+                raise Invalid(f"no slot {slug!r}", field=f"artifacts[{i}]")
+            if found[slug] in CLOSED_SLOTS:
+                raise Invalid(f"slot {slug!r} is {found[slug]}", field=f"artifacts[{i}]")
+        node = None
+        if node_id is not None:
+            node = PlanNode.objects.filter(book=book, pk=node_id).first()
+            if node is None:
+                raise Invalid("no such plan node", field="node")
+        reasons = g2_reasons(book) if gate == "G2" else g3_reasons(book) if gate == "G3" else []
+        if reasons:
+            raise Conflict(f"{gate} is refused: {'; '.join(reasons)}", code="gate_refused", reasons=reasons)
+        triggers = risk_triggers(book, reversibility_class) if gate == "G1" else []
+        one_way = reversibility_class == Reversibility.ONE_WAY_DOOR
+        common = dict(
+            meta=meta,
+            summary=summary,
+            decisions_requested=decisions,
+            recommended=recommended,
+            reversibility_class=reversibility_class,
+            artifacts=slugs,
+            node=node,
+            trace_seed=trace_seed or "",
+            raised_by=role,
+            requested_by_user=principal.user if role == "author" else None,
+        )
+        if gate in CONSENT_GATES or triggers or one_way:
+            kind = "gate" if gate in CONSENT_GATES else "consent"
+            card = raise_card(kind=kind, risk_triggers=triggers, payload={"action": "gate"}, **common)
+            refresh(meta)
+            return {"outcome": "awaiting-human", "gate": gate, "card": card, "approval_id": str(card.approval_id)}
+        # Automatic passage (G1 without a risk trigger, G3 with success metrics).
+        card = OptionCard.objects.create(
+            book=book,
+            kind="gate",
+            gate=gate,
+            summary=summary,
+            decisions_requested=decisions,
+            recommended=recommended,
+            reversibility_class=reversibility_class,
+            artifacts=slugs,
+            node=node,
+            status=CardStatus.AUTO_PASSED,
+            verdict="approve",
+            raised_by=role,
+            round=meta.round,
+        )
+        detail: dict = {"card": str(card.pk), "automatic": True}
+        if gate == "G3":
+            detail["handoff"] = handoff(meta=meta)
+            rationale = "G3 hand-off: the decision brief carries success metrics; drafting starts at chapter 1"
+        else:
+            meta.gate = next_gate(gate)
+            meta.save()
+            rationale = f"{gate} passed automatically: no risk trigger fired"
+        detail["loop"] = {"gate": meta.gate, "status": meta.status}
+        entry = decision_log_append(
+            book=book,
+            decision="approve",
+            subject_type="loop-option-card",
+            subject_id=card.pk,
+            rationale=rationale,
+            controller_role="sol",
+            gate=gate,
+            reversibility_class=reversibility_class,
+            detail=detail,
+        )
+        refresh(meta)
+        return {
+            "outcome": "handed-off" if gate == "G3" else "passed",
+            "gate": gate,
+            "card": card,
+            "approval_id": None,
+            "decision_sequence": entry.sequence,
+        }

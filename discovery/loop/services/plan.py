@@ -1,0 +1,256 @@
+"""The plan-tree: nodes (intent, altitude, lifecycle, validation hook), candidates
+(not-chosen kept with their rationale), selection and the validation plan.
+
+Depth and breadth are bounds: a node that would exceed them is not created; the
+loop pauses at the bound with an option card (409 ``paused_at_bound``).
+Lifecycle writes are limited to draft/diverging/converging: ``ratified``,
+``stale``, ``parked`` and ``abandoned`` come only from verdicts and the cascade.
+A one-way-door selection forces a consent gate.
+"""
+
+from __future__ import annotations
+
+from django.db import transaction
+
+from approvals.models import Reversibility
+from discovery.access import Principal
+from novelgraph.errors import Conflict, Invalid, NotFound
+
+from ..models import Altitude, Candidate, CandidateStatus, Lifecycle, PlanNode, ValidationPlanItem, ValidationStatus
+from .base import check_text, controller_book, lens_book, lock_meta, refresh, refuse_when_paused
+from .bounds import pause_at_bound
+from .cards import raise_card
+
+WRITABLE_LIFECYCLE = {Lifecycle.DRAFT, Lifecycle.DIVERGING, Lifecycle.CONVERGING}
+
+
+def _altitude(value: str, field: str = "altitude") -> str:
+    if value not in Altitude.values:
+        raise Invalid(f"altitude must be one of {', '.join(Altitude.values)}", field=field)
+    return value
+
+
+def _node(book, node_id, lock: bool = False) -> PlanNode:
+    qs = PlanNode.objects.filter(book=book, pk=node_id)
+    node = (qs.select_for_update() if lock else qs).first()
+    if node is None:
+        raise NotFound("plan node not found")
+    return node
+
+
+def plan_node_add(
+    *,
+    principal: Principal,
+    book_id,
+    parent_id,
+    intent: str,
+    altitude: str = Altitude.PLOTLINE,
+    round_cap: int = 3,
+    assumption: str = "",
+    kill_condition: str = "",
+    activity: str = "",
+) -> PlanNode:
+    book, role = controller_book(principal, book_id)
+    intent = check_text(intent, "intent", 5000)
+    _altitude(altitude)
+    if round_cap < 1:
+        raise Invalid("round_cap must be at least 1", field="round_cap")
+    hit = None
+    with transaction.atomic():
+        meta = lock_meta(book)
+        refuse_when_paused(meta)
+        parent = _node(book, parent_id)
+        if parent.lifecycle in {Lifecycle.ABANDONED, Lifecycle.STALE}:
+            raise Conflict(f"the parent node is {parent.lifecycle}", code="parent_closed")
+        depth = parent.depth + 1
+        siblings = PlanNode.objects.filter(parent=parent).exclude(lifecycle=Lifecycle.ABANDONED).count()
+        if depth > meta.max_depth:
+            hit = pause_at_bound(
+                meta=meta, bound="depth", node=parent, why=f"depth {depth} would exceed max_depth {meta.max_depth}"
+            )
+        elif siblings + 1 > meta.max_breadth:
+            hit = pause_at_bound(
+                meta=meta,
+                bound="breadth",
+                node=parent,
+                why=f"{siblings + 1} children would exceed max_breadth {meta.max_breadth}",
+            )
+        else:
+            node = PlanNode.objects.create(
+                book=book,
+                parent=parent,
+                depth=depth,
+                intent=intent,
+                altitude=altitude,
+                round_cap=round_cap,
+                assumption=check_text(assumption, "assumption", required=False),
+                kill_condition=check_text(kill_condition, "kill_condition", required=False),
+                activity=check_text(activity, "activity", required=False),
+                produced_by=role,
+            )
+            refresh(meta)
+    if hit is not None:
+        raise Conflict(
+            f"paused at the {hit.bound} bound: {hit.summary}",
+            code="paused_at_bound",
+            bound=hit.bound,
+            approval_id=str(hit.approval_id),
+        )
+    return node
+
+
+def plan_node_update(
+    *,
+    principal: Principal,
+    book_id,
+    node_id,
+    intent: str | None = None,
+    lifecycle: str | None = None,
+    validation_status: str | None = None,
+    assumption: str | None = None,
+    kill_condition: str | None = None,
+    activity: str | None = None,
+) -> PlanNode:
+    book, _ = controller_book(principal, book_id)
+    with transaction.atomic():
+        meta = lock_meta(book)
+        node = _node(book, node_id, lock=True)
+        if lifecycle is not None:
+            if lifecycle not in Lifecycle.values:
+                raise Invalid(f"lifecycle must be one of {', '.join(Lifecycle.values)}", field="lifecycle")
+            if lifecycle not in WRITABLE_LIFECYCLE:
+                raise Invalid(
+                    f"{lifecycle} comes only from an author verdict or the cascade; write draft, diverging or "
+                    "converging",
+                    field="lifecycle",
+                )
+            if node.lifecycle not in WRITABLE_LIFECYCLE:
+                raise Conflict(f"the node is {node.lifecycle}; a verdict moves it", code="node_closed")
+            node.lifecycle = lifecycle
+        if validation_status is not None:
+            if validation_status not in ValidationStatus.values:
+                raise Invalid(
+                    f"validation_status must be one of {', '.join(ValidationStatus.values)}",
+                    field="validation_status",
+                )
+            node.validation_status = validation_status
+        if intent is not None:
+            node.intent = check_text(intent, "intent")
+        for name, value in (("assumption", assumption), ("kill_condition", kill_condition), ("activity", activity)):
+            if value is not None:
+                setattr(node, name, check_text(value, name, required=False))
+        node.save()
+        refresh(meta)
+        return node
+
+
+def candidate_add(
+    *,
+    principal: Principal,
+    book_id,
+    node_id,
+    altitude: str,
+    mechanic: str,
+    shape: str,
+    riskiest_assumption: str,
+    rationale: str = "",
+) -> Candidate:
+    """A divergence candidate (Terra, Luna or Sol); it starts proposed and the node diverges."""
+    book, role = lens_book(principal, book_id)
+    _altitude(altitude)
+    with transaction.atomic():
+        meta = lock_meta(book)
+        node = _node(book, node_id, lock=True)
+        if node.lifecycle not in WRITABLE_LIFECYCLE:
+            raise Conflict(f"the node is {node.lifecycle}; it takes no new candidates", code="node_closed")
+        candidate = Candidate.objects.create(
+            node=node,
+            altitude=altitude,
+            mechanic=check_text(mechanic, "mechanic", 120),
+            shape=check_text(shape, "shape"),
+            riskiest_assumption=check_text(riskiest_assumption, "riskiest_assumption"),
+            rationale=check_text(rationale, "rationale", required=False),
+            proposed_by=role,
+            untrusted=role in {"terra", "luna"},
+        )
+        if node.lifecycle == Lifecycle.DRAFT:
+            node.lifecycle = Lifecycle.DIVERGING
+            node.save(update_fields=["lifecycle", "updated_at"])
+        refresh(meta)
+        return candidate
+
+
+def select_candidate(node: PlanNode, candidate: Candidate, not_chosen_rationale: str) -> None:
+    """Select one candidate; every other open one is rejected and kept with a rationale."""
+    for other in node.candidates.exclude(pk=candidate.pk).filter(status=CandidateStatus.PROPOSED):
+        other.status = CandidateStatus.REJECTED
+        other.rationale = other.rationale or not_chosen_rationale
+        other.save(update_fields=["status", "rationale", "updated_at"])
+    candidate.status = CandidateStatus.SELECTED
+    candidate.save(update_fields=["status", "updated_at"])
+    node.selection = candidate
+    node.lifecycle = Lifecycle.CONVERGING
+    node.save(update_fields=["selection", "lifecycle", "updated_at"])
+
+
+def candidate_select(
+    *,
+    principal: Principal,
+    book_id,
+    node_id,
+    candidate_id,
+    rationale: str,
+    reversibility_class: str = Reversibility.REVERSIBLE,
+) -> dict:
+    """The controller selects; a one-way-door selection raises a consent card instead."""
+    book, role = controller_book(principal, book_id)
+    rationale = check_text(rationale, "rationale", 5000)
+    if reversibility_class not in Reversibility.values:
+        raise Invalid(
+            f"reversibility_class must be one of {', '.join(Reversibility.values)}", field="reversibility_class"
+        )
+    with transaction.atomic():
+        meta = lock_meta(book)
+        node = _node(book, node_id, lock=True)
+        candidate = Candidate.objects.filter(node=node, pk=candidate_id).first()
+        if candidate is None:
+            raise NotFound("candidate not found")
+        if node.lifecycle not in WRITABLE_LIFECYCLE:
+            raise Conflict(f"the node is {node.lifecycle}", code="node_closed")
+        if candidate.status != CandidateStatus.PROPOSED:
+            raise Conflict(f"the candidate is {candidate.status}", code="candidate_closed")
+        if reversibility_class == Reversibility.ONE_WAY_DOOR:
+            card = raise_card(
+                meta=meta,
+                kind="consent",
+                summary=f"one-way door: select '{candidate.mechanic}' for '{node.intent[:80]}'",
+                decisions_requested=["approve the selection", "explore-alternatives", "park"],
+                recommended=rationale,
+                reversibility_class=reversibility_class,
+                node=node,
+                payload={"action": "select", "candidate": str(candidate.pk), "rationale": rationale},
+                raised_by=role,
+            )
+            refresh(meta)
+            return {"selected": False, "consent_required": True, "approval_id": str(card.approval_id)}
+        select_candidate(node, candidate, rationale)
+        refresh(meta)
+        return {"selected": True, "consent_required": False, "approval_id": None}
+
+
+def validation_item_add(
+    *, principal: Principal, book_id, assumption: str, kill_condition: str, activity: str, node_id=None
+) -> ValidationPlanItem:
+    book, _ = lens_book(principal, book_id)
+    with transaction.atomic():
+        meta = lock_meta(book)
+        node = _node(book, node_id) if node_id else None
+        item = ValidationPlanItem.objects.create(
+            book=book,
+            node=node,
+            assumption=check_text(assumption, "assumption"),
+            kill_condition=check_text(kill_condition, "kill_condition"),
+            activity=check_text(activity, "activity"),
+        )
+        refresh(meta)
+        return item

@@ -1,0 +1,136 @@
+"""Open questions: the only way lenses ask each other things.
+
+Raise (any loop writer), route (the controller sends it to a discipline), resolve
+(a resolution cites its referent, which must exist: ``artifact:<slug>``,
+``trace:<node id>``, ``decision:<sequence>``, ``question:<id>`` or ``node:<id>``),
+surface (the controller puts it before the author).
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.db import transaction
+
+from approvals.models import DecisionLogEntry
+from discovery.access import Principal
+from novelgraph.errors import Conflict, Invalid, NotFound
+
+from ..models import (
+    BlackboardArtifact,
+    OpenQuestion,
+    PlanNode,
+    QuestionKind,
+    QuestionStatus,
+    RosterEntry,
+    TraceNode,
+)
+from .base import check_text, controller_book, lens_book, lock_meta, refresh
+
+
+def _discipline(value: str, field: str) -> str:
+    value = check_text(value, field, 60)
+    if value not in {"author", "sol"} and not RosterEntry.objects.filter(slug=value).exists():
+        raise Invalid(f"unknown discipline {value!r}: name a roster entry, sol or author", field=field)
+    return value
+
+
+def question_raise(
+    *, principal: Principal, book_id, question: str, target_discipline: str, kind: str = QuestionKind.QUESTION
+) -> OpenQuestion:
+    book, role = lens_book(principal, book_id)
+    if kind not in QuestionKind.values:
+        raise Invalid(f"kind must be one of {', '.join(QuestionKind.values)}", field="kind")
+    text = check_text(question, "question", 5000)
+    target = _discipline(target_discipline, "target_discipline")
+    with transaction.atomic():
+        meta = lock_meta(book)
+        q = OpenQuestion.objects.create(
+            book=book,
+            kind=kind,
+            raised_by=role,
+            target_discipline=target,
+            question=text,
+            round=meta.round,
+            untrusted=role in {"terra", "luna"},
+        )
+        refresh(meta)
+        return q
+
+
+def _question(book, question_id) -> OpenQuestion:
+    q = OpenQuestion.objects.select_for_update().filter(book=book, pk=question_id).first()
+    if q is None:
+        raise NotFound("question not found")
+    return q
+
+
+def question_route(*, principal: Principal, book_id, question_id, target_discipline: str) -> OpenQuestion:
+    book, _ = controller_book(principal, book_id)
+    target = _discipline(target_discipline, "target_discipline")
+    with transaction.atomic():
+        meta = lock_meta(book)
+        q = _question(book, question_id)
+        if q.status == QuestionStatus.RESOLVED:
+            raise Conflict("the question is already resolved", code="resolved")
+        q.status = QuestionStatus.ROUTED
+        q.target_discipline = target
+        q.save()
+        refresh(meta)
+        return q
+
+
+def referent_exists(book, ref: str) -> bool:
+    kind, _, value = (ref or "").partition(":")
+    if not value:
+        return False
+    if kind == "artifact":
+        return BlackboardArtifact.objects.filter(book=book, slug=value).exists()
+    if kind == "trace":
+        return TraceNode.objects.filter(book=book, node_id=value).exists()
+    if kind == "decision":
+        return value.isdigit() and DecisionLogEntry.objects.filter(book=book, sequence=int(value)).exists()
+    if kind in {"question", "node"}:
+        try:
+            pk = uuid.UUID(value)
+        except ValueError:
+            return False
+        model = OpenQuestion if kind == "question" else PlanNode
+        return model.objects.filter(book=book, pk=pk).exists()
+    return False
+
+
+def question_resolve(*, principal: Principal, book_id, question_id, resolution: str, cites: str) -> OpenQuestion:
+    book, _ = lens_book(principal, book_id)
+    text = check_text(resolution, "resolution", 5000)
+    with transaction.atomic():
+        meta = lock_meta(book)
+        q = _question(book, question_id)
+        if q.status == QuestionStatus.RESOLVED:
+            raise Conflict("the question is already resolved", code="resolved")
+        if not referent_exists(book, cites):
+            raise Invalid(
+                "a resolution cites what settles it: artifact:<slug>, trace:<id>, decision:<n>, "
+                "question:<id> or node:<id> of this book",
+                field="cites",
+            )
+        q.status = QuestionStatus.RESOLVED
+        q.resolution = text
+        q.resolution_ref = cites
+        q.save()
+        refresh(meta)
+        return q
+
+
+def question_surface(*, principal: Principal, book_id, question_id) -> OpenQuestion:
+    book, _ = controller_book(principal, book_id)
+    with transaction.atomic():
+        meta = lock_meta(book)
+        q = _question(book, question_id)
+        if q.status == QuestionStatus.RESOLVED:
+            raise Conflict("the question is already resolved", code="resolved")
+        q.status = QuestionStatus.SURFACED
+        q.target_discipline = "author"
+        q.save()
+        refresh(meta)
+        return q

@@ -1,0 +1,304 @@
+"""The seven loop verdicts, as the ``gate`` subject handler of ``approval_decide``.
+
+``approval_decide`` checks that the author decides, that the verdict is typed and
+that a rationale (and, for approve-with-constraint / redirect / extend, its text)
+is given; it appends exactly one decision-log row. :func:`apply_verdict` gives each
+verdict LOOP.md's effect and adds what it (and any cascade) did to
+``decision.detail`` so that the same row records it.
+
+| verdict | effect |
+| approve | the card's slots ratified, its node ratified, the gate advances (G3: hand-off);
+            a consent card applies its one-way-door action; a cascade card confirms the cascade |
+| approve-with-constraint | constraint recorded in the scope boundary; touched slots re-run; no advance |
+| redirect | the steer recorded; the cascade from the card's trace seed (the seed rejected, downstream
+             stale); the node re-enters converging |
+| explore-alternatives | the node returns to diverging; the selection set aside (kept); Terra re-runs |
+| abandon | the node abandoned, its subtree stale, the cascade from the seed (abandoned); history stays |
+| park | the node parked (a parked sub-idea; it ends in the backlog); siblings go on |
+| extend | grants rounds, budget or lifts a bound (logged: previous and granted); the node resumes |
+"""
+
+from __future__ import annotations
+
+from approvals.models import Approval, Verdict
+from approvals.services import LOOP_VERDICTS, Decision, SubjectHandler
+from novelgraph.errors import Conflict, Invalid
+
+from ..models import (
+    ArtifactStatus,
+    BlackboardArtifact,
+    Candidate,
+    CandidateStatus,
+    CardStatus,
+    LensRerun,
+    Lifecycle,
+    LoopMeta,
+    OptionCard,
+    PlanNode,
+    RosterEntry,
+    SubIdea,
+    TraceStatus,
+)
+from .base import lock_meta, refresh, root_of
+from .bounds import apply_grant, subtree_ids
+from .cards import card_as_dict, card_digest, raise_card
+from .cascade import cascade_apply, cascade_preview
+from .gates import handoff, next_gate
+from .plan import select_candidate
+
+CARD_VERDICTS = {
+    "gate": frozenset(LOOP_VERDICTS),
+    "bound": frozenset({Verdict.EXTEND, Verdict.APPROVE_WITH_CONSTRAINT, Verdict.PARK, Verdict.ABANDON}),
+    "consent": frozenset(LOOP_VERDICTS) - {Verdict.EXTEND},
+    "cascade": frozenset({Verdict.APPROVE, Verdict.PARK}),
+}
+
+
+def _card(approval: Approval, lock: bool = False) -> OptionCard | None:
+    qs = OptionCard.objects.select_related("node").filter(pk=approval.subject_id, book_id=approval.book_id)
+    return (qs.select_for_update() if lock else qs).first()
+
+
+def digest(approval: Approval) -> str:
+    card = _card(approval)
+    return card_digest(card) if card else "gone"
+
+
+def describe(approval: Approval) -> dict:
+    """The option card and an impact preview (what a cascade from its seed would touch)."""
+    card = _card(approval)
+    if card is None:
+        return {"card": None, "impact": None}
+    impact = None
+    if card.trace_seed:
+        try:
+            impact = cascade_preview(book=card.book, seed=card.trace_seed)
+        except Exception:  # a seed that no longer exists previews as nothing
+            impact = None
+    return {
+        "card": card_as_dict(card),
+        "impact": impact,
+        "verdicts": sorted(CARD_VERDICTS[card.kind]),
+    }
+
+
+def _queue_reruns(meta: LoopMeta, slugs: list[str], reason: str) -> list[dict]:
+    """Queue the producing lens of each slot; the re-run's cost counts."""
+    by_lens: dict[str, list[str]] = {}
+    for slot in BlackboardArtifact.objects.filter(book=meta.book, slug__in=slugs).order_by("slug"):
+        lens = slot.lens or {"terra": "explore-options", "luna": "plan-validation"}.get(slot.produced_by, "")
+        if lens:
+            by_lens.setdefault(lens, []).append(slot.slug)
+    return _queue(meta, by_lens, reason)
+
+
+def _queue(meta: LoopMeta, by_lens: dict[str, list[str]], reason: str) -> list[dict]:
+    costs = dict(RosterEntry.objects.filter(slug__in=by_lens).values_list("slug", "rerun_cost"))
+    queued = []
+    for lens, slots in sorted(by_lens.items()):
+        cost = float(costs.get(lens, 1.0))
+        LensRerun.objects.create(book=meta.book, lens=lens, artifacts=slots, reason=reason[:2000], cost=cost)
+        meta.cost_spent += cost
+        queued.append({"lens": lens, "slots": slots, "cost": cost})
+    meta.save()
+    return queued
+
+
+def _cascade(meta: LoopMeta, card: OptionCard, reason: str, seed_status: str, verdict: str) -> dict | None:
+    if not card.trace_seed:
+        return None
+    result = cascade_apply(meta=meta, seed=card.trace_seed, reason=reason, seed_status=seed_status)
+    if result.get("surfaced"):
+        follow = raise_card(
+            meta=meta,
+            kind="cascade",
+            summary=f"the cascade from {card.trace_seed} would touch {len(result['affected'])} slots "
+            f"(more than {result['limit']:g}): confirm it",
+            decisions_requested=["approve: confirm the cascade", "park: not now"],
+            recommended="look at the impact before confirming",
+            node=card.node,
+            trace_seed=card.trace_seed,
+            payload={"seed_status": seed_status, "reason": reason[:1000], "from_verdict": verdict},
+        )
+        result["approval_id"] = str(follow.approval_id)
+    return result
+
+
+def _record_constraint(meta: LoopMeta, card: OptionCard, text: str, kind: str) -> None:
+    item = {"kind": kind, "text": text, "gate": card.gate, "card": str(card.pk)}
+    meta.constraints = [*(meta.constraints or []), item]
+    meta.save()
+    boundary = BlackboardArtifact.objects.select_for_update().filter(book=meta.book, slug="scope-boundary").first()
+    if boundary is None:
+        BlackboardArtifact.objects.create(
+            book=meta.book,
+            slug="scope-boundary",
+            type="scope-boundary",
+            status=ArtifactStatus.RATIFIED,
+            produced_by="author",
+            round_last_touched=meta.round,
+            content={"constraints": [item]},
+        )
+    else:
+        content = dict(boundary.content or {})
+        content["constraints"] = [*content.get("constraints", []), item]
+        boundary.content = content
+        boundary.version += 1
+        boundary.status = ArtifactStatus.RATIFIED
+        boundary.round_last_touched = meta.round
+        boundary.save()
+
+
+def _approve(meta, card, node, decision) -> dict:
+    if card.kind == "cascade":
+        result = cascade_apply(
+            meta=meta,
+            seed=card.trace_seed,
+            reason=card.payload.get("reason") or decision.rationale,
+            seed_status=card.payload.get("seed_status", TraceStatus.REJECTED),
+            override_breaker=True,
+        )
+        return {"cascade": result}
+    if card.kind == "consent" and card.payload.get("action") == "select":
+        candidate = Candidate.objects.filter(pk=card.payload["candidate"], node=node).first()
+        if candidate is None or candidate.status != CandidateStatus.PROPOSED:
+            raise Conflict("the candidate is no longer open", code="candidate_closed")
+        select_candidate(node, candidate, card.payload.get("rationale") or decision.rationale)
+        return {"selected": str(candidate.pk)}
+    slots = BlackboardArtifact.objects.select_for_update().filter(book=meta.book, slug__in=card.artifacts)
+    for slot in slots:
+        if slot.status in {ArtifactStatus.STALE, ArtifactStatus.REJECTED}:
+            raise Conflict(f"slot {slot.slug} is {slot.status}", code="slot_closed")
+    ratified = sorted(slots.values_list("slug", flat=True))
+    slots.update(status=ArtifactStatus.RATIFIED, round_last_touched=meta.round)
+    effect: dict = {"ratified": ratified, "from_gate": card.gate}
+    if card.node_id:
+        node.lifecycle = Lifecycle.RATIFIED
+        node.save(update_fields=["lifecycle", "updated_at"])
+        effect["node_ratified"] = str(node.pk)
+    if card.gate == "G3":
+        effect["handoff"] = handoff(meta=meta)
+    else:
+        meta.gate = next_gate(card.gate)
+        meta.save()
+    effect["gate_now"] = meta.gate
+    return effect
+
+
+def _approve_with_constraint(meta, card, node, decision) -> dict:
+    _record_constraint(meta, card, decision.constraint, "constraint")
+    queued = _queue_reruns(meta, card.artifacts, f"re-run under the constraint: {decision.constraint}")
+    return {"constraint_recorded": True, "reruns": queued, "gate_now": meta.gate}
+
+
+def _redirect(meta, card, node, decision) -> dict:
+    _record_constraint(meta, card, decision.constraint, "steer")
+    cascade = _cascade(meta, card, f"redirect: {decision.constraint}", TraceStatus.REJECTED, decision.verdict)
+    if node.lifecycle not in {Lifecycle.ABANDONED}:
+        node.lifecycle = Lifecycle.CONVERGING
+        node.save(update_fields=["lifecycle", "updated_at"])
+    return {"steer": decision.constraint, "node": str(node.pk), "lifecycle": node.lifecycle, "cascade": cascade}
+
+
+def _explore(meta, card, node, decision) -> dict:
+    set_aside = []
+    for candidate in node.candidates.filter(status=CandidateStatus.SELECTED):
+        candidate.status = CandidateStatus.PARKED
+        candidate.rationale = candidate.rationale or f"set aside to explore alternatives: {decision.rationale}"
+        candidate.save(update_fields=["status", "rationale", "updated_at"])
+        set_aside.append(str(candidate.pk))
+    node.selection = None
+    node.lifecycle = Lifecycle.DIVERGING
+    node.save(update_fields=["selection", "lifecycle", "updated_at"])
+    queued = _queue(meta, {"explore-options": [f"node:{node.pk}"]}, f"new candidates: {decision.rationale}")
+    kept = node.candidates.filter(status=CandidateStatus.REJECTED).count()
+    return {
+        "node": str(node.pk),
+        "lifecycle": node.lifecycle,
+        "set_aside": set_aside,
+        "rejected_kept": kept,
+        "reruns": queued,
+    }
+
+
+def _abandon(meta, card, node, decision) -> dict:
+    below = [pk for pk in subtree_ids(node) if pk != node.pk]
+    PlanNode.objects.filter(pk__in=below).exclude(lifecycle__in=[Lifecycle.ABANDONED, Lifecycle.PARKED]).update(
+        lifecycle=Lifecycle.STALE
+    )
+    node.lifecycle = Lifecycle.ABANDONED
+    node.sub_idea = SubIdea.DONE
+    node.save(update_fields=["lifecycle", "sub_idea", "updated_at"])
+    cascade = _cascade(meta, card, f"abandoned: {decision.rationale}", TraceStatus.ABANDONED, decision.verdict)
+    return {"node": str(node.pk), "abandoned": True, "subtree_stale": [str(pk) for pk in below], "cascade": cascade}
+
+
+def _park(meta, card, node, decision) -> dict:
+    if card.kind == "cascade":
+        return {"cascade": {"applied": False, "deferred": True, "seed": card.trace_seed}}
+    if node.is_root and card.kind != "bound":
+        raise Invalid("the root cannot be parked; park a sub-idea", field="verdict")
+    node.lifecycle = Lifecycle.PARKED
+    node.sub_idea = SubIdea.PARKED
+    node.save(update_fields=["lifecycle", "sub_idea", "updated_at"])
+    return {"node": str(node.pk), "parked": True}
+
+
+def _extend(meta, card, node, decision) -> dict:
+    granted = apply_grant(meta, card, decision.constraint)
+    resumed = None
+    if node is not None and node.lifecycle == Lifecycle.PARKED:
+        node.lifecycle = Lifecycle.CONVERGING
+        node.sub_idea = SubIdea.OPEN
+        node.save(update_fields=["lifecycle", "sub_idea", "updated_at"])
+        resumed = str(node.pk)
+    return {"bound": card.bound, **granted, "resumed_node": resumed}
+
+
+EFFECTS = {
+    Verdict.APPROVE: _approve,
+    Verdict.APPROVE_WITH_CONSTRAINT: _approve_with_constraint,
+    Verdict.REDIRECT: _redirect,
+    Verdict.EXPLORE_ALTERNATIVES: _explore,
+    Verdict.ABANDON: _abandon,
+    Verdict.PARK: _park,
+    Verdict.EXTEND: _extend,
+}
+
+
+def apply_verdict(decision: Decision) -> None:
+    approval = decision.approval
+    meta = lock_meta(approval.book)
+    card = _card(approval, lock=True)
+    if card is None:
+        raise Conflict("the option card is gone", code="card_gone")
+    if card.status != CardStatus.PENDING:
+        raise Conflict(f"the option card is {card.status}", code="not_pending")
+    if decision.verdict not in CARD_VERDICTS[card.kind]:
+        raise Invalid(
+            f"a {card.kind} card takes {', '.join(sorted(CARD_VERDICTS[card.kind]))}, not {decision.verdict}",
+            field="verdict",
+        )
+    node = card.node or root_of(meta.book)
+    effect = EFFECTS[decision.verdict](meta, card, node, decision)
+    card.status = CardStatus.DECIDED
+    card.verdict = decision.verdict
+    card.save(update_fields=["status", "verdict", "updated_at"])
+    refresh(meta)
+    decision.detail.update(
+        {
+            "card": str(card.pk),
+            "card_kind": card.kind,
+            "effect": effect,
+            "loop": {"gate": meta.gate, "status": meta.status, "saturation": meta.saturation},
+        }
+    )
+
+
+GATE_HANDLER = SubjectHandler(
+    kind="gate",
+    verdicts=frozenset(LOOP_VERDICTS),
+    digest=digest,
+    apply=apply_verdict,
+    describe=describe,
+)

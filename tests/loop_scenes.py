@@ -1,0 +1,78 @@
+"""Scenes for the loop tests: build a book's loop state through the API, as the agents would."""
+
+from __future__ import annotations
+
+from discovery.loop.models import LoopMeta
+
+
+def url(book, tail: str = "") -> str:
+    return f"/books/{book.pk}/loop{tail}"
+
+
+def ask_gate(api, book, gate: str, **extra):
+    body = {
+        "summary": f"ratify {gate}",
+        "decisions_requested": ["ratify the slots"],
+        "recommended": "approve",
+        "reversibility_class": "reversible",
+    }
+    body.update(extra)
+    return api.post(url(book, f"/gates/{gate}/request"), body)
+
+
+def decide(api, book, approval_id, verdict: str, rationale: str = "Seen and agreed.", constraint: str = ""):
+    return api.post(
+        url(book, f"/approvals/{approval_id}/verdict"),
+        {"verdict": verdict, "rationale": rationale, "constraint": constraint},
+    )
+
+
+def trace(api, book, nodes: list[tuple[str, str]], edges: list[tuple[str, str]], lens: str = "reader-trust"):
+    for node_id, kind in nodes:
+        r = api.post(url(book, "/trace/nodes"), {"node_id": node_id, "kind": kind, "produced_by": lens})
+        assert r.status_code == 201, r.json()
+    for a, b in edges:
+        r = api.post(url(book, "/trace/edges"), {"from_id": a, "to_id": b})
+        assert r.status_code == 201, r.json()
+
+
+def clean_chain(api, book) -> None:
+    """premise -> story question -> chapter: a graph the strict lint passes."""
+    trace(
+        api,
+        book,
+        [("premise", "premise"), ("sq", "story-question"), ("ch1", "chapter")],
+        [("premise", "sq"), ("sq", "ch1")],
+    )
+
+
+def pass_gate(sol_api, author_api, book, gate: str) -> None:
+    r = ask_gate(sol_api, book, gate)
+    assert r.status_code in (200, 201), r.json()
+    if r.status_code == 201:
+        d = decide(author_api, book, r.json()["approval_id"], "approve")
+        assert d.status_code == 200, d.json()
+
+
+def reach_g2(sol_api, author_api, book) -> None:
+    for gate in ("G0", "G1", "G1.5"):
+        pass_gate(sol_api, author_api, book, gate)
+    assert LoopMeta.objects.get(book=book).gate == "G2"
+
+
+def review(api, book, lens: str, gate: str = "G2"):
+    r = api.post(
+        url(book, "/reviews"),
+        {"lens": lens, "gate": gate, "findings": [{"text": "a promise", "resolution": "resolved", "reason": "paid"}]},
+    )
+    assert r.status_code == 201, r.json()
+    return r
+
+
+def saturate(sol_api, luna_api, terra_api, book) -> None:
+    """Both required lenses reviewed, a clean chain, one full round without invalidation."""
+    clean_chain(sol_api, book)
+    review(luna_api, book, "canon-integrity")
+    review(terra_api, book, "reader-trust")
+    r = sol_api.post(url(book, "/rounds"), {})
+    assert r.status_code == 200, r.json()
