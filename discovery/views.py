@@ -1,15 +1,452 @@
-"""Browser pages for books and their discovery (server-rendered, HTMX partials)."""
+"""Browser pages for books and their discovery (server-rendered, HTMX partials).
+
+Each view reads like a short story: find the book through ``_book`` (404 when it is
+not the visitor's, 403 naming the capability), call a selector or a service, render.
+Writes go through the same services as the API; a refused or invalid write shows an
+inline message and changes nothing.
+"""
 
 from __future__ import annotations
 
-from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+import uuid
+from itertools import chain
+from typing import Any
 
-from .access import principal_for_user
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.db.models import Count, Q
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import NoReverseMatch, reverse
+from django.views.decorators.http import require_POST
+
+from approvals.models import Approval, DecisionLogEntry
+from library.models import ResearchItem
+from library.services import research_decide
+from novelgraph.errors import Conflict, DomainError, Forbidden, NotFound
+
+from .access import Cap, Principal, book_for, principal_for_user
+from .models import (
+    AgentRole,
+    Book,
+    KnowledgeClaim,
+    ScratchpadEntry,
+    ScratchpadEntryKind,
+    Turn,
+)
+from .refs import resolve_source_refs
+from .selectors import current_session, discovery_view, scratchpad_for
+from .services import discovery_start, dossier_create, turn_create
+
+RECENT_ACTIVITY = 12
+
+
+# --- Guards and links --------------------------------------------------------
+
+
+def _book(request: HttpRequest, book_id: uuid.UUID, *caps: Cap) -> tuple[Principal, Book, str]:
+    """The visitor, the book and their role on it; 404 when the book is not theirs."""
+    principal = principal_for_user(request.user)
+    try:
+        book = book_for(principal, book_id, *caps)
+    except NotFound:
+        raise Http404("book not found") from None
+    except Forbidden as exc:
+        raise PermissionDenied(exc.message) from None
+    return principal, book, principal.role_for(book) or ""
+
+
+def _url(name: str, *args: Any) -> str | None:
+    """A page another area provides, or None while it does not exist (its link is then hidden)."""
+    try:
+        return reverse(name, args=args)
+    except NoReverseMatch:
+        return None
+
+
+def book_links(book: Book) -> dict[str, str | None]:
+    """Every page of a book, for the book navigation."""
+    return {
+        "book": reverse("discovery:book", args=[book.pk]),
+        "scratchpad": reverse("discovery:scratchpad", args=[book.pk]),
+        "dossiers": reverse("discovery:dossiers", args=[book.pk]),
+        "research": reverse("discovery:research", args=[book.pk]),
+        "review": _url("approvals:inbox"),
+        "log": _url("approvals:book_log", book.pk) or _url("approvals:log", book.pk),
+        "loop": _url("discovery:loop", book.pk) or _url("loop:page", book.pk),
+        "library": _url("library:search"),
+    }
+
+
+def ref_url(book: Book, ref: dict) -> str | None:
+    """Where a resolved source reference can be read."""
+    if not ref.get("exists"):
+        return None
+    kind, ref_id = ref["type"], ref["id"]
+    book_page = reverse("discovery:book", args=[book.pk])
+    anchors = {
+        "turn": f"{reverse('discovery:scratchpad', args=[book.pk])}#turn-{ref_id}",
+        "observation": f"{book_page}#observation-{ref_id}",
+        "claim": f"{book_page}#claim-{ref_id}",
+        "charter": f"{book_page}#charter-{ref_id}",
+        "entry": f"{reverse('discovery:scratchpad', args=[book.pk])}#entry-{ref_id}",
+        "research": f"{reverse('discovery:research', args=[book.pk])}#research-{ref_id}",
+    }
+    if kind in anchors:
+        return anchors[kind]
+    if kind == "chunk":
+        search = _url("library:search")
+        return f"{search}?chunk={ref_id}" if search else None
+    return ref.get("url")
+
+
+def with_resolved_refs(book: Book, rows: list[dict]) -> list[dict]:
+    """Attach each row's source refs, resolved, in one batch (one query per reference type)."""
+    flat = [ref for row in rows for ref in (row.get("source_refs") or [])]
+    resolved = resolve_source_refs(book=book, refs=flat)
+    position = 0
+    for row in rows:
+        count = len([r for r in (row.get("source_refs") or []) if isinstance(r, dict)])
+        row["refs"] = [{**ref, "href": ref_url(book, ref)} for ref in resolved[position : position + count]]
+        position += count
+    return rows
+
+
+# --- Dashboard ----------------------------------------------------------------
 
 
 @login_required
 def home(request: HttpRequest) -> HttpResponse:
-    books = principal_for_user(request.user).visible_books().select_related("series")
-    return render(request, "discovery/home.html", {"books": books})
+    """The author's books (including those she edits) with pending decisions, and recent activity."""
+    principal = principal_for_user(request.user)
+    books = list(
+        principal.visible_books()
+        .select_related("series", "owner")
+        .annotate(pending=Count("approvals", filter=Q(approvals__status=Approval.Status.PENDING), distinct=True))
+        .order_by("series__title", "planned_order", "title")
+    )
+    for book in books:
+        book.role = "author" if book.owner_id == request.user.pk else "editor"
+    return render(
+        request,
+        "discovery/home.html",
+        {
+            "books": books,
+            "activity": recent_activity([b.pk for b in books]),
+            "inbox_url": _url("approvals:inbox"),
+            "pending_total": sum(b.pending for b in books),
+        },
+    )
+
+
+def recent_activity(book_ids: list) -> list[dict]:
+    """The latest turns, scratchpad entries and decisions across these books (three queries)."""
+    if not book_ids:
+        return []
+    turns = Turn.objects.filter(session__book_id__in=book_ids).select_related("session__book")
+    entries = ScratchpadEntry.objects.filter(session__book_id__in=book_ids).select_related("session__book")
+    decisions = DecisionLogEntry.objects.filter(book_id__in=book_ids).select_related("book")
+    items = chain(
+        (
+            {
+                "when": t.created_at,
+                "book": t.session.book,
+                "what": "turn",
+                "who": t.role,
+                "text": t.content,
+                "href": f"{reverse('discovery:scratchpad', args=[t.session.book_id])}#turn-{t.pk}",
+            }
+            for t in turns.order_by("-created_at")[:RECENT_ACTIVITY]
+        ),
+        (
+            {
+                "when": e.created_at,
+                "book": e.session.book,
+                "what": e.kind,
+                "who": e.agent_role,
+                "text": e.content,
+                "href": f"{reverse('discovery:scratchpad', args=[e.session.book_id])}#entry-{e.pk}",
+            }
+            for e in entries.order_by("-created_at")[:RECENT_ACTIVITY]
+        ),
+        (
+            {
+                "when": d.ts,
+                "book": d.book,
+                "what": "decision",
+                "who": d.ratified_by.split(":", 1)[-1],
+                "text": f"{d.get_decision_display()} {d.subject_type}: {d.rationale}",
+                "href": book_links(d.book)["log"] or reverse("discovery:book", args=[d.book_id]),
+            }
+            for d in decisions.order_by("-ts")[:RECENT_ACTIVITY]
+        ),
+    )
+    return sorted(items, key=lambda item: item["when"], reverse=True)[:RECENT_ACTIVITY]
+
+
+# --- Book page ------------------------------------------------------------------
+
+
+@login_required
+def book_detail(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
+    """Premise, current question, turns with observations, thrusts, charters, knowledge bases and canon."""
+    principal, book, role = _book(request, book_id, Cap.BOOK_READ)
+    view = discovery_view(principal=principal, book=book)
+    observations_by_turn: dict[str, list[dict]] = {}
+    for obs in view["observations"]:
+        observations_by_turn.setdefault(str(obs["turn_id"]), []).append(obs)
+    for turn in view["turns"]:
+        turn["observations"] = observations_by_turn.get(turn["id"], [])
+    bases = view["knowledge_bases"]
+    claims_by_base: dict[str, list[dict]] = {}
+    for claim in (
+        KnowledgeClaim.objects.filter(base_id__in=[b["id"] for b in bases], status=KnowledgeClaim.Status.APPROVED)
+        .order_by("created_at")
+        .values("id", "base_id", "subject", "predicate", "value", "provenance")
+    ):
+        claims_by_base.setdefault(str(claim["base_id"]), []).append(claim)
+    for base in bases:
+        base["claims"] = claims_by_base.get(base["id"], [])
+    proposed_claims = KnowledgeClaim.objects.filter(
+        base_id__in=[b["id"] for b in bases], status=KnowledgeClaim.Status.PROPOSED
+    ).count()
+    pending = Approval.objects.filter(book=book, status=Approval.Status.PENDING).count()
+    research = dict(
+        ResearchItem.objects.filter(book=book).values_list("status").annotate(n=Count("id")).values_list("status", "n")
+    )
+    return render(
+        request,
+        "discovery/book.html",
+        {
+            **view,
+            "role": role,
+            "links": book_links(book),
+            "pending": pending,
+            "proposed_claims": proposed_claims,
+            "research_counts": research,
+            "entry_count": len(view["scratchpad"]),
+        },
+    )
+
+
+# --- Scratchpad -------------------------------------------------------------------
+
+
+def _choice(value: str | None, allowed: list[str]) -> str:
+    return value if value in allowed else ""
+
+
+@login_required
+def scratchpad(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
+    """The session's scratchpad in creation order, filtered by kind and role, beside the conversation."""
+    _, book, role = _book(request, book_id, Cap.SCRATCHPAD_READ)
+    return _render_scratchpad(request, book, role)
+
+
+def _render_scratchpad(
+    request: HttpRequest,
+    book: Book,
+    role: str,
+    *,
+    composer_error: DomainError | None = None,
+    draft: str = "",
+    status: int = 200,
+) -> HttpResponse:
+    session = current_session(book)
+    kind = _choice(request.GET.get("kind"), ScratchpadEntryKind.values)
+    agent_role = _choice(request.GET.get("role"), AgentRole.values)
+    entries = list(scratchpad_for(session=session, kind=kind or None, agent_role=agent_role or None)) if session else []
+    with_resolved_refs(book, entries)
+    turns = list(Turn.objects.filter(session=session).order_by("ordinal")) if session else []
+    context = {
+        "book": book,
+        "role": role,
+        "session": session,
+        "links": book_links(book),
+        "entries": entries,
+        "turns": turns,
+        "kinds": ScratchpadEntryKind.choices,
+        "roles": AgentRole.choices,
+        "kind": kind,
+        "agent_role": agent_role,
+        "can_write_turns": role in ("author", "editor"),
+        "composer_error": composer_error,
+        "composer_url": reverse("discovery:turn_add", args=[book.pk]),
+        "draft": draft,
+    }
+    template = "discovery/scratchpad.html"
+    if request.htmx and request.method == "GET":
+        template += "#entries"
+    elif request.htmx:
+        template += "#conversation"
+    return render(request, template, context, status=status)
+
+
+# --- Dossiers ----------------------------------------------------------------------
+
+
+@login_required
+def dossiers(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
+    """The book's dossier snapshots, newest first, per role."""
+    _, book, role = _book(request, book_id, Cap.BOOK_READ)
+    return _dossiers_page(request, book, role)
+
+
+def _dossiers_page(
+    request: HttpRequest, book: Book, role: str, *, snapshot_error: str = "", status: int = 200
+) -> HttpResponse:
+    snapshots = list(book.dossiers.select_related("requested_by").order_by("-created_at"))
+    by_role = {value: [d for d in snapshots if d.agent_role == value] for value in AgentRole.values}
+    return render(
+        request,
+        "discovery/dossiers.html",
+        {
+            "book": book,
+            "role": role,
+            "links": book_links(book),
+            "by_role": [(value, label, by_role[value]) for value, label in AgentRole.choices],
+            "roles": AgentRole.choices,
+            "count": len(snapshots),
+            "can_snapshot": role == "author",
+            "snapshot_url": reverse("discovery:dossier_take", args=[book.pk]),
+            "snapshot_error": snapshot_error,
+        },
+        status=status,
+    )
+
+
+@login_required
+def dossier_detail(request: HttpRequest, book_id: uuid.UUID, dossier_id: uuid.UUID) -> HttpResponse:
+    """One snapshot, read-only: the role's capabilities and what it was and was not given."""
+    _, book, role = _book(request, book_id, Cap.BOOK_READ)
+    dossier = book.dossiers.select_related("requested_by").filter(pk=dossier_id).first()
+    if dossier is None:
+        raise Http404("dossier not found")
+    content = dossier.content or {}
+    held = set(content.get("capabilities") or [])
+    return render(
+        request,
+        "discovery/dossier.html",
+        {
+            "book": book,
+            "role": role,
+            "links": book_links(book),
+            "dossier": dossier,
+            "content": content,
+            "capabilities": [(cap.value, cap.value in held) for cap in Cap],
+            "withheld": content.get("withheld") or [],
+        },
+    )
+
+
+# --- Research ------------------------------------------------------------------------
+
+
+@login_required
+def research(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
+    """The book's research items: pending ones wait for the author's admission."""
+    _, book, role = _book(request, book_id, Cap.BOOK_READ)
+    return _render_research(request, book, role)
+
+
+def _render_research(
+    request: HttpRequest,
+    book: Book,
+    role: str,
+    *,
+    errors: dict | None = None,
+    status: int = 200,
+) -> HttpResponse:
+    items = list(ResearchItem.objects.filter(book=book).select_related("approval").order_by("-created_at"))
+    return render(
+        request,
+        "discovery/research.html",
+        {
+            "book": book,
+            "role": role,
+            "links": book_links(book),
+            "items": items,
+            "pending": [i for i in items if i.status == ResearchItem.Status.PENDING],
+            "decided": [i for i in items if i.status != ResearchItem.Status.PENDING],
+            "can_decide": role == "author",
+            "errors": errors or {},
+        },
+        status=status,
+    )
+
+
+@login_required
+@require_POST
+def research_verdict(request: HttpRequest, book_id: uuid.UUID, item_id: uuid.UUID) -> HttpResponse:
+    """Admit or reject a research item: the author's verdict, with a rationale, through approval_decide."""
+    principal, book, role = _book(request, book_id, Cap.BOOK_READ)
+    item = ResearchItem.objects.filter(book=book, pk=item_id).select_related("approval").first()
+    if item is None:
+        raise Http404("research item not found")
+    verdict = request.POST.get("verdict", "")
+    rationale = request.POST.get("rationale", "")
+    try:
+        research_decide(principal=principal, research_id=item.pk, verdict=verdict, rationale=rationale)
+    except DomainError as exc:
+        errors = {item.pk: {"message": exc.message, "rationale": rationale}}
+        if request.htmx:
+            return render(
+                request,
+                "discovery/research.html#research-item",
+                {"book": book, "item": item, "can_decide": role == "author", "errors": errors},
+                status=exc.status,
+            )
+        return _render_research(request, book, role, errors=errors, status=exc.status)
+    if request.htmx:
+        item.refresh_from_db()
+        return render(
+            request,
+            "discovery/research.html#research-item",
+            {"book": book, "item": item, "can_decide": False, "errors": {}},
+        )
+    return redirect(f"{reverse('discovery:research', args=[book.pk])}#research-{item.pk}")
+
+
+# --- Writes: turns, discovery start, dossier snapshots --------------------------------
+
+
+@login_required
+@require_POST
+def turn_add(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
+    """The composer: the author (or an editor) adds a turn through turn_create; errors show inline."""
+    principal, book, role = _book(request, book_id, Cap.BOOK_READ)
+    content = request.POST.get("content", "")
+    session = current_session(book)
+    try:
+        if session is None:
+            raise Conflict("discovery has not started for this book", code="no_session")
+        turn = turn_create(principal=principal, session_id=session.pk, role=role, content=content)
+    except DomainError as exc:
+        return _render_scratchpad(request, book, role, composer_error=exc, draft=content, status=exc.status)
+    if request.htmx:
+        return _render_scratchpad(request, book, role)
+    return redirect(f"{reverse('discovery:scratchpad', args=[book.pk])}#turn-{turn.pk}")
+
+
+@login_required
+@require_POST
+def discovery_begin(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
+    """Start (or resume) the book's discovery through discovery_start."""
+    principal, book, _ = _book(request, book_id, Cap.BOOK_READ)
+    try:
+        discovery_start(principal=principal, book=book)
+    except Forbidden as exc:
+        raise PermissionDenied(exc.message) from None
+    return redirect("discovery:book", book_id=book.pk)
+
+
+@login_required
+@require_POST
+def dossier_take(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
+    """The author takes a new snapshot for a role through dossier_create."""
+    principal, book, role = _book(request, book_id, Cap.BOOK_READ)
+    try:
+        dossier = dossier_create(principal=principal, book=book, agent_role=request.POST.get("agent_role", ""))
+    except DomainError as exc:
+        return _dossiers_page(request, book, role, snapshot_error=exc.message, status=exc.status)
+    return redirect("discovery:dossier", book_id=book.pk, dossier_id=dossier.pk)

@@ -1,8 +1,40 @@
 // NovelGraph's only script besides htmx. No inline scripts anywhere: the
 // Content-Security-Policy allows only this site's own files.
+
+// Forms answer a refused or invalid write with 4xx and an inline message in the
+// fragment (nothing changed). Let htmx swap those fragments in like a 200; other
+// errors keep htmx's default (no swap) and get the notice below.
+if (window.htmx) {
+  window.htmx.config.responseHandling = [
+    { code: "204", swap: false },
+    { code: "[23]..", swap: true },
+    { code: "409", swap: true, error: false },
+    { code: "422", swap: true, error: false },
+    { code: "[45]..", swap: false, error: true },
+  ];
+}
+
 document.addEventListener("htmx:responseError", (event) => {
   const target = event.detail.target;
-  if (target && event.detail.xhr.status >= 500) {
-    target.insertAdjacentHTML("afterbegin", '<p class="error" role="alert">Something went wrong on our side. Nothing was saved; please try again.</p>');
+  const status = event.detail.xhr.status;
+  const message =
+    status >= 500
+      ? "Something went wrong on our side. Nothing was saved; please try again."
+      : status === 403
+        ? "You are not allowed to do that: only the book's author decides."
+        : null;
+  if (target && message) {
+    const notice = document.createElement("p");
+    notice.className = "error";
+    notice.setAttribute("role", "alert");
+    notice.textContent = message;
+    target.prepend(notice);
   }
+});
+
+// After an in-place update, move focus to the first field marked invalid so keyboard
+// and screen-reader users hear what needs fixing (its message is aria-describedby).
+document.addEventListener("htmx:afterSettle", () => {
+  const field = document.querySelector('[aria-invalid="true"]');
+  if (field) field.focus();
 });

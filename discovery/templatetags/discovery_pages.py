@@ -1,0 +1,61 @@
+"""Small display helpers for the discovery pages."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django import template
+
+register = template.Library()
+
+TONE = {
+    # ok: settled in the author's favour; warn: waiting; bad: refused or lapsed; info: provisional
+    "approved": "ok",
+    "admitted": "ok",
+    "selected": "ok",
+    "confirmed": "ok",
+    "resolved": "ok",
+    "decided": "ok",
+    "pending": "warn",
+    "proposed": "warn",
+    "charter-proposed": "warn",
+    "working": "info",
+    "active": "info",
+    "parked": "info",
+    "rejected": "bad",
+    "superseded": "bad",
+    "closed": "bad",
+}
+
+
+@register.filter
+def tone(status: Any) -> str:
+    """The badge colour for a status."""
+    return TONE.get(str(status), "")
+
+
+@register.filter
+def as_text(value: Any) -> str:
+    """A claim value or other JSON value as readable text."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return "; ".join(value)
+    return json.dumps(value, ensure_ascii=False)
+
+
+@register.filter
+def get(mapping: Any, key: Any) -> Any:
+    """``mapping|get:key`` for dict lookups with a variable key."""
+    try:
+        return mapping.get(key)
+    except AttributeError:
+        return None
+
+
+@register.filter
+def as_list(value: Any) -> list:
+    if value is None or value == "":
+        return []
+    return value if isinstance(value, list) else [value]
