@@ -2,6 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+from . import views
 from .api import api
 from .security import ThrottledLoginView
 
@@ -10,6 +11,8 @@ handler400 = "novelgraph.security.bad_request"
 urlpatterns = [
     path("login/", ThrottledLoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("keys/", views.keys, name="keys"),
+    path("keys/<uuid:key_id>/revoke/", views.key_revoke, name="key-revoke"),
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),
     path("review/", include("approvals.urls")),
