@@ -51,11 +51,15 @@ class ApprovalOut(Schema):
     created_at: datetime
 
     @staticmethod
-    def resolve_requested_by(obj: Approval) -> str | None:
+    def resolve_requested_by(obj: Approval | dict) -> str | None:
+        if isinstance(obj, dict):
+            return obj.get("requested_by")
         return obj.requested_by_user.get_username() if obj.requested_by_user_id else None
 
     @staticmethod
-    def resolve_decided_by(obj: Approval) -> str | None:
+    def resolve_decided_by(obj: Approval | dict) -> str | None:
+        if isinstance(obj, dict):
+            return obj.get("decided_by")
         return obj.decided_by.get_username() if obj.decided_by_id else None
 
 
@@ -130,7 +134,7 @@ def approval_list(request: HttpRequest, filters: Query[ApprovalFilter]):
 def approval_detail(request: HttpRequest, approval_id: uuid.UUID):
     """The proposal, who requested it, its source refs resolved, the impact preview, and whether it is current."""
     view = approval_view(approval_for(principal_of(request), approval_id))
-    out = ApprovalDetailOut.from_orm(view.approval).dict()
+    out = ApprovalOut.from_orm(view.approval).dict()
     out.update(
         verdicts=view.verdicts,
         current=view.current,

@@ -527,3 +527,34 @@ def test_concurrent_appends_on_one_book_never_fork_the_chain(transactional_db):
     assert len({e.prev_hash for e in entries}) == count
     assert {e.subject_id for e in entries} == {f"node-{i}" for i in range(count)}
     assert decision_log_verify(book).ok
+
+
+def test_concurrent_decisions_on_distinct_approvals_of_one_book_never_fork(transactional_db):
+    from approvals.services import approval_decide
+    from discovery.access import principal_for_user
+    from discovery.models import StoryCharter
+
+    from .approval_subjects import propose_charter
+
+    author = UserFactory(username="ada")
+    book = BookFactory(owner=author)
+    count = 6
+    charters = [propose_charter(book, thrust=f"Thrust number {i}.") for i in range(count)]
+    verdicts = ["approve" if i % 2 == 0 else "reject" for i in range(count)]
+
+    def work(i: int) -> None:
+        approval_decide(
+            principal=principal_for_user(author),
+            approval_id=charters[i].approval_id,
+            verdict=verdicts[i],
+            rationale=f"Decision {i}, taken at the same moment as the others.",
+        )
+
+    errors = run_in_threads(count, work)
+    assert errors == []
+    entries = list(DecisionLogEntry.objects.filter(book=book).order_by("sequence"))
+    assert [e.sequence for e in entries] == list(range(1, count + 1))
+    assert sorted(str(e.approval_id) for e in entries) == sorted(str(c.approval_id) for c in charters)
+    assert decision_log_verify(book).ok
+    statuses = list(StoryCharter.objects.filter(book=book).values_list("status", flat=True))
+    assert statuses.count("approved") == 1 and statuses.count("rejected") == count // 2
