@@ -1,6 +1,5 @@
 """Library routes. Thin: authenticate, validate, call a service."""
 
-
 import uuid
 from datetime import datetime
 

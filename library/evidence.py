@@ -8,6 +8,7 @@ admitted research. Claim promotion and charter approval call
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,8 +28,37 @@ class Finding:
         return {"code": self.code, "message": self.message, "research_id": self.research_id}
 
 
+def normalise_id(value: Any) -> str:
+    """A research id in one canonical form: hyphenated lower-case UUID text when it is a UUID.
+
+    "7A0C...E1" (hex) and "7a0c...-...e1" (hyphenated) compare equal; anything else is kept as text.
+    """
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    text = str(value).strip()
+    try:
+        return str(uuid.UUID(text))
+    except ValueError:
+        return text
+
+
 def _research_ids_in_refs(source_refs: list[dict] | None) -> list[str]:
-    return [str(ref.get("id")) for ref in source_refs or [] if isinstance(ref, dict) and ref.get("type") == "research"]
+    if not isinstance(source_refs, list):
+        return []
+    return [
+        normalise_id(ref.get("id"))
+        for ref in source_refs
+        if isinstance(ref, dict) and ref.get("type") == "research" and ref.get("id") is not None
+    ]
+
+
+def _evidence_ids(evidence: dict) -> list[str]:
+    raw = evidence.get("research_ids") or []
+    if isinstance(raw, str | uuid.UUID):
+        raw = [raw]
+    if not isinstance(raw, list):
+        return []
+    return [normalise_id(rid) for rid in raw if rid is not None and str(rid).strip()]
 
 
 def evidence_findings(
@@ -36,9 +66,9 @@ def evidence_findings(
 ) -> list[Finding]:
     """Every reason the evidence and research citations of a proposal are not yet admissible."""
     findings: list[Finding] = []
-    evidence = evidence or {}
-    kind = evidence.get("kind")
-    evidence_ids = [str(rid) for rid in evidence.get("research_ids") or []]
+    evidence = evidence if isinstance(evidence, dict) else {}
+    kind = evidence.get("kind") if isinstance(evidence.get("kind"), str) else None
+    evidence_ids = _evidence_ids(evidence)
     code = RESEARCH_REQUIRED_KINDS.get(kind, GENERIC_CODE)
     if kind in RESEARCH_REQUIRED_KINDS and evidence.get("decisive") and not evidence_ids:
         findings.append(Finding(code, f"decisive {kind} evidence needs admitted research; none is cited"))
@@ -48,7 +78,7 @@ def evidence_findings(
     admitted = {
         str(pk)
         for pk in ResearchItem.objects.filter(
-            book_id=book_id, status=ResearchItem.Status.ADMITTED, pk__in=[c for c in cited if _is_uuid(c)]
+            book_id=book_id, status=ResearchItem.Status.ADMITTED, pk__in=[uuid.UUID(c) for c in cited if _is_uuid(c)]
         ).values_list("pk", flat=True)
     }
     for research_id in cited:
@@ -59,8 +89,6 @@ def evidence_findings(
 
 
 def _is_uuid(value: str) -> bool:
-    import uuid
-
     try:
         uuid.UUID(value)
     except ValueError:

@@ -1,2 +1,8 @@
+from django.urls import path
+
+from . import views
+
 app_name = "library"
-urlpatterns: list = []
+urlpatterns = [
+    path("", views.search_page, name="search"),
+]
