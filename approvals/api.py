@@ -1,6 +1,5 @@
 """Approvals and decision-log routes. Thin: authenticate, validate, call a service or selector."""
 
-
 import uuid
 from datetime import datetime
 from typing import Any

@@ -67,8 +67,12 @@ def _decision_context(request: HttpRequest, approval: Approval, **extra) -> dict
     principal = _principal(request)
     view = approval_view(approval)
     may_decide = principal.role_for(approval.book) == "author"
+    shown = {"title", "fields", "source_refs", "impact", "type", "id", "exists"}
+    if view.proposal.get("fields"):
+        shown.add("content")
     context = {
         "view": view,
+        "extras": [(k, v) for k, v in view.proposal.items() if k not in shown],
         "approval": approval,
         "may_decide": may_decide,
         "needs_text": {str(k): v for k, v in VERDICT_NEEDS_CONSTRAINT.items()},
