@@ -125,11 +125,15 @@ assert tuple(sorted(CHAIN_FIELDS)) == (
 
 def _ts_text(ts: datetime) -> str:
     """``format_ts`` for the values a database returns: aware, or naive in UTC (Django's SQLite storage)."""
-    if ts.tzinfo is not None and ts.utcoffset():
-        ts = ts.astimezone(UTC)
-    if ts.year < 1000:  # strftime's %Y does not pad years below 1000
-        return format_ts(ts if ts.tzinfo is not None else ts.replace(tzinfo=UTC))
-    return ts.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
+    if ts.tzinfo is not None:
+        if ts.utcoffset():
+            ts = ts.astimezone(UTC)
+        if ts.year >= 1000:
+            return ts.isoformat(timespec="microseconds")[:26] + "Z"  # drop the "+00:00"
+        return format_ts(ts)
+    if ts.year >= 1000:
+        return ts.isoformat(timespec="microseconds") + "Z"
+    return format_ts(ts.replace(tzinfo=UTC))  # strftime's %Y does not pad years below 1000
 
 
 def _detail_text(detail) -> str:
