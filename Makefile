@@ -17,8 +17,11 @@ setup: $(STAMP)
 migrate: setup
 	$(PY) manage.py migrate --noinput
 
+# migrate (the curated library is seeded by a migration), ensure the local author, load the
+# demo mystery when there are no books yet, print how to log in, serve.
 run: migrate
 	$(PY) manage.py ensure_local_author
+	$(PY) manage.py demo --if-empty
 	$(PY) manage.py runserver 127.0.0.1:8000
 
 test: setup

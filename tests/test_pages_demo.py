@@ -99,3 +99,10 @@ def test_the_demo_accounts_can_log_in():
     call_command("demo", stdout=StringIO())
     assert Client().login(username="author", password="novelgraph-author")
     assert Client().login(username="editor", password="novelgraph-editor")
+
+
+def test_if_empty_leaves_a_database_with_books_alone(author, book):
+    out = StringIO()
+    call_command("demo", "--if-empty", stdout=out)
+    assert not Book.objects.filter(title="The Lighthouse Letter").exists()
+    assert "was not loaded" in out.getvalue()

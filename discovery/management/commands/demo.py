@@ -59,14 +59,26 @@ def _ref(kind: str, obj: Any) -> dict:
 class Command(BaseCommand):
     help = "Create the demo: a local author and an editor, a series, and a mystery book in mid-discovery."
 
+    def add_arguments(self, parser) -> None:
+        parser.add_argument(
+            "--if-empty",
+            action="store_true",
+            help="Only when the database has no books at all (what `make run` uses).",
+        )
+
     def handle(self, *args, **options) -> None:
+        if options["if_empty"] and Book.objects.exists():
+            self.stdout.write(
+                "The database already has books; the demo was not loaded (run `manage.py demo` to add it)."
+            )
+            return
         author_name = os.environ.get("NOVELGRAPH_LOCAL_USER", "author")
         author_password = os.environ.get("NOVELGRAPH_LOCAL_PASSWORD", "novelgraph-author")
         editor_name = os.environ.get("NOVELGRAPH_DEMO_EDITOR", "editor")
         editor_password = os.environ.get("NOVELGRAPH_DEMO_EDITOR_PASSWORD", "novelgraph-editor")
         with transaction.atomic():
-            author, author_created = _user(author_name, author_password, staff=True)
-            editor, editor_created = _user(editor_name, editor_password, staff=False)
+            author, _ = _user(author_name, author_password, staff=True)
+            editor, _ = _user(editor_name, editor_password, staff=False)
             book = Book.objects.filter(owner=author, title=BOOK_TITLE).first()
             if book is None:
                 book = self.build(author, editor)
@@ -74,12 +86,9 @@ class Command(BaseCommand):
             else:
                 self.stdout.write(f"The demo book {BOOK_TITLE!r} already exists; nothing duplicated.")
         self.stdout.write(f"Book page: http://127.0.0.1:8000/books/{book.pk}/")
-        for who, name, password, created in (
-            ("author", author_name, author_password, author_created),
-            ("editor", editor_name, editor_password, editor_created),
-        ):
-            shown = password if created else "(password as set earlier)"
-            self.stdout.write(f"Log in at http://127.0.0.1:8000/login/ as the {who}: {name} / {shown}")
+        for who, user, password in (("author", author, author_password), ("editor", editor, editor_password)):
+            shown = password if user.check_password(password) else "(the password you set)"
+            self.stdout.write(f"Log in at http://127.0.0.1:8000/login/ as the {who}: {user.get_username()} / {shown}")
 
     # --- The scene -----------------------------------------------------------
 
