@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.db import transaction
 from django.db.models import QuerySet
 
 from discovery.models import Book
@@ -20,8 +21,8 @@ from .models import (
     TraceEdge,
     TraceNode,
 )
-from .services.base import loop_ensure, saturation_check
-from .services.cards import pending_card, supersede_lapsed
+from .services.base import lock_meta, loop_ensure, refresh, saturation_check
+from .services.cards import pending_card
 
 
 def loop_meta(book: Book) -> LoopMeta:
@@ -54,7 +55,11 @@ def roster_status(book: Book) -> list[dict]:
 
 def loop_view(book: Book) -> dict:
     meta = loop_meta(book)
-    supersede_lapsed(book)
+    if OptionCard.objects.filter(book=book, status="pending", approval__status="superseded").exists():
+        # An approval lapsed (its card changed): settle the loop's status once.
+        with transaction.atomic():
+            meta = lock_meta(book)
+            refresh(meta)
     return {
         "book_id": book.pk,
         "meta": meta,

@@ -124,8 +124,9 @@ def pending_card(book) -> OptionCard | None:
     )
 
 
-def supersede_lapsed(book) -> None:
-    """Cards whose approval lapsed (superseded) are marked superseded too."""
-    OptionCard.objects.filter(book=book, status=CardStatus.PENDING, approval__status=Approval.Status.SUPERSEDED).update(
-        status=CardStatus.SUPERSEDED
+def supersede_lapsed(book) -> int:
+    """Cards whose approval lapsed (superseded) are marked superseded too; returns how many."""
+    lapsed = OptionCard.objects.filter(
+        book=book, status=CardStatus.PENDING, approval__status=Approval.Status.SUPERSEDED
     )
+    return lapsed.update(status=CardStatus.SUPERSEDED)

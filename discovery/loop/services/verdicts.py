@@ -128,6 +128,8 @@ def _record_constraint(meta: LoopMeta, card: OptionCard, text: str, kind: str) -
     item = {"kind": kind, "text": text, "gate": card.gate, "card": str(card.pk)}
     meta.constraints = [*(meta.constraints or []), item]
     meta.save()
+    if kind != "constraint":
+        return  # a steer is recorded in meta and the log row, not in the scope boundary
     boundary = BlackboardArtifact.objects.select_for_update().filter(book=meta.book, slug="scope-boundary").first()
     if boundary is None:
         BlackboardArtifact.objects.create(
@@ -236,8 +238,9 @@ def _abandon(meta, card, node, decision) -> dict:
 def _park(meta, card, node, decision) -> dict:
     if card.kind == "cascade":
         return {"cascade": {"applied": False, "deferred": True, "seed": card.trace_seed}}
-    if node.is_root and card.kind != "bound":
-        raise Invalid("the root cannot be parked; park a sub-idea", field="verdict")
+    if card.node_id is None or node.is_root:
+        # A card about the whole loop: the decision is deferred; nothing is parked.
+        return {"deferred": True, "gate": card.gate, "bound": card.bound}
     node.lifecycle = Lifecycle.PARKED
     node.sub_idea = SubIdea.PARKED
     node.save(update_fields=["lifecycle", "sub_idea", "updated_at"])
