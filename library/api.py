@@ -4,7 +4,7 @@ import uuid
 from datetime import datetime
 
 from django.http import HttpRequest
-from ninja import Field, Query, Router, Schema
+from ninja import Field, Query, Router, Schema, Status
 from ninja.pagination import paginate
 
 from discovery.access import Cap, require
@@ -106,7 +106,7 @@ def source_list(request: HttpRequest):
 @router.post("/library/sources", response={201: SourceOut, **ERRORS}, summary="Add a library source")
 def source_create(request: HttpRequest, payload: SourceIn):
     source = services.source_create(principal=principal_of(request), **payload.dict())
-    return 201, source
+    return Status(201, source)
 
 
 def _source(source_id: uuid.UUID) -> KnowledgeSource:
@@ -134,7 +134,7 @@ def chunk_create(request: HttpRequest, source_id: uuid.UUID, payload: ChunkIn):
     principal = principal_of(request)
     require(principal, Cap.LITERARY_WRITE)
     chunk = services.chunk_add(principal=principal, source=_source(source_id), **payload.dict())
-    return 201, chunk
+    return Status(201, chunk)
 
 
 # --- Research ---------------------------------------------------------------
@@ -171,7 +171,7 @@ class DecisionIn(Schema):
 @router.post("/books/{book_id}/research", response={201: ResearchOut, **ERRORS}, summary="Propose research (pending)")
 def research_propose(request: HttpRequest, book_id: uuid.UUID, payload: ResearchIn):
     item = services.research_propose(principal=principal_of(request), book_id=book_id, **payload.dict())
-    return 201, item
+    return Status(201, item)
 
 
 @router.get("/books/{book_id}/research", response={200: list[ResearchOut], **ERRORS}, summary="A book's research")
