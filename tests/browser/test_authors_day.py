@@ -1,0 +1,113 @@
+"""The author's day, in Debian's Chromium against a live server, on the demo data.
+
+One walk: log in, open the demo book, filter the scratchpad to Luna's questions, open
+the pending charter, fail to approve it without a rationale (nothing changes), approve
+it with one, see it in the verified decision log, find the fair-play citation in the
+library, and see the orphan on the loop page. Then an editor reads without decision
+controls. A screenshot of each main page is saved under test-artifacts/screenshots/.
+"""
+
+from __future__ import annotations
+
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+
+from discovery.models import Book, StoryCharter
+
+from .conftest import log_in
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
+
+
+@pytest.fixture
+def demo_book() -> Book:
+    call_command("demo", stdout=StringIO())
+    return Book.objects.get(title="The Lighthouse Letter")
+
+
+def test_the_authors_day_from_login_to_a_decided_charter(page, screenshot, demo_book):
+    charter = StoryCharter.objects.get(book=demo_book)
+
+    # Log in (an anonymous visit lands on the login page) and open the demo book from the dashboard.
+    page.goto("/")
+    assert "/login/" in page.url
+    screenshot(page, "login")
+    log_in(page, "author", "novelgraph-author")
+    assert page.get_by_role("heading", level=1).inner_text() == "Your books"
+    screenshot(page, "dashboard")
+    page.get_by_role("link", name="The Lighthouse Letter").click()
+    page.wait_for_url(f"**/books/{demo_book.pk}/")
+    assert page.locator(".current-question").is_visible()
+    screenshot(page, "book")
+
+    # Filter the scratchpad to Luna's questions: the list updates in place.
+    page.get_by_role("navigation", name="This book").get_by_role("link", name="Scratchpad").click()
+    assert page.locator("#entries .entry").count() == 18
+    page.get_by_label("Kind").select_option("question")
+    page.get_by_label("Role").select_option("luna")
+    page.wait_for_url("**/scratchpad/?kind=question&role=luna")
+    page.wait_for_function("document.querySelectorAll('#entries .entry').length === 1")
+    entry = page.locator("#entries .entry")
+    assert "Does Mara know the handwriting is not hers?" in entry.inner_text()
+    assert entry.locator(".refs a").count() == 2  # the two turns it cites, as links
+    screenshot(page, "scratchpad")
+
+    # Open the pending charter from the book page.
+    page.goto(f"/books/{demo_book.pk}/")
+    page.get_by_role("link", name="Review and decide").click()
+    page.wait_for_url(f"**/review/{charter.approval_id}/")
+    screenshot(page, "review")
+
+    # Approving without a rationale shows the error inline, and nothing changes.
+    page.get_by_label("Verdict").select_option("approve")
+    page.get_by_role("button", name="Record the decision").click()
+    error = page.locator("#decision-panel [role=alert]")
+    error.wait_for()
+    assert "rationale" in error.inner_text().lower()
+    charter.refresh_from_db()
+    assert charter.status == "proposed"
+
+    # With a rationale, the charter is approved and the log entry shows.
+    page.get_by_label("Rationale (required)").fill("The tide gives the book its clock; the letter its heart.")
+    page.get_by_role("button", name="Record the decision").click()
+    page.locator("[data-testid=log-entry]").wait_for()
+    charter.refresh_from_db()
+    assert charter.status == "approved"
+
+    # The decision log shows it, verified.
+    page.goto(f"/review/books/{demo_book.pk}/log/")
+    assert page.locator("[data-testid=log-badge]").inner_text() == "verified"
+    assert page.get_by_text("The tide gives the book its clock").first.is_visible()
+    screenshot(page, "decision-log")
+
+    # The library finds the fair-play guidance with its citation.
+    page.get_by_role("navigation", name="Main").get_by_role("link", name="Library").click()
+    page.get_by_label("Search words").fill("fair play")
+    page.get_by_role("button", name="Search").click()
+    citation = page.locator(".library-citation").first
+    citation.wait_for()
+    assert "fair" in citation.inner_text().lower()
+    screenshot(page, "library")
+
+    assert page.js_errors == []
+
+
+def test_an_editor_reads_everything_but_sees_no_decision_buttons(page, screenshot, demo_book):
+    charter = StoryCharter.objects.get(book=demo_book)
+    log_in(page, "editor", "novelgraph-editor")
+    page.get_by_role("link", name="The Lighthouse Letter").click()
+    assert "You are the editor" in page.locator(".page-head").inner_text()
+    page.get_by_role("link", name="Read the proposal").click()
+    page.wait_for_url(f"**/review/{charter.approval_id}/")
+    assert page.locator("[data-testid=read-only]").is_visible()
+    assert page.get_by_role("button", name="Record the decision").count() == 0
+    page.goto(f"/books/{demo_book.pk}/research/")
+    assert page.get_by_text("Lighthouse keepers' logbooks").is_visible()
+    assert page.get_by_role("button", name="Admit").count() == 0
+    page.goto(f"/books/{demo_book.pk}/dossiers/")
+    assert page.get_by_role("button", name="Take snapshot").count() == 0
+    screenshot(page, "editor-dossiers")
+    charter.refresh_from_db()
+    assert charter.status == "proposed"
