@@ -56,7 +56,7 @@ CARD_VERDICTS = {
 
 def _card(approval: Approval, lock: bool = False) -> OptionCard | None:
     qs = OptionCard.objects.select_related("node").filter(pk=approval.subject_id, book_id=approval.book_id)
-    return (qs.select_for_update() if lock else qs).first()
+    return (qs.select_for_update(of=("self",)) if lock else qs).first()
 
 
 def digest(approval: Approval) -> str:
