@@ -102,7 +102,10 @@ def discovery_start(*, principal: Principal, book: Book) -> tuple[DiscoverySessi
         if session is not None:
             return session, False
         session = DiscoverySession.objects.create(book=book)
-        # --- Loop hook: the discovery loop (discovery/loop) creates the book's loop here. ---
+        # The discovery loop (seed 002): the book's loop at G0 with its root node.
+        from discovery.loop.services import loop_ensure
+
+        loop_ensure(book=book)
         return session, True
 
 
