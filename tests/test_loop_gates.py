@@ -267,3 +267,14 @@ def test_lenses_cannot_ask_for_gates(book, terra_api, luna_api, editor_api):
         assert "lacks" in r.json()["detail"]
     assert editor_api.post(url(book, "/gates/G0/request"), {}).status_code in (403, 422)
     assert not OptionCard.objects.filter(book=book).exists()
+
+
+def test_starting_discovery_creates_the_loop_at_g0(book, author_api):
+    from discovery.loop.models import LoopMeta as Meta
+
+    assert not Meta.objects.filter(book=book).exists()
+    r = author_api.post(f"/books/{book.pk}/discovery")
+    assert r.status_code in (200, 201), r.json()
+    meta = Meta.objects.get(book=book)
+    assert (meta.gate, meta.status, meta.round) == ("G0", "working", 0)
+    assert PlanNode.objects.filter(book=book, is_root=True, lifecycle="draft").count() == 1
