@@ -95,6 +95,8 @@ def query_words(query: str | None) -> list[str]:
 
 def fold(text: str) -> str:
     """Case- and accent-folded text: "CAFÉ" -> "cafe" (the LIKE mode's comparison form)."""
+    if text.isascii():  # nothing to decompose: the common case, kept fast (search runs it per word)
+        return text.casefold()
     decomposed = unicodedata.normalize("NFKD", text)
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch)).casefold()
 
@@ -215,31 +217,37 @@ def _filters(vendor: str, applicability: str | None, topic: str | None) -> tuple
     return sql, params
 
 
-def _search_fts5(cursor, words, limit, filter_sql, filter_params) -> list[tuple]:
-    match = fts5_match(words)
+def _fts5_sql(filter_sql: str) -> str:
     if not filter_sql:
         # Rank and cut inside FTS5 first, then join only the winners.
-        cursor.execute(
+        return (
             f"SELECT {_SELECT}, -hits.rank FROM ("
-            f"  SELECT rowid AS rid, rank FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH %s ORDER BY rank LIMIT %s"
+            f"  SELECT rowid AS rid, rank FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH ? ORDER BY rank LIMIT ?"
             f") AS hits"
             f" JOIN {FTS_MAP_TABLE} m ON m.id = hits.rid"
             f" JOIN {CHUNK_TABLE} c ON c.id = m.chunk_id"
             f" JOIN {SOURCE_TABLE} s ON s.id = c.source_id"
-            f" ORDER BY hits.rank",
-            [match, limit],
+            f" ORDER BY hits.rank"
         )
-    else:
-        cursor.execute(
-            f"SELECT {_SELECT}, -f.rank FROM {FTS_TABLE} f"
-            f" JOIN {FTS_MAP_TABLE} m ON m.id = f.rowid"
-            f" JOIN {CHUNK_TABLE} c ON c.id = m.chunk_id"
-            f" JOIN {SOURCE_TABLE} s ON s.id = c.source_id"
-            f" WHERE f.{FTS_TABLE} MATCH %s{filter_sql}"
-            f" ORDER BY f.rank LIMIT %s",
-            [match, *filter_params, limit],
-        )
-    return cursor.fetchall()
+    return (
+        f"SELECT {_SELECT}, -f.rank FROM {FTS_TABLE} f"
+        f" JOIN {FTS_MAP_TABLE} m ON m.id = f.rowid"
+        f" JOIN {CHUNK_TABLE} c ON c.id = m.chunk_id"
+        f" JOIN {SOURCE_TABLE} s ON s.id = c.source_id"
+        f" WHERE f.{FTS_TABLE} MATCH ?{filter_sql.replace('%s', '?')}"
+        f" ORDER BY f.rank LIMIT ?"
+    )
+
+
+FTS5_SQL = _fts5_sql("")
+
+
+def _search_fts5(dbapi_connection, words, limit, filter_sql, filter_params) -> list[tuple]:
+    """Runs on the sqlite3 connection itself (``?`` placeholders)."""
+    match = fts5_match(words)
+    if not filter_sql:
+        return dbapi_connection.execute(FTS5_SQL, (match, limit)).fetchall()
+    return dbapi_connection.execute(_fts5_sql(filter_sql), (match, *filter_params, limit)).fetchall()
 
 
 def _search_postgres(cursor, words, limit, filter_sql, filter_params) -> list[tuple]:
@@ -279,6 +287,8 @@ def _search_like(cursor, vendor, words, limit, filter_sql, filter_params) -> lis
 
 
 def _json_list(value) -> list:
+    if value == "[]":
+        return []
     if isinstance(value, str):
         try:
             value = json.loads(value)
@@ -290,7 +300,11 @@ def _json_list(value) -> list:
 
 
 def _chunk_id(value) -> str:
-    return str(value if isinstance(value, uuid.UUID) else uuid.UUID(str(value)))
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if len(value) == 32 and value.isalnum() and value.islower():  # SQLite stores uuid.hex
+        return f"{value[:8]}-{value[8:12]}-{value[12:16]}-{value[16:20]}-{value[20:]}"
+    return str(uuid.UUID(str(value)))
 
 
 def search(
@@ -317,13 +331,19 @@ def search(
         return SearchResponse(chosen, [])
     limit = max(1, min(int(limit), MAX_LIMIT))
     filter_sql, filter_params = _filters(connection.vendor, applicability, topic)
-    with connection.cursor() as cursor:
-        if chosen == "fts5":
-            rows = _search_fts5(cursor, words, limit, filter_sql, filter_params)
-        elif chosen == "postgres":
-            rows = _search_postgres(cursor, words, limit, filter_sql, filter_params)
-        else:
-            rows = _search_like(cursor, connection.vendor, words, limit, filter_sql, filter_params)
+    if chosen == "fts5":
+        # The hot path skips Django's cursor wrapper (thread checks, %s-to-? rewriting, debug
+        # logging): the statement runs on the same connection and transaction, errors still
+        # surface as django.db errors.
+        connection.ensure_connection()
+        with connection.wrap_database_errors:
+            rows = _search_fts5(connection.connection, words, limit, filter_sql, filter_params)
+    else:
+        with connection.cursor() as cursor:
+            if chosen == "postgres":
+                rows = _search_postgres(cursor, words, limit, filter_sql, filter_params)
+            else:
+                rows = _search_like(cursor, connection.vendor, words, limit, filter_sql, filter_params)
     return SearchResponse(
         chosen,
         [
