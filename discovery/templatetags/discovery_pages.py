@@ -59,3 +59,16 @@ def as_list(value: Any) -> list:
     if value is None or value == "":
         return []
     return value if isinstance(value, list) else [value]
+
+
+@register.filter
+def ago(value: Any) -> str:
+    """'just now' within a minute, else 'N minutes ago' (Django's timesince)."""
+    from django.utils import timezone
+    from django.utils.timesince import timesince
+
+    if not value:
+        return ""
+    if (timezone.now() - value).total_seconds() < 60:
+        return "just now"
+    return f"{timesince(value)} ago"
