@@ -78,7 +78,7 @@ def artifact_write(
             parent_obj = BlackboardArtifact.objects.filter(book=book, slug=parent).first()
             if parent_obj is None:
                 raise Invalid(f"no slot {parent!r} to be the parent", field="parent")
-        existing = BlackboardArtifact.objects.select_for_update().filter(book=book, slug=slug).first()
+        existing = BlackboardArtifact.objects.select_for_update(of=("self",)).filter(book=book, slug=slug).first()
         flagged = role in {"terra", "luna"} if untrusted is None else bool(untrusted)
         if existing is None:
             artifact = BlackboardArtifact.objects.create(
@@ -117,7 +117,7 @@ def artifact_write(
 
 
 def _settle_reruns(book, artifact: BlackboardArtifact) -> None:
-    for rerun in LensRerun.objects.select_for_update().filter(book=book, status=RerunStatus.QUEUED):
+    for rerun in LensRerun.objects.select_for_update(of=("self",)).filter(book=book, status=RerunStatus.QUEUED):
         if artifact.slug in rerun.artifacts and (not artifact.lens or artifact.lens == rerun.lens):
             rerun.artifacts = [s for s in rerun.artifacts if s != artifact.slug]
             if not rerun.artifacts:
@@ -130,7 +130,7 @@ def rerun_done(*, principal: Principal, book_id, rerun_id) -> LensRerun:
     book, _ = lens_book(principal, book_id)
     with transaction.atomic():
         meta = lock_meta(book)
-        rerun = LensRerun.objects.select_for_update().filter(book=book, pk=rerun_id).first()
+        rerun = LensRerun.objects.select_for_update(of=("self",)).filter(book=book, pk=rerun_id).first()
         if rerun is None:
             raise NotFound("re-run not found")
         rerun.status = RerunStatus.DONE

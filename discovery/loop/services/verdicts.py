@@ -130,7 +130,9 @@ def _record_constraint(meta: LoopMeta, card: OptionCard, text: str, kind: str) -
     meta.save()
     if kind != "constraint":
         return  # a steer is recorded in meta and the log row, not in the scope boundary
-    boundary = BlackboardArtifact.objects.select_for_update().filter(book=meta.book, slug="scope-boundary").first()
+    boundary = (
+        BlackboardArtifact.objects.select_for_update(of=("self",)).filter(book=meta.book, slug="scope-boundary").first()
+    )
     if boundary is None:
         BlackboardArtifact.objects.create(
             book=meta.book,
@@ -167,7 +169,7 @@ def _approve(meta, card, node, decision) -> dict:
             raise Conflict("the candidate is no longer open", code="candidate_closed")
         select_candidate(node, candidate, card.payload.get("rationale") or decision.rationale)
         return {"selected": str(candidate.pk)}
-    slots = BlackboardArtifact.objects.select_for_update().filter(book=meta.book, slug__in=card.artifacts)
+    slots = BlackboardArtifact.objects.select_for_update(of=("self",)).filter(book=meta.book, slug__in=card.artifacts)
     for slot in slots:
         if slot.status in {ArtifactStatus.STALE, ArtifactStatus.REJECTED}:
             raise Conflict(f"slot {slot.slug} is {slot.status}", code="slot_closed")
