@@ -95,6 +95,28 @@ def screenshot():
     return take
 
 
+UNLABELLED_CONTROLS = """
+() => Array.from(document.querySelectorAll("input, select, textarea"))
+  .filter((el) => el.type !== "hidden" && el.offsetParent !== null)
+  .filter((el) => !(el.labels && el.labels.length))
+  .filter((el) => !el.getAttribute("aria-label") && !el.getAttribute("aria-labelledby"))
+  .map((el) => el.outerHTML.slice(0, 120))
+"""
+
+
+def assert_accessible_basics(page) -> None:
+    """Every visible form control has a label; the page has one main landmark and one h1."""
+    assert page.evaluate(UNLABELLED_CONTROLS) == [], "unlabelled form controls"
+    assert page.locator("main").count() == 1
+    assert page.locator("h1").count() == 1
+
+
+def assert_fits_phone_width(page) -> None:
+    """Nothing forces sideways scrolling at the current (phone) viewport."""
+    overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+    assert overflow <= 1, f"{page.url} is {overflow}px wider than the viewport"
+
+
 def log_in(page, username: str, password: str) -> None:
     page.goto("/login/")
     page.get_by_label("Username").fill(username)

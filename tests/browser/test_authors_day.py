@@ -16,7 +16,7 @@ from django.core.management import call_command
 
 from discovery.models import Book, StoryCharter
 
-from .conftest import log_in
+from .conftest import assert_accessible_basics, assert_fits_phone_width, log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 
@@ -36,10 +36,12 @@ def test_the_authors_day_from_login_to_a_decided_charter(page, screenshot, demo_
     screenshot(page, "login")
     log_in(page, "author", "novelgraph-author")
     assert page.get_by_role("heading", level=1).inner_text() == "Your books"
+    assert_accessible_basics(page)
     screenshot(page, "dashboard")
     page.get_by_role("link", name="The Lighthouse Letter").click()
     page.wait_for_url(f"**/books/{demo_book.pk}/")
     assert page.locator(".current-question").is_visible()
+    assert_accessible_basics(page)
     screenshot(page, "book")
 
     # Filter the scratchpad to Luna's questions: the list updates in place.
@@ -52,12 +54,14 @@ def test_the_authors_day_from_login_to_a_decided_charter(page, screenshot, demo_
     entry = page.locator("#entries .entry")
     assert "Does Mara know the handwriting is not hers?" in entry.inner_text()
     assert entry.locator(".refs a").count() == 2  # the two turns it cites, as links
+    assert_accessible_basics(page)
     screenshot(page, "scratchpad")
 
     # Open the pending charter from the book page.
     page.goto(f"/books/{demo_book.pk}/")
     page.get_by_role("link", name="Review and decide").click()
     page.wait_for_url(f"**/review/{charter.approval_id}/")
+    assert_accessible_basics(page)
     screenshot(page, "review")
 
     # Approving without a rationale shows the error inline, and nothing changes.
@@ -80,6 +84,7 @@ def test_the_authors_day_from_login_to_a_decided_charter(page, screenshot, demo_
     page.goto(f"/review/books/{demo_book.pk}/log/")
     assert page.locator("[data-testid=log-badge]").inner_text() == "verified"
     assert page.get_by_text("The tide gives the book its clock").first.is_visible()
+    assert_accessible_basics(page)
     screenshot(page, "decision-log")
 
     # The library finds the fair-play guidance with its citation.
@@ -89,6 +94,7 @@ def test_the_authors_day_from_login_to_a_decided_charter(page, screenshot, demo_
     citation = page.locator(".library-citation").first
     citation.wait_for()
     assert "fair" in citation.inner_text().lower()
+    assert_accessible_basics(page)
     screenshot(page, "library")
 
     assert page.js_errors == []
@@ -111,3 +117,28 @@ def test_an_editor_reads_everything_but_sees_no_decision_buttons(page, screensho
     screenshot(page, "editor-dossiers")
     charter.refresh_from_db()
     assert charter.status == "proposed"
+
+
+def test_pages_read_well_at_phone_width_and_keyboard_focus_is_visible(page, screenshot, demo_book):
+    page.set_viewport_size({"width": 375, "height": 812})
+    log_in(page, "author", "novelgraph-author")
+    for path in (
+        "/",
+        f"/books/{demo_book.pk}/",
+        f"/books/{demo_book.pk}/scratchpad/",
+        f"/books/{demo_book.pk}/research/",
+    ):
+        page.goto(path)
+        assert_fits_phone_width(page)
+    screenshot(page, "phone-research")
+    # The first Tab reaches the skip link, which becomes visible and moves focus to the content.
+    page.goto(f"/books/{demo_book.pk}/")
+    page.keyboard.press("Tab")
+    skip = page.locator(".skip-link")
+    assert page.evaluate("document.activeElement.className") == "skip-link"
+    box = skip.bounding_box()
+    assert box is not None and box["x"] >= 0
+    outline = page.evaluate("getComputedStyle(document.activeElement).outlineStyle")
+    assert outline != "none"
+    page.keyboard.press("Enter")
+    assert page.evaluate("document.activeElement.id") == "main"
