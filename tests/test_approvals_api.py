@@ -276,3 +276,66 @@ def test_the_service_refuses_agents_blank_rationales_and_stale_decisions(book, a
         )
     assert lapsed.value.code == "superseded"
     assert Approval.objects.get(pk=approval.pk).status == Approval.Status.SUPERSEDED
+
+
+# --- Gate approvals: the seven loop verdicts through the same route --------------
+
+LOOP_VERDICTS = [
+    ("approve", ""),
+    ("approve-with-constraint", "Keep the case inside one tide cycle."),
+    ("redirect", "Steer towards the harbour master's motive."),
+    ("explore-alternatives", ""),
+    ("abandon", ""),
+    ("park", ""),
+    ("extend", "round_cap=10"),
+]
+
+
+@pytest.fixture
+def gate_approval(book, sol_api):
+    from .loop_scenes import ask_gate, url
+
+    assert sol_api.get(url(book)).status_code == 200
+    response = ask_gate(sol_api, book, "G0")
+    assert response.status_code == 201, response.json()
+    return Approval.objects.get(pk=response.json()["approval_id"])
+
+
+@pytest.mark.parametrize(("word", "text"), LOOP_VERDICTS, ids=[v for v, _ in LOOP_VERDICTS])
+def test_each_loop_verdict_on_a_gate_appends_exactly_one_log_row(word, text, book, gate_approval, author_api):
+    before = DecisionLogEntry.objects.filter(book=book).count()
+    response = verdict(author_api, gate_approval, verdict=word, rationale="Seen, weighed, decided.", constraint=text)
+    assert response.status_code == 200, response.json()
+    rows = DecisionLogEntry.objects.filter(book=book).order_by("sequence")
+    assert rows.count() == before + 1
+    row = rows.last()
+    assert row.decision == word and row.gate == "G0" and row.approval_id == gate_approval.pk
+    assert row.ratified_by == "author:ada" and row.rationale == "Seen, weighed, decided."
+    if text:
+        assert row.detail["constraint"] == text
+    gate_approval.refresh_from_db()
+    assert gate_approval.status == Approval.Status.DECIDED and gate_approval.verdict == word
+    assert decision_log_verify(book).ok
+
+
+@pytest.mark.parametrize("word", ["approve-with-constraint", "redirect", "extend"])
+def test_a_verdict_that_needs_its_text_is_a_422_without_it(word, book, gate_approval, author_api):
+    response = verdict(author_api, gate_approval, verdict=word, rationale="Needs a bound.", constraint="  ")
+    assert response.status_code == 422 and response.json()["field"] == "constraint"
+    nothing_written(gate_approval)
+
+
+def test_reject_is_not_a_gate_verdict(book, gate_approval, author_api):
+    response = verdict(author_api, gate_approval, verdict="reject", rationale="No.")
+    assert response.status_code == 422 and response.json()["field"] == "verdict"
+    nothing_written(gate_approval)
+
+
+def test_a_gate_approval_lists_the_seven_loop_verdicts(book, gate_approval, author_api, sol_api):
+    detail = author_api.get(f"/approvals/{gate_approval.pk}").json()
+    assert detail["verdicts"] == [v for v, _ in LOOP_VERDICTS]
+    assert detail["gate"] == "G0" and detail["kind"] == "gate" and detail["current"] is True
+    assert detail["proposal"]["card"]["gate"] == "G0"
+    refused = verdict(sol_api, gate_approval, verdict="approve", rationale="I say so.")
+    assert refused.status_code == 403 and "decision:make" in refused.json()["detail"]
+    nothing_written(gate_approval)

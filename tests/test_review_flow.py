@@ -269,3 +269,22 @@ def test_inbox_and_log_page_query_counts_do_not_grow_with_the_data(author_browse
     assert queries_for(author_browser, f"/review/books/{book.pk}/log/") == small_log
     decision = Approval.objects.filter(book=book, status="pending").first()
     assert queries_for(author_browser, f"/review/{decision.pk}/") <= 20
+
+
+def test_a_gate_decision_page_offers_the_seven_loop_verdicts_and_decides_in_place(book, sol_api, author_browser):
+    from .loop_scenes import ask_gate, url
+
+    assert sol_api.get(url(book)).status_code == 200
+    approval = Approval.objects.get(pk=ask_gate(sol_api, book, "G0").json()["approval_id"])
+    _, html = page(author_browser, f"/review/{approval.pk}/")
+    for word in ("approve", "approve-with-constraint", "redirect", "explore-alternatives", "abandon", "park", "extend"):
+        assert f'<option value="{word}"' in html
+    assert '<option value="reject"' not in html
+    missing = decide(author_browser, approval, htmx=True, verdict="extend", rationale="More rounds.", constraint="")
+    assert "extend needs what is granted" in missing.content.decode()
+    assert not DecisionLogEntry.objects.filter(book=book).exists()
+    done = decide(
+        author_browser, approval, htmx=True, verdict="extend", rationale="More rounds.", constraint="round_cap=9"
+    )
+    assert done.status_code == 200 and "Decision log entry #1" in done.content.decode()
+    assert DecisionLogEntry.objects.get(book=book).decision == "extend"
