@@ -38,6 +38,7 @@ are ANDed; PostgreSQL gets them through ``plainto_tsquery``, which has no operat
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import unicodedata
@@ -286,16 +287,23 @@ def _search_like(cursor, vendor, words, limit, filter_sql, filter_params) -> lis
     return cursor.fetchall()
 
 
+@functools.lru_cache(maxsize=4096)
+def _decode_list(text: str) -> tuple:
+    """A stored JSON list as a tuple (cached: the same topic lists recur across chunks)."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return (text,)
+    if value is None:
+        return ()
+    return tuple(value) if isinstance(value, list) else (value,)
+
+
 def _json_list(value) -> list:
-    if value == "[]":
+    if value == "[]" or value is None:
         return []
     if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except ValueError:
-            return [value]
-    if value is None:
-        return []
+        return list(_decode_list(value))
     return value if isinstance(value, list) else [value]
 
 
