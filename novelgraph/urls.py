@@ -17,5 +17,6 @@ urlpatterns = [
     path("api/v1/", api.urls),
     path("review/", include("approvals.urls")),
     path("library/", include("library.urls")),
+    path("", include("discovery.loop.urls")),
     path("", include("discovery.urls")),
 ]
