@@ -24,6 +24,7 @@ from .selectors import (
     decision_log_newest_first,
     decision_log_verify,
     inbox_for,
+    pending_count_for,
 )
 from .services import VERDICT_NEEDS_CONSTRAINT, approval_decide
 
@@ -46,6 +47,10 @@ def _principal(request: HttpRequest) -> Principal:
 @require_GET
 def inbox(request: HttpRequest) -> HttpResponse:
     """Pending decisions across the person's books, newest first, with counts per book."""
+    if request.htmx and request.GET.get("nav"):
+        current = request.htmx.current_url_abs_path or ""
+        context = {"pending": pending_count_for(request.user), "current": current.startswith("/review/")}
+        return render(request, "approvals/nav_item.html", context)
     if request.htmx and request.GET.get("compact"):
         sidebar = inbox_for(_principal(request), limit=10, superseded_limit=0)
         return render(request, "approvals/inbox.html#inbox-compact", {"sidebar": sidebar})
