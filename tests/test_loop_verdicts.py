@@ -263,3 +263,18 @@ def test_a_card_whose_slots_changed_lapses(book, sol_api, luna_api, author_api, 
     assert BlackboardArtifact.objects.get(book=book, slug="arc-lock-keeper").status == "proposed"
     assert author_api.get(url(book)).json()["meta"]["status"] == "working"
     assert ask_gate(sol_api, book, "G0").status_code == 201
+
+
+def test_the_approvals_verdict_route_and_review_page_serve_loop_cards(book, sol_api, author_api, author_browser, scene):
+    approval = _card(sol_api, book, scene, trace_seed="arc")
+    page = author_browser.get(f"/review/{approval}/")
+    assert page.status_code == 200
+    assert "Impact preview" in page.content.decode() and "beat" in page.content.decode()
+    detail = author_api.get(f"/approvals/{approval}").json()
+    assert [a["node_id"] for a in detail["impact"]["affected"]] == ["beat", "ch1"]
+    assert sol_api.post(f"/approvals/{approval}/verdict", {"verdict": "abandon", "rationale": "no"}).status_code == 403
+    r = author_api.post(f"/approvals/{approval}/verdict", {"verdict": "abandon", "rationale": "Not this book."})
+    assert r.status_code == 200, r.json()
+    assert PlanNode.objects.get(pk=scene["node"].pk).lifecycle == "abandoned"
+    assert DecisionLogEntry.objects.filter(book=book).count() == 1
+    assert decision_log_verify(book).ok
