@@ -54,6 +54,8 @@ def _normalise(refs: Any, field: str) -> list[dict]:
         if raw_id is None or not str(raw_id).strip():
             raise Invalid(f"{where}.id is required", field=f"{where}.id")
         raw_id = str(raw_id).strip()
+        if "\x00" in raw_id or "\x00" in str(ref.get("label") or ""):
+            raise Invalid(f"{where} contains a NUL character", field=where)
         if kind == "other":
             if len(raw_id) > MAX_OTHER_ID:
                 raise Invalid(f"{where}.id is longer than {MAX_OTHER_ID} characters", field=f"{where}.id")

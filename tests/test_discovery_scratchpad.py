@@ -218,3 +218,26 @@ def test_concurrent_appends_get_distinct_sequences():
 def test_an_unknown_session_is_a_404(terra_api):
     response = terra_api.post(f"/sessions/{uuid.uuid4()}/scratchpad", {"kind": "question", "content": "x"})
     assert response.status_code == 404
+
+
+def test_nul_characters_are_a_422_not_a_database_error(terra_api, sol_api, session, book):
+    response = terra_api.post(f"/sessions/{session.pk}/scratchpad", {"kind": "question", "content": "Why\u0000?"})
+    assert response.status_code == 422 and response.json()["field"] == "content"
+    ref = terra_api.post(
+        f"/sessions/{session.pk}/scratchpad",
+        {"kind": "question", "content": "Why?", "source_refs": [{"type": "other", "id": "a\u0000b"}]},
+    )
+    assert ref.status_code == 422 and ref.json()["field"] == "source_refs[0]"
+    claim = sol_api.post(
+        "/claims",
+        {
+            "scope": "book",
+            "scope_id": str(book.pk),
+            "subject": "Mara",
+            "predicate": "says",
+            "value": {"quote": "\u0000"},
+            "provenance": "agent-proposed",
+        },
+    )
+    assert claim.status_code == 422 and claim.json()["field"] == "value"
+    assert not ScratchpadEntry.objects.exists()

@@ -16,7 +16,7 @@ from ..access import Cap, Principal, book_for, require_author
 from ..models import Book, DiscoverySession, StoryCharter
 from ..refs import validate_source_refs
 from ..selectors import OPEN_SESSION_STATUSES
-from .common import check_text, check_text_list
+from .common import check_json, check_text, check_text_list
 
 CHARTER_SUBJECT = "charter"
 
@@ -28,7 +28,7 @@ def _charter_content(data: dict) -> dict:
     content = {
         "main_thrust": check_text(data.get("main_thrust"), "main_thrust", max_length=10_000),
         "reader_promise": check_text_list(data.get("reader_promise"), "reader_promise", min_items=1),
-        "protagonist": protagonist,
+        "protagonist": check_json(protagonist, "protagonist"),
         "central_conflict": check_text(data.get("central_conflict"), "central_conflict", max_length=10_000),
     }
     for key in ("genre_contract", "narrative_form", "ending_horizon"):

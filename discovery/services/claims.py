@@ -23,7 +23,7 @@ from ..models import (
 )
 from ..refs import MAX_REFS, check_refs
 from ..selectors import SCOPE_READ_CAP, book_bases
-from .common import check_choice, check_text, refuse
+from .common import check_choice, check_json, check_text, refuse
 from .sessions import book_base, literary_base, run_base, series_base
 
 CLAIM_SUBJECT = "claim"
@@ -112,6 +112,7 @@ def claim_propose(
     provenance = check_choice(provenance, Provenance, "provenance")
     if value is None or (isinstance(value, str) and not value.strip()):
         raise Invalid("value must not be empty", field="value")
+    value = check_json(value, "value")
     evidence = _check_evidence(evidence)
     base, books = _base_and_books(principal, scope, str(scope_id))
     allowed = [b for b in books if Cap.CANON_PROPOSE in principal.capabilities_for(b)]

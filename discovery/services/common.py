@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
@@ -62,6 +63,8 @@ def check_text(value: Any, field: str, *, max_length: int, required: bool = True
         raise Invalid(f"{field} must be text", field=field)
     if required and not text:
         raise Invalid(f"{field} must not be blank", field=field)
+    if "\x00" in text:
+        raise Invalid(f"{field} contains a NUL character", field=field)
     if len(text) > max_length:
         raise Invalid(f"{field} is longer than {max_length} characters", field=field)
     return text
@@ -77,3 +80,19 @@ def check_text_list(value: Any, field: str, *, min_items: int = 0, max_items: in
     if len(value) > max_items:
         raise Invalid(f"{field} takes at most {max_items} items", field=field)
     return [check_text(item, f"{field}[{i}]", max_length=max_length) for i, item in enumerate(value)]
+
+
+MAX_JSON_CHARS = 20_000
+
+
+def check_json(value: Any, field: str, *, max_chars: int = MAX_JSON_CHARS) -> Any:
+    """A JSON value of bounded size without NUL characters (PostgreSQL refuses them)."""
+    try:
+        encoded = json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError):
+        raise Invalid(f"{field} must be JSON", field=field) from None
+    if len(encoded) > max_chars:
+        raise Invalid(f"{field} is larger than {max_chars} characters of JSON", field=field)
+    if "\\u0000" in encoded:
+        raise Invalid(f"{field} contains a NUL character", field=field)
+    return value
