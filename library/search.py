@@ -113,14 +113,24 @@ def like_escape(text: str) -> str:
 
 
 def _sqlite_fold_chunk(content: str | None, topics: str | None) -> str:
-    """SQLite SQL function ``library_fold(content, topics_json)``: the folded haystack of a chunk."""
-    try:
-        topic_list = json.loads(topics) if topics else []
-    except (TypeError, ValueError):
-        topic_list = [topics]
-    if not isinstance(topic_list, list):
-        topic_list = [topic_list]
-    return fold(" ".join([content or "", *(str(t) for t in topic_list if t is not None)]))
+    """SQLite SQL function ``library_fold(content, topics_json)``: the folded haystack of a chunk.
+
+    A topic list without escapes is used as stored: its brackets, quotes and ", "
+    separators cannot join two topics into one query word (query words hold no spaces).
+    """
+    text = content or ""
+    if topics and topics != "[]":
+        if "\\" not in topics:
+            text = f"{text} {topics}"
+        else:
+            try:
+                topic_list = json.loads(topics)
+            except (TypeError, ValueError):
+                topic_list = [topics]
+            if not isinstance(topic_list, list):
+                topic_list = [topic_list]
+            text = " ".join([text, *(str(t) for t in topic_list if t is not None)])
+    return fold(text)
 
 
 def register_sqlite_functions(sender, connection, **kwargs) -> None:

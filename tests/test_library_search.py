@@ -548,3 +548,16 @@ def test_the_search_is_one_statement(source, django_assert_num_queries):
         else:
             with django_assert_num_queries(1):
                 assert len(search("koala", limit=20, mode=m).results) == 20
+
+
+def test_non_ascii_topics_are_found_however_they_were_stored(mode, source):
+    escaped = chunk(source, "A pastry note.", topics=["Éclair"])  # Django stores "\u00c9clair"
+    raw = chunk(source, "A second pastry note.", topics=["placeholder"])
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE library_knowledgechunk SET topics = %s WHERE id = %s",
+            ['["Mille-feuille", "ÉCLAIR"]', raw.pk.hex if connection.vendor == "sqlite" else raw.pk],
+        )
+    assert found(mode, "éclair") == {str(escaped.pk), str(raw.pk)}
+    assert found(mode, "ECLAIR") == {str(escaped.pk), str(raw.pk)}
+    assert found(mode, "mille-feuille") == {str(raw.pk)}
