@@ -212,3 +212,10 @@ def test_the_discovery_view_runs_a_fixed_number_of_queries(author_api, luna_api,
     assert {b["relation"] for b in view["knowledge_bases"]} == {"literary-guidance", "series-canon", "book-canon"}
     luna_view = luna_api.get(f"/books/{book.pk}/discovery").json()
     assert {b["relation"] for b in luna_view["knowledge_bases"]} == {"literary-guidance", "book-canon"}
+
+
+def test_the_view_of_a_book_not_yet_started_is_empty_and_reading_writes_nothing(luna_api, book):
+    response = luna_api.get(f"/books/{book.pk}/discovery")
+    assert response.status_code == 200
+    assert response.json()["session"] is None and response.json()["turns"] == []
+    assert not DiscoverySession.objects.exists() and not KnowledgeLink.objects.exists()
