@@ -108,6 +108,10 @@ def on_body_too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpRespons
 
 @api.exception_handler(HttpError)
 def on_http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
+    if exc.status_code == 400:
+        # ninja's "Cannot parse request body": bad input, answered like every other bad input (422, documented).
+        body = {"detail": f"body: {exc} (send a JSON object)", "code": "invalid", "field": "body", "errors": []}
+        return error_response(request, 422, body)
     return error_response(request, exc.status_code, {"detail": str(exc), "code": "error"})
 
 

@@ -178,3 +178,39 @@ class ThrottledLoginView(LoginView):
         response = self.render_to_response(self.get_context_data(form=form, throttle_message=message), status=429)
         response["Retry-After"] = str(retry)
         return response
+
+
+# --- The API answers errors in JSON, always --------------------------------------
+
+_STATUS_CODES = {404: "not_found", 405: "method_not_allowed", 413: "too_large", 500: "server_error"}
+
+
+class ApiJsonErrorsMiddleware:
+    """Under /api/, an error Django or ninja answered in plain text or HTML (405, an unknown path,
+    a 500 page) becomes the API's JSON error shape ``{"detail", "code"}``, keeping its status and headers."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if (
+            response.status_code >= 400
+            and request.path.startswith("/api/")
+            and not response.get("Content-Type", "").startswith("application/json")
+            and not getattr(response, "streaming", False)
+        ):
+            status = response.status_code
+            detail = {
+                404: "not found: no such API route",
+                405: f"method {request.method} not allowed here",
+                500: "internal error: the failure was logged",
+            }.get(status, response.reason_phrase or "error")
+            if status == 405 and response.get("Allow"):
+                detail += f" (allowed: {response['Allow']})"
+            converted = JsonResponse({"detail": detail, "code": _STATUS_CODES.get(status, "error")}, status=status)
+            for header in ("Allow", "Retry-After"):
+                if header in response:
+                    converted[header] = response[header]
+            return converted
+        return response

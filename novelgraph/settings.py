@@ -61,6 +61,7 @@ MIDDLEWARE = [
     "novelgraph.security.RequestSizeLimitMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "novelgraph.security.ContentSecurityPolicyMiddleware",
+    "novelgraph.security.ApiJsonErrorsMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",

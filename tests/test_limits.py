@@ -60,3 +60,23 @@ def test_a_body_over_the_limit_without_a_declared_length_is_still_a_413(author_a
     )
     assert response.status_code in {413, 422}
     assert response["Content-Type"].startswith("application/json")
+
+
+def test_a_body_that_is_not_json_is_a_422_naming_the_body(author_api):
+    response = author_api.client.post(
+        "/api/v1/books", b"\x00not json", content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {author_api.key}"
+    )
+    assert response.status_code == 422
+    assert response.json()["field"] == "body"
+    assert list(Book.objects.values_list("title", flat=True)) == ["The Tide Clock"]
+
+
+def test_api_errors_outside_the_routes_are_json_too(author_api):
+    not_allowed = author_api.delete("/me")
+    assert not_allowed.status_code == 405
+    assert not_allowed.json()["code"] == "method_not_allowed"
+    assert "GET" in not_allowed["Allow"]
+
+    unknown = author_api.get("/no/such/route")
+    assert unknown.status_code == 404
+    assert unknown.json() == {"detail": "not found: no such API route", "code": "not_found"}

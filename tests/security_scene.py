@@ -1,0 +1,56 @@
+"""A book with one of everything an API path can name, for the fuzzer and the authorisation matrix.
+
+Built with the factories (plain rows) plus the loop API (its objects come from its services).
+``scene_ids(...)`` answers ``{path parameter name: value}`` for every path parameter the API has.
+"""
+
+from __future__ import annotations
+
+from discovery.loop.models import LoopMeta  # noqa: F401  (the loop app must be installed)
+
+from .factories import (
+    ApprovalFactory,
+    ContextDossierFactory,
+    DiscoverySessionFactory,
+    HandoffFactory,
+    KnowledgeBaseFactory,
+    KnowledgeClaimFactory,
+    KnowledgeSourceFactory,
+    ResearchItemFactory,
+    StoryCharterFactory,
+)
+
+
+def build_scene(book, sol_api) -> dict:
+    """Objects of ``book`` for every path parameter; ``sol_api`` builds the loop objects through the API."""
+    session = DiscoverySessionFactory(book=book)
+    charter = StoryCharterFactory(book=book)
+    base = KnowledgeBaseFactory(scope="book", owner_id=str(book.pk))
+    claim = KnowledgeClaimFactory(base=base)
+    dossier = ContextDossierFactory(book=book)
+    handoff = HandoffFactory(book=book, session=session, dossier=dossier)
+    research = ResearchItemFactory(book=book)
+    approval = ApprovalFactory(book=book)
+    source = KnowledgeSourceFactory()
+    ids = {
+        "book_id": book.pk,
+        "session_id": session.pk,
+        "charter_id": charter.pk,
+        "claim_id": claim.pk,
+        "dossier_id": dossier.pk,
+        "handoff_id": handoff.pk,
+        "research_id": research.pk,
+        "approval_id": approval.pk,
+        "source_id": source.pk,
+        "gate": "G0",
+    }
+    loop = f"/books/{book.pk}/loop"
+    sol_api.get(loop)
+    nodes = sol_api.get(f"{loop}/nodes").json()
+    items = nodes["items"] if isinstance(nodes, dict) and "items" in nodes else nodes
+    if items:
+        ids["node_id"] = items[0]["id"]
+    question = sol_api.post(f"{loop}/questions", {"question": "Who lit the lamp?", "target_discipline": "sol"})
+    if question.status_code == 201:
+        ids["question_id"] = question.json()["id"]
+    return ids

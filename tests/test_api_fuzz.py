@@ -1,0 +1,103 @@
+"""Fuzzing the API from its own OpenAPI schema (schemathesis, in-process through the WSGI app).
+
+For every operation, with an author key and with an agent key (Sol), a bounded number of
+generated requests: no 5xx, every response conforms to the schema (status, content type, body),
+and every error is the JSON error shape ``{"detail": str, "code": str, ...}``. Path parameters
+are the ids of a real scene, so the generated bodies and queries reach the services.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import schemathesis
+from django.core.signals import request_finished, request_started
+from django.db import close_old_connections
+from hypothesis import HealthCheck, settings
+from schemathesis.checks import not_a_server_error
+from schemathesis.config import SchemathesisConfig
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
+
+from discovery.access import api_key_create
+from novelgraph.wsgi import application
+
+from .security_scene import build_scene
+
+MAX_EXAMPLES = int(os.environ.get("NOVELGRAPH_FUZZ_EXAMPLES", "12"))
+
+
+@pytest.fixture
+def keep_the_test_connection_open():
+    """Called straight through WSGI (not Django's test Client), a request would close the test's
+    database connection at its end; keep it open, as the test Client does."""
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    yield
+    request_started.connect(close_old_connections)
+    request_finished.connect(close_old_connections)
+
+
+# Loading the schema runs no query: the OpenAPI document is built from the routes alone.
+# The coverage phase (every boundary of every field) is left out to keep CI time modest; explicit
+# examples and fuzzing (valid and invalid data) run with a fixed seed.
+CONFIG = SchemathesisConfig.from_dict({"phases": {"coverage": {"enabled": False}}})
+schema = schemathesis.openapi.from_wsgi("/api/v1/openapi.json", application, config=CONFIG)
+
+
+@pytest.fixture
+def fuzz_scene(author, book, sol_api, request):
+    ids = build_scene(book, sol_api)
+    keys = {
+        "author": api_key_create(owner=author, role="author")[1],
+        "sol": api_key_create(owner=author, role="sol")[1],
+    }
+    # After the scene: Django's test Client reconnects the signal after each of its requests.
+    request.getfixturevalue("keep_the_test_connection_open")
+    return ids, keys
+
+
+def assert_error_shape(response) -> None:
+    if response.status_code < 400:
+        return
+    body = response.json()
+    assert isinstance(body, dict), body
+    assert isinstance(body.get("detail"), str) and body["detail"], body
+    assert isinstance(body.get("code"), str) and body["code"], body
+
+
+FUZZ_SETTINGS = settings(
+    max_examples=MAX_EXAMPLES,
+    deadline=None,
+    database=None,
+    derandomize=True,
+    suppress_health_check=list(HealthCheck),
+)
+CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
+
+
+def call_and_check(case, key: str, ids: dict) -> None:
+    for name in list(case.path_parameters or {}):
+        if name in ids:
+            case.path_parameters[name] = str(ids[name])
+    response = case.call(headers={"Authorization": f"Bearer {key}"})
+    case.validate_response(response, checks=CHECKS)
+    assert_error_shape(response)
+
+
+@schema.parametrize()
+@FUZZ_SETTINGS
+def test_the_api_survives_generated_requests_with_an_author_key(case, fuzz_scene):
+    ids, keys = fuzz_scene
+    call_and_check(case, keys["author"], ids)
+
+
+@schema.parametrize()
+@FUZZ_SETTINGS
+def test_the_api_survives_generated_requests_with_an_agent_key(case, fuzz_scene):
+    ids, keys = fuzz_scene
+    call_and_check(case, keys["sol"], ids)
