@@ -120,7 +120,7 @@ def build_book(
                 [
                     KnowledgeClaim(
                         base=bases[i % len(bases)],
-                        subject=f"{text.words[300 + i % 2000]} {i}",
+                        subject=f"{text.words[(300 + i) % len(text.words)]} {i}",
                         predicate=rng.choice(("fears", "owns", "remembers", "hides", "wants")),
                         value={"text": words(4, 20), "weight": i % 7} if i % 3 else words(3, 12),
                         provenance="agent-proposed",
@@ -154,7 +154,7 @@ def build_book(
                 Observation(
                     session=session,
                     turn=turn_rows[i % len(turn_rows)],
-                    key=f"{text.words[500 + i % 1000]}-{i}",
+                    key=f"{text.words[(500 + i) % len(text.words)]}-{i}",
                     value=words(5, 30),
                     provenance="author-stated" if i % 2 else "agent-inferred",
                     confidence=round(rng.random(), 2),

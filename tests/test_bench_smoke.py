@@ -1,0 +1,66 @@
+"""The benchmark scripts stay runnable: their harness, data builders and route discovery, at a tiny size.
+
+No timing is asserted here (figures live in bench/RESULTS.md); these only keep the scripts from rotting.
+"""
+
+from __future__ import annotations
+
+from approvals.selectors import decision_log_verify
+from bench import common
+from bench.bench_decision_log import build_chain
+from bench.bench_query_counts import fill, page_patterns
+from bench.data import build_book
+from discovery.models import KnowledgeClaim, ScratchpadEntry
+
+
+def test_the_statistics_and_the_table_format():
+    samples = common.Samples("case", [3_000_000, 1_000_000, 2_000_000, 10_000_000])
+
+    assert samples.median_ms == 2.5
+    assert samples.p95_ms == 10.0
+    assert common.percentile([5, 1, 3], 50) == 3
+
+
+def test_synthetic_text_and_queries_are_fixed_by_the_seed():
+    first, second = common.ZipfText(common.SEED, vocabulary=2_000), common.ZipfText(common.SEED, vocabulary=2_000)
+
+    assert first.paragraph(50, [1]) == second.paragraph(50, [1])
+    queries = common.make_queries(first, 40)
+    assert len(queries) == 40
+    assert all(1 <= len(q.split()) <= 3 for i, q in enumerate(queries) if i % 10 != 9)
+    assert {queries[9], queries[19], queries[29], queries[39]} <= {
+        q for q in queries if any(h in q for h in common.HOSTILE_QUERIES)
+    }
+
+
+def test_size_flags_override_the_defaults():
+    args = common.parse_args("x", {"small": {"chunks": 10}, "large": {"chunks": 100}}, ["--size", "large"])
+    assert args.chunks == 100
+    assert common.parse_args("x", {"small": {"chunks": 10}}, ["--chunks", "7"]).chunks == 7
+
+
+def test_the_bench_chain_verifies_through_the_real_selector(book, author):
+    build_chain(book, author, entries=30, appends=5, text=common.ZipfText(common.SEED, vocabulary=2_000))
+
+    result = decision_log_verify(book)
+
+    assert result.ok, result
+    assert result.entries == 30
+
+
+def test_the_bench_book_has_what_was_asked(db):
+    text = common.ZipfText(common.SEED, vocabulary=2_000)
+    bench = build_book("smoke", claims=20, scratchpad=7, observations=3, pending=2, decisions=2, text=text)
+
+    assert KnowledgeClaim.objects.filter(base__owner_id=str(bench.book.pk), status="approved").count() >= 10
+    assert ScratchpadEntry.objects.filter(session=bench.session).count() == 7
+    assert decision_log_verify(bench.book).ok
+
+
+def test_every_page_is_found_and_route_paths_are_filled(db):
+    pages = dict(page_patterns())
+
+    assert "approvals:inbox" in pages
+    assert fill("/api/v1/books/{book_id}/discovery", {"book_id": "abc"}) == "/api/v1/books/abc/discovery"
+    assert fill("/books/<uuid:book_id>/", {"book_id": "abc"}) == "/books/abc/"
+    assert fill("/api/v1/dossiers/{dossier_id}", {}) is None
