@@ -1,0 +1,329 @@
+"""The authorisation matrix: every API operation and every page, called by every kind of caller.
+
+Built FROM the API's OpenAPI document and the project's URL patterns: a route without an entry in
+``API_EXPECTED`` / ``PAGE_EXPECTED`` fails ``test_every_route_has_an_entry``. Callers, in this
+order (refused callers first, so the permitted ones act on an untouched scene):
+
+    anon, other (the author of another book), luna, terra, sol, editor (of the book), author
+
+Each cell is the expected status. Another author's book is invisible: for her every route about the
+book is 404 (never 403), and no response she gets — lists included — contains the book's id or title.
+To regenerate the table after an intended change: ``NOVELGRAPH_MATRIX_RECORD=1 pytest <this file> -s``,
+then review every changed cell before pasting it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import uuid
+
+import pytest
+from django.test import Client
+from django.urls import URLPattern, URLResolver, get_resolver
+
+from discovery.access import api_key_create
+from novelgraph.api import api
+
+from .factories import PASSWORD, ResearchItemFactory
+from .security_scene import build_scene
+
+CALLERS = ["anon", "other", "luna", "terra", "sol", "editor", "author"]
+RECORD = os.environ.get("NOVELGRAPH_MATRIX_RECORD") == "1"
+
+
+def api_operations() -> list[tuple[str, str, dict]]:
+    schema = api.get_openapi_schema()
+    ops = []
+    for path, methods in schema["paths"].items():
+        for method, operation in methods.items():
+            ops.append((method.upper(), path.removeprefix("/api/v1"), operation))
+    return ops
+
+
+def page_patterns() -> list[str]:
+    found = []
+
+    def walk(patterns, prefix=""):
+        for p in patterns:
+            if isinstance(p, URLResolver):
+                if str(p.pattern) in {"admin/", "api/v1/"}:
+                    continue
+                walk(p.url_patterns, prefix + str(p.pattern))
+            elif isinstance(p, URLPattern):
+                found.append("/" + prefix + str(p.pattern))
+
+    walk(get_resolver().url_patterns)
+    return found
+
+
+# --- Request bodies: the smallest body the schema accepts, ids taken from the scene ------------
+
+SCHEMA = None
+FIELD_IDS = {"book_id": "book_id", "parent_id": "node_id", "candidate_id": "candidate_id", "scope_id": "book_id"}
+FIELD_VALUES = {"scope": "book", "target_discipline": "sol", "role": "author", "agent_role": "luna", "to_role": "luna"}
+
+
+def _resolve(node: dict) -> dict:
+    while "$ref" in node:
+        node = SCHEMA["components"]["schemas"][node["$ref"].split("/")[-1]]
+    return node
+
+
+def sample(node: dict, name: str, ids: dict):
+    node = _resolve(node)
+    if name in FIELD_IDS and FIELD_IDS[name] in ids:
+        return str(ids[FIELD_IDS[name]])
+    if name in FIELD_VALUES:
+        return FIELD_VALUES[name]
+    for key in ("anyOf", "oneOf", "allOf"):
+        if key in node:
+            options = [o for o in node[key] if _resolve(o).get("type") != "null"]
+            return sample(options[0], name, ids)
+    if "enum" in node:
+        return node["enum"][0]
+    if "const" in node:
+        return node["const"]
+    kind = node.get("type")
+    if kind == "object" or "properties" in node:
+        props = node.get("properties", {})
+        return {k: sample(v, k, ids) for k, v in props.items() if k in node.get("required", [])}
+    if kind == "array":
+        return [sample(node.get("items", {}), name, ids) for _ in range(node.get("minItems", 0))]
+    if kind == "integer":
+        return max(node.get("minimum", 1), 1)
+    if kind == "number":
+        return max(node.get("minimum", 1), 1)
+    if kind == "boolean":
+        return False
+    if node.get("format") == "uuid":
+        return str(uuid.uuid4())
+    return "a" * max(node.get("minLength", 1), 12)
+
+
+def body_for(operation: dict, ids: dict) -> dict | None:
+    content = operation.get("requestBody", {}).get("content", {})
+    if "application/json" not in content:
+        return None
+    return sample(content["application/json"]["schema"], "body", ids)
+
+
+# --- The scene and the callers --------------------------------------------------------------------
+
+
+@pytest.fixture
+def scene(author, editor, outsider, book, other_book, sol_api):
+    ids = build_scene(book, sol_api)
+    node = ids.get("node_id")
+    if node:
+        made = sol_api.post(
+            f"/books/{book.pk}/loop/nodes/{node}/candidates",
+            {"altitude": "book", "mechanic": "m", "shape": "s", "riskiest_assumption": "r"},
+        )
+        if made.status_code == 201:
+            ids["candidate_id"] = made.json()["id"]
+    ids["item_id"] = ResearchItemFactory(book=book).pk
+    keys = {
+        "luna": api_key_create(owner=author, role="luna")[1],
+        "terra": api_key_create(owner=author, role="terra")[1],
+        "sol": api_key_create(owner=author, role="sol")[1],
+        "editor": api_key_create(owner=editor, role="author")[1],
+        "author": api_key_create(owner=author, role="author")[1],
+        "other": api_key_create(owner=outsider, role="author")[1],
+    }
+    ids["key_id"] = api_key_create(owner=author, role="luna")[0].pk
+    return ids, keys, book
+
+
+def call_api(keys: dict, caller: str, method: str, path: str, body):
+    headers = {} if caller == "anon" else {"HTTP_AUTHORIZATION": f"Bearer {keys[caller]}"}
+    client = Client()
+    if method == "GET":
+        return client.get(f"/api/v1{path}", **headers)
+    data = json.dumps(body if body is not None else {})
+    return client.generic(method, f"/api/v1{path}", data, content_type="application/json", **headers)
+
+
+def fill(path: str, ids: dict) -> str:
+    def value(match):
+        name = match.group(1).split(":")[-1]
+        return str(ids.get(name, uuid.uuid4()))
+
+    return re.sub(r"[{<]([^}>]+)[}>]", value, path)
+
+
+def assert_no_leak(response, book) -> None:
+    text = response.content.decode(errors="replace")
+    assert str(book.pk) not in text and book.title not in text, f"leaks the book: {text[:300]}"
+
+
+# --- The expected table (recorded, then reviewed) -------------------------------------------------
+
+# Columns: anon, other, luna, terra, sol, editor, author
+API_EXPECTED: dict[str, tuple[int, ...]] = {
+    "GET /me": (401, 200, 200, 200, 200, 200, 200),
+    "POST /series": (401, 201, 403, 403, 403, 201, 201),
+    "POST /books": (401, 201, 403, 403, 403, 201, 201),
+    "GET /books": (401, 200, 200, 200, 200, 200, 200),
+    "GET /books/{book_id}": (401, 404, 200, 200, 200, 200, 200),
+    "POST /books/{book_id}/discovery": (401, 404, 403, 403, 200, 403, 200),
+    "GET /books/{book_id}/discovery": (401, 404, 200, 200, 200, 200, 200),
+    "POST /sessions/{session_id}/turns": (401, 404, 403, 403, 403, 403, 201),
+    "POST /sessions/{session_id}/scratchpad": (401, 404, 201, 201, 201, 403, 403),
+    "GET /sessions/{session_id}/scratchpad": (401, 404, 200, 200, 200, 200, 200),
+    "POST /sessions/{session_id}/thrusts": (401, 404, 403, 201, 201, 403, 201),
+    "POST /books/{book_id}/charters": (401, 404, 403, 422, 422, 403, 422),
+    "POST /charters/{charter_id}/resolve": (401, 422, 422, 422, 422, 422, 422),
+    "POST /claims": (401, 404, 403, 403, 201, 403, 201),
+    "POST /claims/{claim_id}/request-approval": (401, 404, 403, 403, 201, 403, 403),
+    "POST /claims/{claim_id}/promote": (401, 404, 403, 403, 403, 403, 200),
+    "POST /claims/{claim_id}/reject": (401, 404, 403, 403, 403, 403, 409),
+    "POST /books/{book_id}/dossiers": (401, 404, 201, 403, 403, 403, 201),
+    "GET /books/{book_id}/dossiers": (401, 404, 200, 200, 200, 200, 200),
+    "GET /dossiers/{dossier_id}": (401, 404, 200, 403, 403, 200, 200),
+    "POST /books/{book_id}/handoffs": (401, 404, 403, 403, 201, 403, 201),
+    "POST /handoffs/{handoff_id}/result": (401, 422, 422, 422, 422, 422, 422),
+    "GET /handoffs/{handoff_id}": (401, 404, 200, 200, 200, 200, 200),
+    "GET /books/{book_id}/loop": (401, 404, 200, 200, 200, 200, 200),
+    "GET /books/{book_id}/loop/nodes": (401, 404, 200, 200, 200, 200, 200),
+    "POST /books/{book_id}/loop/nodes": (401, 404, 403, 403, 201, 403, 201),
+    "PATCH /books/{book_id}/loop/nodes/{node_id}": (401, 404, 403, 403, 200, 403, 200),
+    "GET /books/{book_id}/loop/nodes/{node_id}/candidates": (401, 404, 200, 200, 200, 200, 200),
+    "POST /books/{book_id}/loop/nodes/{node_id}/candidates": (401, 404, 422, 422, 422, 403, 422),
+    "POST /books/{book_id}/loop/nodes/{node_id}/select": (401, 404, 403, 403, 200, 403, 409),
+    "GET /books/{book_id}/loop/questions": (401, 404, 200, 200, 200, 200, 200),
+    "POST /books/{book_id}/loop/questions": (401, 404, 201, 201, 201, 403, 201),
+    "POST /books/{book_id}/loop/questions/{question_id}/route": (401, 404, 403, 403, 200, 403, 200),
+    "POST /books/{book_id}/loop/questions/{question_id}/resolve": (401, 404, 422, 422, 422, 403, 422),
+    "POST /books/{book_id}/loop/questions/{question_id}/surface": (401, 404, 403, 403, 200, 403, 200),
+    "GET /books/{book_id}/loop/trace/nodes": (401, 404, 200, 200, 200, 200, 200),
+    "POST /books/{book_id}/loop/trace/nodes": (401, 404, 201, 409, 409, 403, 409),
+    "GET /books/{book_id}/loop/trace/edges": (401, 404, 200, 200, 200, 200, 200),
+    "POST /books/{book_id}/loop/trace/edges": (401, 404, 201, 409, 409, 403, 409),
+    "POST /books/{book_id}/loop/trace/settings": (401, 404, 403, 403, 200, 403, 200),
+    "GET /books/{book_id}/loop/lint": (401, 404, 200, 200, 200, 200, 200),
+    "GET /books/{book_id}/loop/cascade-preview": (401, 422, 422, 422, 422, 422, 422),
+    "GET /books/{book_id}/loop/artifacts": (401, 404, 200, 200, 200, 200, 200),
+    "POST /books/{book_id}/loop/artifacts": (401, 404, 201, 201, 201, 403, 201),
+    "GET /books/{book_id}/loop/reviews": (401, 404, 200, 200, 200, 200, 200),
+    "POST /books/{book_id}/loop/reviews": (401, 422, 422, 422, 422, 422, 422),
+    "GET /books/{book_id}/loop/reruns": (401, 404, 200, 200, 200, 200, 200),
+    "POST /books/{book_id}/loop/reruns/{rerun_id}/done": (401, 404, 404, 404, 404, 403, 404),
+    "POST /books/{book_id}/loop/rounds": (401, 404, 403, 403, 200, 403, 200),
+    "POST /books/{book_id}/loop/cost": (401, 404, 403, 403, 200, 403, 200),
+    "GET /books/{book_id}/loop/cards": (401, 404, 200, 200, 200, 200, 200),
+    "POST /books/{book_id}/loop/gates/{gate}/request": (401, 404, 403, 403, 201, 403, 409),
+    "POST /books/{book_id}/loop/approvals/{approval_id}/verdict": (401, 404, 404, 404, 404, 404, 404),
+    "GET /books/{book_id}/loop/export": (401, 404, 200, 200, 200, 200, 200),
+    "POST /books/{book_id}/loop/import": (401, 422, 422, 422, 422, 422, 422),
+    "GET /library/search": (401, 200, 200, 200, 200, 200, 200),
+    "GET /library/sources": (401, 200, 200, 200, 200, 200, 200),
+    "POST /library/sources": (401, 201, 403, 403, 403, 409, 409),
+    "GET /library/sources/{source_id}": (401, 200, 200, 200, 200, 200, 200),
+    "POST /library/sources/{source_id}/chunks": (401, 201, 403, 403, 403, 201, 201),
+    "POST /books/{book_id}/research": (401, 404, 422, 422, 422, 403, 422),
+    "GET /books/{book_id}/research": (401, 404, 200, 200, 200, 200, 200),
+    "POST /research/{research_id}/admit": (401, 404, 403, 403, 403, 403, 200),
+    "POST /research/{research_id}/reject": (401, 404, 403, 403, 403, 403, 409),
+    "GET /approvals": (401, 200, 200, 200, 200, 200, 200),
+    "GET /approvals/{approval_id}": (401, 404, 200, 200, 200, 200, 200),
+    "POST /approvals/{approval_id}/verdict": (401, 404, 403, 403, 403, 403, 422),
+    "GET /books/{book_id}/decision-log": (401, 404, 200, 200, 200, 200, 200),
+    "GET /books/{book_id}/decision-log/verify": (401, 404, 200, 200, 200, 200, 200),
+    "GET /books/{book_id}/decision-log/export": (401, 404, 200, 200, 200, 200, 200),
+}
+# Columns: anon, other, editor, author (browser sessions)
+PAGE_EXPECTED: dict[str, tuple[int, ...]] = {
+    "/login/": (200, 200, 200, 200),
+    "/logout/": (405, 405, 405, 405),
+    "/keys/": (302, 200, 200, 200),
+    "/keys/<uuid:key_id>/revoke/": (302, 405, 405, 405),
+    "/review/": (302, 200, 200, 200),
+    "/review/<uuid:approval_id>/": (302, 404, 200, 200),
+    "/review/books/<uuid:book_id>/log/": (302, 404, 200, 200),
+    "/library/": (302, 200, 200, 200),
+    "/books/<uuid:book_id>/loop/": (302, 404, 200, 200),
+    "/": (302, 200, 200, 200),
+    "/books/<uuid:book_id>/": (302, 404, 200, 200),
+    "/books/<uuid:book_id>/discovery/start/": (302, 405, 405, 405),
+    "/books/<uuid:book_id>/scratchpad/": (302, 404, 200, 200),
+    "/books/<uuid:book_id>/turns/": (302, 405, 405, 405),
+    "/books/<uuid:book_id>/dossiers/": (302, 404, 200, 200),
+    "/books/<uuid:book_id>/dossiers/new/": (302, 405, 405, 405),
+    "/books/<uuid:book_id>/dossiers/<uuid:dossier_id>/": (302, 404, 200, 200),
+    "/books/<uuid:book_id>/research/": (302, 404, 200, 200),
+    "/books/<uuid:book_id>/research/<uuid:item_id>/decide/": (302, 405, 405, 405),
+}
+
+
+def test_every_route_has_an_entry():
+    missing_api = [f"{m} {p}" for m, p, _ in api_operations() if f"{m} {p}" not in API_EXPECTED]
+    missing_pages = [p for p in page_patterns() if p not in PAGE_EXPECTED]
+    stale = [k for k in API_EXPECTED if k not in {f"{m} {p}" for m, p, _ in api_operations()}]
+    assert not missing_api and not missing_pages and not stale, (missing_api, missing_pages, stale)
+
+
+def test_every_api_operation_answers_each_caller_as_expected(scene):
+    global SCHEMA
+    SCHEMA = api.get_openapi_schema()
+    ids, keys, book = scene
+    observed, mismatches = {}, []
+    for method, path, operation in api_operations():
+        key = f"{method} {path}"
+        body = body_for(operation, ids)
+        row = []
+        for caller in CALLERS:
+            response = call_api(keys, caller, method, fill(path, ids), body)
+            row.append(response.status_code)
+            assert response.status_code < 500, (key, caller, response.content[:300])
+            if caller == "anon":
+                assert response.status_code == 401, (key, response.status_code)
+            if caller == "other":
+                assert response.status_code in {200, 201, 404, 422}, (key, response.status_code)
+                assert_no_leak(response, book)
+        observed[key] = tuple(row)
+        if not RECORD and API_EXPECTED.get(key) != tuple(row):
+            mismatches.append(f"{key}: expected {API_EXPECTED.get(key)}, got {tuple(row)}")
+    if RECORD:
+        print("\nAPI_EXPECTED = {")
+        for key, row in observed.items():
+            print(f'    "{key}": {row},')
+        print("}")
+    assert not mismatches, "\n".join(mismatches)
+
+
+def _browser(user) -> Client:
+    client = Client()
+    if user is not None:
+        assert client.login(username=user.username, password=PASSWORD)
+    return client
+
+
+def test_every_page_answers_each_person_as_expected(scene, author, editor, outsider):
+    ids, _keys, book = scene
+    browsers = {
+        "anon": _browser(None),
+        "other": _browser(outsider),
+        "editor": _browser(editor),
+        "author": _browser(author),
+    }
+    observed, mismatches = {}, []
+    for pattern in page_patterns():
+        url = fill(pattern, ids)
+        row = []
+        for caller in ["anon", "other", "editor", "author"]:
+            response = browsers[caller].get(url)
+            row.append(response.status_code)
+            assert response.status_code < 500, (pattern, caller)
+            if caller == "other":
+                assert_no_leak(response, book)
+        observed[pattern] = tuple(row)
+        if not RECORD and PAGE_EXPECTED.get(pattern) != tuple(row):
+            mismatches.append(f"{pattern}: expected {PAGE_EXPECTED.get(pattern)}, got {tuple(row)}")
+    if RECORD:
+        print("\nPAGE_EXPECTED = {")
+        for key, row in observed.items():
+            print(f'    "{key}": {row},')
+        print("}")
+    assert not mismatches, "\n".join(mismatches)
