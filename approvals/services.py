@@ -140,7 +140,8 @@ def decision_log_append(
             ratified_by=ratified_by,
             reversibility_class=reversibility_class,
             rationale=rationale.strip(),
-            detail=detail or {},
+            # What is hashed is exactly what the database gives back: plain JSON.
+            detail=json.loads(json.dumps(detail or {}, default=str)),
             prev_hash=prev_hash,
         )
         digest = entry_hash(fields)

@@ -558,3 +558,21 @@ def test_concurrent_decisions_on_distinct_approvals_of_one_book_never_fork(trans
     assert decision_log_verify(book).ok
     statuses = list(StoryCharter.objects.filter(book=book).values_list("status", flat=True))
     assert statuses.count("approved") == 1 and statuses.count("rejected") == count // 2
+
+
+def test_a_detail_with_non_json_values_is_stored_as_hashed_and_verifies(book, author):
+    import datetime
+
+    card = uuid.uuid4()
+    entry = decision_log_append(
+        book=book,
+        decision="extend",
+        subject_type="loop-option-card",
+        subject_id=card,
+        rationale="Two more rounds.",
+        ratified_by_user=author,
+        detail={"card": card, "granted": ("rounds", 2), "until": datetime.date(2030, 1, 1), "cost": 250.0},
+    )
+    stored = DecisionLogEntry.objects.get(pk=entry.pk)
+    assert stored.detail == {"card": str(card), "granted": ["rounds", 2], "until": "2030-01-01", "cost": 250.0}
+    assert decision_log_verify(book).ok
