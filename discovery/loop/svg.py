@@ -92,7 +92,7 @@ def _positions(ids: list[str], depth: dict[str, int]) -> tuple[dict[str, tuple[i
     return pos, PAD * 2 + width * (NODE_W + GAP_X), height
 
 
-def _clip(text: str, n: int = 24) -> str:
+def _clip(text: str, n: int = 21) -> str:
     text = " ".join((text or "").split())
     return text if len(text) <= n else text[: n - 1] + "…"
 
@@ -192,10 +192,10 @@ def trace_svg(nodes: list, edges: list, report: LintReport) -> SafeString:
             f'<g class="{classes}"><title>{escape(n.node_id)} ({escape(n.kind)}), {n.status}{tag}</title>'
             f'<rect x="{x}" y="{y}" width="{NODE_W}" height="{NODE_H}" rx="6"/>'
             f'<text x="{x + 8}" y="{y + 20}" class="loop-label">{escape(_clip(n.label or n.node_id))}</text>'
-            f'<text x="{x + 8}" y="{y + 40}" class="loop-sub">{escape(_clip(n.kind, 14))}'
+            f'<text x="{x + 8}" y="{y + 40}" class="loop-sub">{escape(_clip(n.kind, 12 if finding else 20))}'
             f"{'' if n.status == 'active' else ' · ' + n.status}</text>"
             + (
-                f'<text x="{x + NODE_W - 8}" y="{y + 20}" class="loop-flag" text-anchor="end">{finding}</text>'
+                f'<text x="{x + NODE_W - 8}" y="{y + 40}" class="loop-flag" text-anchor="end">{finding}</text>'
                 if finding
                 else ""
             )
