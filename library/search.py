@@ -270,6 +270,7 @@ def _search_postgres(cursor, words, limit, filter_sql, filter_params) -> list[tu
         f" WHERE c.search_vector @@ q.query{filter_sql}"
         f" ORDER BY score DESC, c.created_at DESC, c.id LIMIT %s",
         [" ".join(words), *filter_params, limit],
+        prepare=True,  # the same few statements every time: parse and plan once per connection
     )
     return cursor.fetchall()
 
@@ -356,12 +357,16 @@ def search(
         connection.ensure_connection()
         with connection.wrap_database_errors:
             rows = _search_fts5(connection.connection, words, limit, filter_sql, filter_params)
+    elif chosen == "postgres":
+        # Likewise, and with server-side parameter binding (Django's cursors bind client-side).
+        import psycopg
+
+        connection.ensure_connection()
+        with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
+            rows = _search_postgres(cursor, words, limit, filter_sql, filter_params)
     else:
         with connection.cursor() as cursor:
-            if chosen == "postgres":
-                rows = _search_postgres(cursor, words, limit, filter_sql, filter_params)
-            else:
-                rows = _search_like(cursor, connection.vendor, words, limit, filter_sql, filter_params)
+            rows = _search_like(cursor, connection.vendor, words, limit, filter_sql, filter_params)
     return SearchResponse(
         chosen,
         [

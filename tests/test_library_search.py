@@ -529,7 +529,7 @@ def test_post_migrate_reinstalls_triggers_a_table_rebuild_dropped(curated, forge
     assert found("fts5", "cockatoo") == {str(item.pk)}
 
 
-def test_the_search_is_one_statement(source, django_assert_num_queries):
+def test_the_search_is_one_statement(source, django_assert_num_queries, monkeypatch):
     for n in range(20):
         chunk(source, f"Koala note {n}.", topics=["koala"])
     available_modes()  # the FTS5 check runs once per database, then is remembered
@@ -545,6 +545,22 @@ def test_the_search_is_one_statement(source, django_assert_num_queries):
             statements = [sql for sql in statements if not sql.startswith("--")]  # FTS5's own internals
             assert len(statements) == 1, statements
             assert "MATCH" in statements[0] and "library_knowledgesource" in statements[0]
+        elif m == "postgres":
+            # The PostgreSQL path uses a psycopg cursor (server-side binding): count its executions.
+            import psycopg
+
+            executed: list[str] = []
+            real_execute = psycopg.Cursor.execute
+
+            def counting_execute(self, query, *args, _seen=executed, _real=real_execute, **kwargs):
+                _seen.append(str(query))
+                return _real(self, query, *args, **kwargs)
+
+            monkeypatch.setattr(psycopg.Cursor, "execute", counting_execute)
+            assert len(search("koala", limit=20, mode=m).results) == 20
+            monkeypatch.undo()
+            assert len(executed) == 1, executed
+            assert "@@" in executed[0] and "library_knowledgesource" in executed[0]
         else:
             with django_assert_num_queries(1):
                 assert len(search("koala", limit=20, mode=m).results) == 20
