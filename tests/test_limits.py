@@ -80,3 +80,100 @@ def test_api_errors_outside_the_routes_are_json_too(author_api):
     unknown = author_api.get("/no/such/route")
     assert unknown.status_code == 404
     assert unknown.json() == {"detail": "not found: no such API route", "code": "not_found"}
+
+
+# --- Pagination on every list route, text lengths, source references ------------------------------
+
+
+def _list_routes() -> list[str]:
+    from novelgraph.api import api
+
+    schema = api.get_openapi_schema()
+    routes = []
+    for path, methods in schema["paths"].items():
+        get = methods.get("get")
+        names = {p["name"] for p in (get or {}).get("parameters", []) if p["in"] == "query"}
+        if {"limit", "offset"} <= names:
+            routes.append(path.removeprefix("/api/v1"))
+    return routes
+
+
+def _array_routes_without_pagination() -> list[str]:
+    from novelgraph.api import api
+
+    schema = api.get_openapi_schema()
+    bare = []
+    for path, methods in schema["paths"].items():
+        get = methods.get("get")
+        if not get:
+            continue
+        ok = get["responses"].get("200", {}).get("content", {}).get("application/json", {}).get("schema", {})
+        if ok.get("type") == "array":
+            bare.append(path)
+    return bare
+
+
+def test_no_list_route_returns_a_bare_unpaginated_array():
+    assert _array_routes_without_pagination() == []
+    assert len(_list_routes()) >= 15
+
+
+def test_every_list_route_refuses_a_page_larger_than_200(author_api, book, sol_api):
+    from .security_scene import build_scene
+
+    ids = build_scene(book, sol_api)
+    checked = []
+    for route in _list_routes():
+        path = route
+        for name, value in ids.items():
+            path = path.replace("{" + name + "}", str(value))
+        too_big = author_api.get(path, limit=100000)
+        assert too_big.status_code == 422, (route, too_big.status_code)
+        assert too_big.json()["field"] == "limit", route
+        fine = author_api.get(path, limit=200)
+        assert fine.status_code == 200, (route, fine.status_code)
+        assert set(fine.json()) == {"items", "count"}, route
+        assert author_api.get(path, limit=0).status_code == 422, route
+        checked.append(route)
+    assert len(checked) == len(_list_routes())
+    # search ranks rather than lists (no offset), but its page is bounded too
+    assert author_api.get("/library/search", q="tide", limit=100000).status_code == 422
+
+
+def test_default_page_is_50_and_count_is_the_total(author_api, author):
+    from .factories import BookFactory
+
+    for n in range(60):
+        BookFactory(owner=author, title=f"Book {n:02d}")
+    page = author_api.get("/books").json()
+    assert len(page["items"]) == 50
+    assert page["count"] == 61
+    assert len(author_api.get("/books", offset=50).json()["items"]) == 11
+
+
+def test_text_fields_have_maximum_lengths(author_api, luna_api, book):
+    from .factories import DiscoverySessionFactory
+
+    session = DiscoverySessionFactory(book=book)
+    turn = author_api.post(f"/sessions/{session.pk}/turns", {"role": "author", "content": "x" * 50_001})
+    assert turn.status_code == 422 and turn.json()["field"] == "content"
+    title = author_api.post("/books", {"title": "t" * 10_000})
+    assert title.status_code == 422 and title.json()["field"] == "title"
+    note = luna_api.post(f"/sessions/{session.pk}/scratchpad", {"kind": "question", "content": "n" * 200_000})
+    assert note.status_code == 422 and note.json()["field"] == "content"
+    assert not session.turns.exists()
+
+
+def test_source_references_per_entry_are_capped(luna_api, book):
+    import uuid
+
+    from .factories import DiscoverySessionFactory
+
+    session = DiscoverySessionFactory(book=book)
+    refs = [{"type": "chunk", "id": str(uuid.uuid4())} for _ in range(51)]
+    response = luna_api.post(
+        f"/sessions/{session.pk}/scratchpad", {"kind": "question", "content": "Too many refs?", "source_refs": refs}
+    )
+    assert response.status_code == 422
+    assert response.json()["field"].startswith("source_refs")
+    assert not session.scratchpad.exists()
