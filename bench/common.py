@@ -240,7 +240,7 @@ def pg_version(url: str | None = None) -> str | None:
     try:
         import psycopg
 
-        with psycopg.connect(url, connect_timeout=5) as conn:
+        with psycopg.connect(_with_database(url, "postgres"), connect_timeout=5) as conn:
             return conn.execute("SHOW server_version").fetchone()[0]
     except Exception as exc:  # a missing server is reported, not fatal
         return f"unavailable ({exc.__class__.__name__})"
