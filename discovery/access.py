@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass, field
+from datetime import timedelta
 from enum import StrEnum
 from typing import Any
 
@@ -160,6 +161,9 @@ def principal_for_user(user: AbstractBaseUser) -> Principal:
     return Principal(user=user, key_role="author")
 
 
+KEY_USE_RESOLUTION = timedelta(minutes=1)
+
+
 def principal_for_key(raw_key: str) -> Principal | None:
     """Resolve a bearer key to its principal; None for an unknown or revoked key."""
     try:
@@ -168,7 +172,11 @@ def principal_for_key(raw_key: str) -> Principal | None:
         return None
     if not key.owner.is_active:
         return None
-    ApiKey.objects.filter(pk=key.pk).update(last_used_at=timezone.now())
+    now = timezone.now()
+    # Record use at most once a minute: a write per request would serialise every
+    # API call on SQLite's single writer for a timestamp nobody reads that finely.
+    if key.last_used_at is None or now - key.last_used_at > KEY_USE_RESOLUTION:
+        ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
     return Principal(
         user=key.owner,
         key_role=key.role,
