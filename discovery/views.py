@@ -72,8 +72,8 @@ def book_links(book: Book) -> dict[str, str | None]:
         "dossiers": reverse("discovery:dossiers", args=[book.pk]),
         "research": reverse("discovery:research", args=[book.pk]),
         "review": _url("approvals:inbox"),
-        "log": _url("approvals:book_log", book.pk) or _url("approvals:log", book.pk),
-        "loop": _url("discovery:loop", book.pk) or _url("loop:page", book.pk),
+        "log": _url("approvals:book_log", book.pk),
+        "loop": _url("loop:page", book.pk) or _url("discovery:loop:page", book.pk),
         "library": _url("library:search"),
     }
 

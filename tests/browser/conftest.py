@@ -7,9 +7,11 @@ Locally, a missing Chromium skips these tests with a clear message; under CI
 
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
 from collections.abc import Iterator
+from io import StringIO
 from pathlib import Path
 
 import pytest
@@ -66,6 +68,22 @@ def chromium() -> Iterator:
 
 
 @pytest.fixture
+def seeded(transactional_db) -> None:
+    """What the data migrations seed (the curated library, the loop's roster), restored.
+
+    A live-server test runs in a real transaction and ends with a flush that empties every
+    table, rows from data migrations included; the next one puts them back, idempotently.
+    """
+    from django.apps import apps
+
+    from library.management.commands.seed_library import Command as SeedLibrary
+
+    SeedLibrary(stdout=StringIO()).handle()
+    roster = importlib.import_module("discovery.loop.migrations.0002_roster")
+    roster.seed(apps, None)
+
+
+@pytest.fixture
 def page(chromium, live_server):
     """A fresh browser context (no cookies) at phone-friendly desktop size, pointed at the live server."""
     context = chromium.new_context(base_url=live_server.url, viewport={"width": 1280, "height": 900})
@@ -73,6 +91,13 @@ def page(chromium, live_server):
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
+
+    # A Content-Security-Policy violation (an inline style or script) shows as a console error.
+    def on_console(msg) -> None:
+        if "Content Security Policy" in msg.text:
+            errors.append(f"{page.url}: {msg.text}")
+
+    page.on("console", on_console)
     page.js_errors = errors
     yield page
     context.close()

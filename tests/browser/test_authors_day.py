@@ -3,7 +3,7 @@
 One walk: log in, open the demo book, filter the scratchpad to Luna's questions, open
 the pending charter, fail to approve it without a rationale (nothing changes), approve
 it with one, see it in the verified decision log, find the fair-play citation in the
-library, and see the orphan on the loop page. Then an editor reads without decision
+library, and see the orphan highlighted in the loop page's traceability picture. Then an editor reads without decision
 controls. A screenshot of each main page is saved under test-artifacts/screenshots/.
 """
 
@@ -18,11 +18,11 @@ from discovery.models import Book, StoryCharter
 
 from .conftest import assert_accessible_basics, assert_fits_phone_width, log_in
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture
-def demo_book() -> Book:
+def demo_book(seeded) -> Book:
     call_command("demo", stdout=StringIO())
     return Book.objects.get(title="The Lighthouse Letter")
 
@@ -96,6 +96,24 @@ def test_the_authors_day_from_login_to_a_decided_charter(page, screenshot, demo_
     assert "fair" in citation.inner_text().lower()
     assert_accessible_basics(page)
     screenshot(page, "library")
+
+    # The loop page: the gate stepper at G1.5 and the orphan highlighted in the traceability picture.
+    page.goto(f"/books/{demo_book.pk}/")
+    page.get_by_role("navigation", name="This book").get_by_role("link", name="Loop").click()
+    page.wait_for_url(f"**/books/{demo_book.pk}/loop/")
+    trace = page.locator("section[aria-labelledby=trace-h] svg")
+    orphans = trace.locator("g.lint-orphan")
+    assert orphans.count() == 1
+    assert "subplot-harbour" in orphans.locator("title").text_content()
+    assert orphans.locator(".loop-flag").text_content() == "orphan"
+    normal = trace.locator("g.loop-node:not(.lint-orphan) rect").first
+    style = "(el) => getComputedStyle(el).stroke + ' ' + getComputedStyle(el).fill"
+    assert orphans.locator("rect").evaluate(style) != normal.evaluate(style)  # drawn differently
+    assert "G1.5" in page.locator("main").inner_text()
+    assert_accessible_basics(page)
+    screenshot(page, "loop")
+    trace.scroll_into_view_if_needed()
+    screenshot(page, "loop-trace")
 
     assert page.js_errors == []
 
