@@ -20,12 +20,13 @@ from django.shortcuts import redirect, render
 from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_POST
 
-from approvals.models import Approval, DecisionLogEntry
+from approvals.models import Approval, DecisionLogEntry, Gate
 from library.models import ResearchItem
 from library.services import research_decide
 from novelgraph.errors import Conflict, DomainError, Forbidden, NotFound
 
 from .access import Cap, Principal, book_for, principal_for_user
+from .loop.models import LoopMeta
 from .models import (
     AgentRole,
     Book,
@@ -187,6 +188,17 @@ def recent_activity(book_ids: list) -> list[dict]:
 # --- Book page ------------------------------------------------------------------
 
 
+def gate_steps(current: str) -> list[dict]:
+    """G0 to G3, each passed, current or upcoming relative to the loop's gate."""
+    order = [value for value, _ in Gate.choices]
+    at = order.index(current) if current in order else -1
+
+    def state(i: int) -> str:
+        return "passed" if i < at else "current" if i == at else "upcoming"
+
+    return [{"value": value, "label": label, "state": state(i)} for i, (value, label) in enumerate(Gate.choices)]
+
+
 @login_required
 def book_detail(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
     """Premise, current question, turns with observations, thrusts, charters, knowledge bases and canon."""
@@ -211,6 +223,8 @@ def book_detail(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
         base_id__in=[b["id"] for b in bases], status=KnowledgeClaim.Status.PROPOSED
     ).count()
     pending = Approval.objects.filter(book=book, status=Approval.Status.PENDING).count()
+    meta = LoopMeta.objects.filter(book=book).values("gate", "status").first()
+    gates = gate_steps(meta["gate"]) if meta else []
     research = dict(
         ResearchItem.objects.filter(book=book).values_list("status").annotate(n=Count("id")).values_list("status", "n")
     )
@@ -224,6 +238,8 @@ def book_detail(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
             "pending": pending,
             "proposed_claims": proposed_claims,
             "research_counts": research,
+            "loop": meta,
+            "gates": gates,
             "entry_count": len(view["scratchpad"]),
         },
     )

@@ -392,3 +392,13 @@ def test_the_author_admits_research_with_a_rationale(author_browser, book):
     assert item.status == "admitted"
     entry = DecisionLogEntry.objects.get(book=book)
     assert entry.rationale == "The almanac is authoritative."
+
+
+def test_book_page_shows_where_the_loop_stands(author_browser, book):
+    from discovery.loop.services import loop_ensure
+
+    loop_ensure(book=book)
+    html = author_browser.get(f"/books/{book.pk}/").content.decode()
+    assert 'aria-current="step"><strong>G0</strong>' in html
+    assert "Loop status: <strong>working</strong>" in html
+    assert f'href="/books/{book.pk}/loop/"' in html
