@@ -265,6 +265,9 @@ def approval_decide(
         if not rationale:
             raise Invalid("a rationale is required: say in a sentence why", field="rationale")
         constraint = (constraint or "").strip()
+        for name, text in (("rationale", rationale), ("constraint", constraint)):
+            if "\x00" in text:
+                raise Invalid(f"{name} must not contain NUL characters", field=name)
         if verdict in VERDICT_NEEDS_CONSTRAINT and not constraint:
             raise Invalid(
                 f"{verdict} needs {VERDICT_NEEDS_CONSTRAINT[verdict]}",

@@ -339,3 +339,12 @@ def test_a_gate_approval_lists_the_seven_loop_verdicts(book, gate_approval, auth
     refused = verdict(sol_api, gate_approval, verdict="approve", rationale="I say so.")
     assert refused.status_code == 403 and "decision:make" in refused.json()["detail"]
     nothing_written(gate_approval)
+
+
+@pytest.mark.parametrize("field", ["rationale", "constraint"])
+def test_a_nul_character_is_a_422_not_a_server_error(field, charter, approval, author_api):
+    body = {"verdict": "approve", "rationale": "Fine.", "constraint": ""}
+    body[field] = "Fine.\x00"
+    response = verdict(author_api, approval, **body)
+    assert response.status_code == 422 and response.json()["field"] == field
+    nothing_written(approval, charter)
