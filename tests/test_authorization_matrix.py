@@ -14,6 +14,7 @@ then review every changed cell before pasting it.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -33,6 +34,7 @@ CALLERS = ["anon", "other", "luna", "terra", "sol", "editor", "author"]
 RECORD = os.environ.get("NOVELGRAPH_MATRIX_RECORD") == "1"
 
 
+@functools.cache
 def api_operations() -> list[tuple[str, str, dict]]:
     schema = api.get_openapi_schema()
     ops = []
