@@ -58,10 +58,11 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    "novelgraph.security.RequestSizeLimitMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "novelgraph.security.ContentSecurityPolicyMiddleware",
     "novelgraph.security.ApiJsonErrorsMiddleware",
+    # Before anything that reads the body (sessions, CSRF, views): an oversized body is a 413.
+    "novelgraph.security.RequestSizeLimitMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",

@@ -44,6 +44,7 @@ def test_a_page_form_over_the_limit_gets_a_friendly_413_page(author_browser):
     html = response.content.decode()
     assert "too much to send at once" in html
     assert "Nothing was saved" in html
+    assert "script-src 'self'" in response["Content-Security-Policy"]
 
 
 def test_a_body_over_the_limit_without_a_declared_length_is_still_a_413(author_api, book):
