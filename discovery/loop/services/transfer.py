@@ -329,20 +329,27 @@ def _dump(value) -> bytes:
     return (json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False, default=str) + "\n").encode()
 
 
+def _member(name: str) -> zipfile.ZipInfo:
+    """A zip member with a fixed timestamp, so the same state always exports to the same bytes."""
+    info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
+    info.compress_type = zipfile.ZIP_DEFLATED
+    return info
+
+
 def loop_export(*, book: Book) -> bytes:
     """The zip of the book's loop (state files plus committed artifacts)."""
     state = loop_state(book)
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
         for name in STATE_FILES:
-            archive.writestr(f"{book.slug}/_state/{name}.json", _dump(state[name]))
+            archive.writestr(_member(f"{book.slug}/_state/{name}.json"), _dump(state[name]))
         for artifact in state["blackboard"]["artifacts"]:
             if artifact["type"] in COMMITTED_TYPES and artifact["status"] not in {"stale", "rejected"}:
-                archive.writestr(f"{book.slug}/{artifact['id']}.json", _dump(artifact))
+                archive.writestr(_member(f"{book.slug}/{artifact['id']}.json"), _dump(artifact))
         charter = StoryCharter.objects.filter(book=book, status="approved").order_by("-version").first()
         if charter is not None:
             archive.writestr(
-                f"{book.slug}/charter.json",
+                _member(f"{book.slug}/charter.json"),
                 _dump({"schema_version": SCHEMA_VERSION, "version": charter.version, "content": charter.content}),
             )
     return buffer.getvalue()
