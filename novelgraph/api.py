@@ -6,15 +6,18 @@ Every error the API returns is JSON: ``{"detail": str, "code": str, "field"?: st
 
 from __future__ import annotations
 
+import json
+
 from django.core.exceptions import PermissionDenied, RequestDataTooBig
 from django.http import Http404, HttpRequest, HttpResponse
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError
 from ninja.errors import ValidationError as NinjaValidationError
+from ninja.parser import Parser
 from ninja.security import HttpBearer, SessionAuth
 
 from discovery.access import Principal, principal_for_key, principal_for_user
-from novelgraph.errors import DomainError
+from novelgraph.errors import DomainError, Invalid
 
 
 class ApiKeyAuth(HttpBearer):
@@ -33,6 +36,40 @@ class BrowserSessionAuth(SessionAuth):
         return None
 
 
+def _refuse_constant(name: str):
+    raise Invalid(f"body: {name} is not a number the API accepts", field="body")
+
+
+def _refuse_nul(value, path: str) -> None:
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise Invalid(f"{path or 'body'} contains a NUL character", field=path or "body")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _refuse_nul(key, path or "body")
+            _refuse_nul(item, f"{path}.{key}" if path else str(key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _refuse_nul(item, f"{path}.{index}" if path else str(index))
+
+
+class InputParser(Parser):
+    """Input as the API accepts it, for every route at once: no NUL characters (PostgreSQL
+    cannot store them) and no NaN or Infinity in JSON (not JSON, and not storable)."""
+
+    def parse_body(self, request: HttpRequest):
+        data = json.loads(request.body, parse_constant=_refuse_constant)
+        _refuse_nul(data, "")
+        return data
+
+    def parse_querydict(self, data, list_fields, request: HttpRequest):
+        for key, values in data.lists():
+            for value in values:
+                if isinstance(value, str):
+                    _refuse_nul(value, key)
+        return super().parse_querydict(data, list_fields, request)
+
+
 api = NinjaAPI(
     title="NovelGraph API",
     version="1",
@@ -42,6 +79,7 @@ api = NinjaAPI(
         'JSON: `{"detail", "code", "field"?}`.'
     ),
     auth=[ApiKeyAuth(), BrowserSessionAuth()],
+    parser=InputParser(),
     urls_namespace="api",
 )
 
@@ -108,6 +146,8 @@ def on_body_too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpRespons
 
 @api.exception_handler(HttpError)
 def on_http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
+    if isinstance(exc.__cause__, DomainError):  # refused by InputParser while parsing the body
+        return on_domain_error(request, exc.__cause__)
     if exc.status_code == 400:
         # ninja's "Cannot parse request body": bad input, answered like every other bad input (422, documented).
         body = {"detail": f"body: {exc} (send a JSON object)", "code": "invalid", "field": "body", "errors": []}
