@@ -132,7 +132,11 @@ def test_an_editor_reads_everything_but_sees_no_decision_buttons(page, screensho
     assert page.get_by_role("button", name="Admit").count() == 0
     page.goto(f"/books/{demo_book.pk}/dossiers/")
     assert page.get_by_role("button", name="Take snapshot").count() == 0
-    screenshot(page, "editor-dossiers")
+    page.locator("section[aria-labelledby=dossiers-luna] a").first.click()
+    caps = page.locator(".capabilities")
+    assert "not given series:read" in " ".join(caps.inner_text().split())
+    assert "series canon (luna lacks series:read)" in page.locator("main").inner_text()
+    screenshot(page, "editor-dossier")
     charter.refresh_from_db()
     assert charter.status == "proposed"
 

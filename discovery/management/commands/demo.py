@@ -63,11 +63,11 @@ class Command(BaseCommand):
         parser.add_argument(
             "--if-empty",
             action="store_true",
-            help="Only when the database has no books at all (what `make run` uses).",
+            help="Only when the database has no books other than the demo (what `make run` uses).",
         )
 
     def handle(self, *args, **options) -> None:
-        if options["if_empty"] and Book.objects.exists():
+        if options["if_empty"] and Book.objects.exclude(title=BOOK_TITLE).exists():
             self.stdout.write(
                 "The database already has books; the demo was not loaded (run `manage.py demo` to add it)."
             )
