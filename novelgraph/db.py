@@ -102,3 +102,29 @@ class AppendOnly(migrations.RunPython):
             remove_append_only(schema_editor.connection, [table])
 
         super().__init__(forwards, backwards)
+
+
+def restore_store_invariants(sender, using: str = "default", **kwargs) -> None:
+    """``post_migrate``: the append-only guards and the rows data migrations seed are present.
+
+    Runs after every ``migrate`` and after every ``flush`` (which empties all tables,
+    seeded rows included, and on SQLite needs the guards lifted first). Idempotent,
+    and it never overwrites what staff changed: missing rows are created, existing
+    ones left alone.
+    """
+    import importlib
+
+    from django.apps import apps
+    from django.db import connections
+
+    connection = connections[using]
+    existing = set(connection.introspection.table_names())
+    if not set(APPEND_ONLY_TABLES) <= existing or "loop_rosterentry" not in existing:
+        return  # a partial migrate (or a rollback): nothing to restore yet
+    install_append_only(connection)
+    from discovery.models import KnowledgeBase
+    from library.models import KnowledgeChunk, KnowledgeSource
+    from library.seed import seed_curated_library
+
+    seed_curated_library(KnowledgeBase, KnowledgeSource, KnowledgeChunk)
+    importlib.import_module("discovery.loop.migrations.0002_roster").seed(apps, None, overwrite=False)

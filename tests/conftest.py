@@ -10,34 +10,21 @@ from django.db import connection
 from django.test import Client
 
 from discovery.access import api_key_create
-from novelgraph.db import install_append_only, remove_append_only
+from novelgraph.db import remove_append_only
 
 from .factories import PASSWORD, BookFactory, UserFactory
 
 # --- Append-only guards and transactional tests ------------------------------
 # Transactional tests end with a flush that deletes every row; on SQLite the
-# append-only triggers would refuse it. Lift them just for the flush and restore
-# them before the next test.
-_guards_lifted = False
+# append-only triggers would refuse it, so they are lifted for the flush. The
+# flush then emits post_migrate, and novelgraph.db.restore_store_invariants puts
+# the guards and the data-migration rows (curated library, roster) back.
 
 
 @pytest.fixture
 def transactional_db(transactional_db):
-    global _guards_lifted
-    install_append_only(connection)
-    _guards_lifted = False
     yield
     remove_append_only(connection)
-    _guards_lifted = True
-
-
-@pytest.fixture
-def db(db):
-    global _guards_lifted
-    if _guards_lifted:
-        install_append_only(connection)
-        _guards_lifted = False
-    yield
 
 
 # --- API client ----------------------------------------------------------

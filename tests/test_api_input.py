@@ -29,7 +29,7 @@ def test_a_nul_character_in_a_query_string_is_a_422(author_api, book):
 @pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
 def test_non_finite_numbers_are_refused(author_api, book, constant):
     session = author_api.post(f"/books/{book.pk}/discovery").json()
-    raw = '{"kind": "hypothesis", "content": "x", "confidence": %s, "source_refs": []}' % constant
+    raw = '{"kind": "hypothesis", "content": "x", "confidence": ' + constant + ', "source_refs": []}'
     response = author_api.client.post(
         f"/api/v1/sessions/{session['session_id']}/scratchpad",
         raw,

@@ -227,7 +227,7 @@ def test_nul_characters_are_a_422_not_a_database_error(terra_api, sol_api, sessi
         f"/sessions/{session.pk}/scratchpad",
         {"kind": "question", "content": "Why?", "source_refs": [{"type": "other", "id": "a\u0000b"}]},
     )
-    assert ref.status_code == 422 and ref.json()["field"] == "source_refs[0]"
+    assert ref.status_code == 422 and ref.json()["field"] == "source_refs.0.id"
     claim = sol_api.post(
         "/claims",
         {

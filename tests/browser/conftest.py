@@ -7,11 +7,9 @@ Locally, a missing Chromium skips these tests with a clear message; under CI
 
 from __future__ import annotations
 
-import importlib
 import os
 import shutil
 from collections.abc import Iterator
-from io import StringIO
 from pathlib import Path
 
 import pytest
@@ -71,18 +69,8 @@ def chromium() -> Iterator:
 
 @pytest.fixture
 def seeded(transactional_db) -> None:
-    """What the data migrations seed (the curated library, the loop's roster), restored.
-
-    A live-server test runs in a real transaction and ends with a flush that empties every
-    table, rows from data migrations included; the next one puts them back, idempotently.
-    """
-    from django.apps import apps
-
-    from library.management.commands.seed_library import Command as SeedLibrary
-
-    SeedLibrary(stdout=StringIO()).handle()
-    roster = importlib.import_module("discovery.loop.migrations.0002_roster")
-    roster.seed(apps, None)
+    """A live-server test's database, with what the data migrations seed (the curated
+    library, the loop's roster): restored after every flush by post_migrate."""
 
 
 @pytest.fixture

@@ -22,10 +22,11 @@ ROSTER = [
 ]
 
 
-def seed(apps, schema_editor):
+def seed(apps, schema_editor, *, overwrite=True):
     RosterEntry = apps.get_model("loop", "RosterEntry")
+    upsert = RosterEntry.objects.update_or_create if overwrite else RosterEntry.objects.get_or_create
     for slug, name, kind, agent, required, gate, cost, description in ROSTER:
-        RosterEntry.objects.update_or_create(
+        upsert(
             slug=slug,
             defaults={
                 "name": name,
