@@ -239,5 +239,5 @@ def test_nul_characters_are_a_422_not_a_database_error(terra_api, sol_api, sessi
             "provenance": "agent-proposed",
         },
     )
-    assert claim.status_code == 422 and claim.json()["field"] == "value"
+    assert claim.status_code == 422 and claim.json()["field"] == "value.quote"
     assert not ScratchpadEntry.objects.exists()
