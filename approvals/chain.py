@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -123,8 +124,16 @@ assert tuple(sorted(CHAIN_FIELDS)) == (
 ), "verify_rows writes the canonical keys in this order"
 
 
-def _ts_text(ts: datetime) -> str:
-    """``format_ts`` for the values a database returns: aware, or naive in UTC (Django's SQLite storage)."""
+_SQLITE_TS = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(\.\d{6})?")
+
+
+def _ts_text(ts: datetime | str) -> str:
+    """``format_ts`` for the values a database returns: aware, or naive in UTC (Django's SQLite
+    storage), or SQLite's stored text itself ("YYYY-MM-DD HH:MM:SS[.ffffff]", UTC)."""
+    if ts.__class__ is str:
+        if _SQLITE_TS.fullmatch(ts) is None:
+            return format_ts(datetime.fromisoformat(ts).replace(tzinfo=UTC))
+        return f"{ts[:10]}T{ts[11:]}Z" if len(ts) == 26 else f"{ts[:10]}T{ts[11:]}.000000Z"
     if ts.tzinfo is not None:
         if ts.utcoffset():
             ts = ts.astimezone(UTC)
@@ -143,6 +152,16 @@ def _detail_text(detail) -> str:
             return detail
         detail = json.loads(detail)
     return _encode_sorted(detail) if detail else "{}"
+
+
+def _stored_detail(detail) -> str:
+    """The detail as stored, when it is text: written canonically, it needs no re-encoding.
+
+    Only a first guess: if the hash does not match, verify_rows re-encodes it and tries
+    again, so a row stored before canonical storage (or on PostgreSQL, whose jsonb
+    reorders keys) verifies exactly as the recipe says.
+    """
+    return detail if detail.__class__ is str else _detail_text(detail)
 
 
 def verify_rows(book_id, rows) -> Verification:
@@ -192,36 +211,20 @@ def verify_rows(book_id, rows) -> Verification:
                 sequence,
                 "prev_hash does not match the previous entry's hash",
             )
-        canonical = "".join(
-            (
-                '{"book":',
-                book_json,
-                ',"decision":',
-                enc(decision),
-                ',"detail":',
-                "{}" if detail == "{}" else _detail_text(detail),
-                ',"gate":',
-                "null" if gate is None else enc(gate),
-                ',"prev_hash":',
-                enc(prev_hash),
-                ',"ratified_by":',
-                enc(ratified_by),
-                ',"rationale":',
-                enc(rationale),
-                ',"reversibility_class":',
-                enc(reversibility),
-                ',"sequence":',
-                str(sequence),
-                ',"subject_id":',
-                enc(subject_id),
-                ',"subject_type":',
-                enc(subject_type),
-                ',"ts":"',
-                _ts_text(ts),
-                '"}',
-            )
+        # prev_hash equals the previous entry's verified hex hash (checked above): no escaping needed.
+        canonical = (
+            f'{{"book":{book_json},"decision":{enc(decision)},'
+            f'"detail":{"{}" if detail == "{}" else _stored_detail(detail)},'
+            f'"gate":{"null" if gate is None else enc(gate)},"prev_hash":"{prev_hash}",'
+            f'"ratified_by":{enc(ratified_by)},"rationale":{enc(rationale)},'
+            f'"reversibility_class":{enc(reversibility)},"sequence":{sequence},'
+            f'"subject_id":{enc(subject_id)},"subject_type":{enc(subject_type)},"ts":"{_ts_text(ts)}"}}'
         )
         recomputed = sha256(canonical.encode()).hexdigest()
+        if recomputed != stored_hash and detail.__class__ is str and detail != "{}":
+            # Stored text not in canonical form: re-encode it as the recipe says.
+            canonical = canonical.replace(f'"detail":{detail},', f'"detail":{_detail_text(detail)},', 1)
+            recomputed = sha256(canonical.encode()).hexdigest()
         if recomputed != stored_hash:
             return Verification(False, count, sequence, "hash does not match the entry's content")
         seal = sealer.copy()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 
 from django.conf import settings
@@ -116,6 +117,14 @@ class Approval(TimeStampedModel):
         return f"{self.get_kind_display()}: {self.summary}"
 
 
+class CanonicalJSONEncoder(json.JSONEncoder):
+    """JSON as the decision log's hash recipe writes it: sorted keys, compact, UTF-8."""
+
+    def __init__(self, **kwargs):
+        kwargs.update(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        super().__init__(**kwargs)
+
+
 class DecisionLogEntry(models.Model):
     """One row of a book's append-only, hash-chained, HMAC-sealed decision log."""
 
@@ -139,7 +148,9 @@ class DecisionLogEntry(models.Model):
     reversibility_class = models.CharField(max_length=20, choices=Reversibility.choices)
     rationale = models.TextField()
     # Verdict-specific detail (constraint, steer, what was granted, affected slots).
-    detail = models.JSONField(default=dict, blank=True)
+    # Stored in its canonical form (sorted keys, compact) so verification can hash the
+    # stored text as it is instead of parsing and re-encoding it (bench/RESULTS.md).
+    detail = models.JSONField(default=dict, blank=True, encoder=CanonicalJSONEncoder)
     approval = models.ForeignKey(
         Approval,
         null=True,

@@ -9,7 +9,8 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import connection
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, Q, QuerySet, TextField
+from django.db.models.functions import Cast
 
 from discovery.access import Cap, Principal, require
 from discovery.models import Book
@@ -60,7 +61,13 @@ def decision_log_verify(book: Book) -> Verification:
     also asks that every decided approval of the book still has its log entry.
     Two queries, whatever the length of the log.
     """
-    rows = DecisionLogEntry.objects.filter(book=book).order_by("sequence").values_list(*VERIFY_COLUMNS)
+    rows = DecisionLogEntry.objects.filter(book=book).order_by("sequence")
+    if connection.vendor == "sqlite":
+        # The stored text of ts, not a parsed datetime (SQLite keeps it as UTC text).
+        rows = rows.annotate(ts_text=Cast("ts", output_field=TextField()))
+        rows = rows.values_list(*("ts_text" if c == "ts" else c for c in VERIFY_COLUMNS))
+    else:
+        rows = rows.values_list(*VERIFY_COLUMNS)
     result = verify_rows(book.pk, _cursor_rows(rows))
     if not result.ok:
         return result
