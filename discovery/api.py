@@ -202,7 +202,7 @@ class CharterCreatedOut(Schema):
     approval_id: uuid.UUID
 
 
-class ResolveIn(Schema):
+class CharterResolveIn(Schema):
     approved: StrictBool
     rationale: str = Field(..., max_length=10_000)
 
@@ -559,7 +559,7 @@ def charter_propose(request: HttpRequest, book_id: uuid.UUID, body: CharterIn):
     response={200: CharterOut, **ERRORS},
     summary="The author approves or rejects a proposed charter, with a rationale",
 )
-def charter_resolve(request: HttpRequest, charter_id: uuid.UUID, body: ResolveIn):
+def charter_resolve(request: HttpRequest, charter_id: uuid.UUID, body: CharterResolveIn):
     return services.charter_resolve(
         principal=principal_of(request), charter_id=charter_id, approved=body.approved, rationale=body.rationale
     )

@@ -33,14 +33,16 @@ from .schemas import (
     ImportOut,
     LintOut,
     LoopOut,
+    LoopVerdictIn,
+    LoopVerdictOut,
     MetaOut,
     NodeIn,
     NodeOut,
     NodePatch,
     QuestionIn,
     QuestionOut,
+    QuestionResolveIn,
     RerunOut,
-    ResolveIn,
     ReviewIn,
     ReviewOut,
     RoundIn,
@@ -52,8 +54,6 @@ from .schemas import (
     TraceNodeIn,
     TraceNodeOut,
     TraceSettingsIn,
-    VerdictIn,
-    VerdictOut,
 )
 from .services.transfer import loop_export, loop_import
 
@@ -148,7 +148,7 @@ def questions_route(request: HttpRequest, book_id: uuid.UUID, question_id: uuid.
 
 
 @router.post(f"{BASE}/questions/{{question_id}}/resolve", response={200: QuestionOut, **ERRORS})
-def questions_resolve(request: HttpRequest, book_id: uuid.UUID, question_id: uuid.UUID, payload: ResolveIn):
+def questions_resolve(request: HttpRequest, book_id: uuid.UUID, question_id: uuid.UUID, payload: QuestionResolveIn):
     return loop.question_resolve(
         principal=principal_of(request), book_id=book_id, question_id=question_id, **payload.dict()
     )
@@ -269,8 +269,8 @@ def gate_request(request: HttpRequest, book_id: uuid.UUID, gate: str, payload: G
     return Status(201 if result["outcome"] == "awaiting-human" else 200, result)
 
 
-@router.post(f"{BASE}/approvals/{{approval_id}}/verdict", response={200: VerdictOut, **ERRORS})
-def verdict(request: HttpRequest, book_id: uuid.UUID, approval_id: uuid.UUID, payload: VerdictIn):
+@router.post(f"{BASE}/approvals/{{approval_id}}/verdict", response={200: LoopVerdictOut, **ERRORS})
+def verdict(request: HttpRequest, book_id: uuid.UUID, approval_id: uuid.UUID, payload: LoopVerdictIn):
     """The author's verdict on an option card (a convenience over /approvals/{id}/verdict): one log row."""
     principal = principal_of(request)
     book = book_for(principal, book_id, Cap.DISCOVERY_READ)

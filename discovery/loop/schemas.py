@@ -165,7 +165,7 @@ class RouteIn(Schema):
     target_discipline: str = Field(max_length=60)
 
 
-class ResolveIn(Schema):
+class QuestionResolveIn(Schema):
     resolution: str = Field(max_length=5000)
     cites: str = Field(max_length=200, description="artifact:<slug> | trace:<id> | decision:<n> | question:<id>")
 
@@ -332,13 +332,13 @@ class ImpactOut(Schema):
     breaker: bool
 
 
-class VerdictIn(Schema):
+class LoopVerdictIn(Schema):
     verdict: str = Field(max_length=30)
     rationale: str = Field(max_length=10_000)
     constraint: str = Field("", max_length=10_000)
 
 
-class VerdictOut(Schema):
+class LoopVerdictOut(Schema):
     sequence: int
     decision: str
     gate: str | None = None
