@@ -30,10 +30,11 @@ from approvals.services import (
     register_subject_handler,
 )
 from discovery.access import Cap, Principal, book_for, require
-from novelgraph.errors import Conflict, Invalid, NotFound
+from novelgraph.errors import Conflict, Forbidden, Invalid, NotFound
 
 from . import search as search_index
 from .models import KnowledgeChunk, KnowledgeSource, ResearchItem
+from .seed import CURATED_ORIGIN
 
 MAX_LIST_ITEMS = 50
 MAX_LIST_ITEM_CHARS = 100
@@ -82,9 +83,15 @@ def clean_list(value: Any, field: str) -> list[str]:
     return out
 
 
-def _require_write(principal: Principal | None) -> None:
-    if principal is not None:
-        require(principal, Cap.LITERARY_WRITE)
+def _require_write(principal: Principal | None, *, origin: str | None = None) -> None:
+    """literary:write (authors and staff; agents only read). The curated craft library is
+    staff-curated: through the API only staff may add to it or write under its origin.
+    ``principal`` None is the admin or a management command, which staff run."""
+    if principal is None:
+        return
+    require(principal, Cap.LITERARY_WRITE)
+    if origin == CURATED_ORIGIN and not principal.user.is_staff:
+        raise Forbidden(f"the {CURATED_ORIGIN} library is curated by staff in the admin", code="curated_by_staff")
 
 
 # --- Sources and chunks ------------------------------------------------------
@@ -99,7 +106,7 @@ def source_create(
     version: str,
 ) -> KnowledgeSource:
     """Create a source. Rule: literary:write; (origin, title, version) is unique (409)."""
-    _require_write(principal)
+    _require_write(principal, origin=(origin or "").strip())
     fields = {
         "title": _text(title, "title", max_length=300),
         "origin": _text(origin, "origin", max_length=300),
@@ -134,7 +141,7 @@ def chunk_add(
 
     The search index follows by database trigger.
     """
-    _require_write(principal)
+    _require_write(principal, origin=source.origin)
     content = _text(content, "content", max_length=100_000)
     citation = _text(citation, "citation", max_length=500)
     topics = clean_list(topics, "topics")

@@ -176,7 +176,7 @@ API_EXPECTED: dict[str, tuple[int, ...]] = {
     "GET /sessions/{session_id}/scratchpad": (401, 404, 200, 200, 200, 200, 200),
     "POST /sessions/{session_id}/thrusts": (401, 404, 403, 201, 201, 403, 201),
     "POST /books/{book_id}/charters": (401, 404, 403, 422, 422, 403, 422),
-    "POST /charters/{charter_id}/resolve": (401, 422, 422, 422, 422, 422, 422),
+    "POST /charters/{charter_id}/resolve": (401, 404, 403, 403, 403, 403, 200),
     "POST /claims": (401, 404, 403, 403, 201, 403, 201),
     "POST /claims/{claim_id}/request-approval": (401, 404, 403, 403, 201, 403, 403),
     "POST /claims/{claim_id}/promote": (401, 404, 403, 403, 403, 403, 200),

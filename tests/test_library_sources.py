@@ -479,3 +479,26 @@ def test_sqlite_like_mode_uses_the_registered_fold_function(db):
     with connection.cursor() as cursor:
         cursor.execute("SELECT library_fold(%s, %s)", ["CAFÉ Straße", '["\\u00c9COLE"]'])
         assert cursor.fetchone()[0] == "cafe strasse ecole"
+
+
+def test_the_curated_library_is_curated_by_staff_not_by_any_author(author_api, author):
+    curated = KnowledgeSource.objects.get(origin="novelgraph-curated")
+    before = curated.chunks.count()
+    response = author_api.post(
+        f"/library/sources/{curated.pk}/chunks", {"content": "Mine now.", "citation": "Hijack", "topics": []}
+    )
+    assert response.status_code == 403
+    assert response.json()["code"] == "curated_by_staff"
+    created = author_api.post(
+        "/library/sources",
+        {"title": "Lookalike", "origin": "novelgraph-curated", "license_note": "x", "version": "1"},
+    )
+    assert created.status_code == 403
+    assert curated.chunks.count() == before
+    author.is_staff = True
+    author.save()
+    response = author_api.post(
+        f"/library/sources/{curated.pk}/chunks",
+        {"content": "A staff addition.", "citation": "Staff note", "topics": []},
+    )
+    assert response.status_code == 201
