@@ -310,3 +310,60 @@ def approval_decide(
             code="superseded",
         )
     return entry
+
+
+def subject_decide(
+    *,
+    principal: Principal,
+    book: Book,
+    kind: str,
+    subject_type: str,
+    subject_id: Any,
+    subject_pending: bool,
+    subject_label: str,
+    summary: str,
+    verdict: str,
+    rationale: str,
+    requested_by_role: str = "author",
+    requested_by_user=None,
+) -> Approval:
+    """The author decides a subject (charter, claim, research item) directly; returns its approval.
+
+    The same precedence as ``approval_decide``: who (only the author, 403), then the
+    rationale (422), then the state (a subject that is no longer pending, 409). It decides
+    the subject's pending approval when there is one; otherwise (a proposal made without
+    one, or whose approval lapsed) it opens one and decides it in the same transaction, so
+    every decision still has its approval and its log row.
+    """
+    require_author(principal, book)
+    if not (rationale or "").strip():
+        raise Invalid("a rationale is required: say in a sentence why", field="rationale")
+    if not subject_pending:
+        raise Conflict(f"{subject_label} is no longer pending", code="not_pending")
+    approval = (
+        Approval.objects.filter(book=book, kind=kind, subject_type=subject_type, subject_id=str(subject_id))
+        .filter(status=Approval.Status.PENDING)
+        .order_by("-created_at")
+        .first()
+    )
+    if approval is not None:
+        # Not inside a further transaction: a lapsed approval's "superseded" must be kept.
+        approval_decide(
+            principal=principal, approval_id=approval.pk, verdict=verdict, rationale=rationale, expected_kind=kind
+        )
+    else:
+        with transaction.atomic():
+            approval = approval_request(
+                book=book,
+                kind=kind,
+                subject_type=subject_type,
+                subject_id=subject_id,
+                summary=summary,
+                requested_by_role=requested_by_role,
+                requested_by_user=requested_by_user or principal.user,
+            )
+            approval_decide(
+                principal=principal, approval_id=approval.pk, verdict=verdict, rationale=rationale, expected_kind=kind
+            )
+    approval.refresh_from_db()
+    return approval

@@ -24,10 +24,10 @@ from approvals.services import (
     PROPOSAL_VERDICTS,
     Decision,
     SubjectHandler,
-    approval_decide,
     approval_request,
     fingerprint,
     register_subject_handler,
+    subject_decide,
 )
 from discovery.access import Cap, Principal, book_for, require
 from novelgraph.errors import Conflict, Forbidden, Invalid, NotFound
@@ -482,35 +482,20 @@ def research_decide(*, principal: Principal, research_id: Any, verdict: str, rat
         raise NotFound("research not found") from None
     if principal.role_for(item.book) is None:
         raise NotFound("research not found")
-    if item.status != ResearchItem.Status.PENDING:
-        # Same order as approval_decide: who, then the rationale, then the state.
-        from discovery.access import require_author
-
-        require_author(principal, item.book)
-        if not (rationale or "").strip():
-            raise Invalid("a rationale is required: say in a sentence why", field="rationale")
-        raise Conflict(f"this research is already {item.status}", code="not_pending")
-    approval = (
-        Approval.objects.filter(
-            kind=RESEARCH_KIND,
-            subject_id=str(item.pk),
-            book=item.book,
-            status=Approval.Status.PENDING,
-        )
-        .order_by("-created_at")
-        .first()
+    subject_decide(
+        principal=principal,
+        book=item.book,
+        kind=RESEARCH_KIND,
+        subject_type=RESEARCH_SUBJECT,
+        subject_id=item.pk,
+        subject_pending=item.status == ResearchItem.Status.PENDING,
+        subject_label=f"this research ({item.status})",
+        summary=f"Admit research: {item.title}",
+        verdict=verdict,
+        rationale=rationale,
+        requested_by_role=item.proposed_by or "author",
+        requested_by_user=item.proposed_by_user,
     )
-    with transaction.atomic():
-        if approval is None:
-            # Research written outside research_propose still goes through an approval.
-            approval = _request_admission(item, role=item.proposed_by or "author", user=item.proposed_by_user)
-        approval_decide(
-            principal=principal,
-            approval_id=approval.pk,
-            verdict=verdict,
-            rationale=rationale,
-            expected_kind=RESEARCH_KIND,
-        )
     item.refresh_from_db()
     return item
 

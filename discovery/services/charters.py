@@ -8,11 +8,11 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Max
 
-from approvals.models import Approval, ApprovalKind, Verdict
-from approvals.services import approval_decide, approval_request
-from novelgraph.errors import Conflict, Invalid, NotFound
+from approvals.models import ApprovalKind, Verdict
+from approvals.services import approval_request, subject_decide
+from novelgraph.errors import Invalid, NotFound
 
-from ..access import Cap, Principal, book_for, require_author
+from ..access import Cap, Principal, book_for
 from ..models import Book, DiscoverySession, StoryCharter
 from ..refs import validate_source_refs
 from ..selectors import OPEN_SESSION_STATUSES
@@ -101,41 +101,17 @@ def charter_resolve(*, principal: Principal, charter_id: Any, approved: bool, ra
     the decision log; the story-charter handler applies it to the charter).
     """
     charter = charter_for(principal, charter_id)
-    require_author(principal, charter.book)
-    if not (rationale or "").strip():
-        raise Invalid("a rationale is required: say in a sentence why", field="rationale")
-    if charter.status != StoryCharter.Status.PROPOSED:
-        raise Conflict(f"charter v{charter.version} is already {charter.status}", code="not_pending")
-    verdict = Verdict.APPROVE if approved else Verdict.REJECT
-    approval = None
-    if charter.approval_id:
-        approval = Approval.objects.filter(pk=charter.approval_id, status=Approval.Status.PENDING).first()
-    if approval is not None:
-        approval_decide(
-            principal=principal,
-            approval_id=approval.pk,
-            verdict=verdict,
-            rationale=rationale,
-            expected_kind=ApprovalKind.STORY_CHARTER,
-        )
-    else:
-        # No pending approval (e.g. a lapsed one): open one and decide it in the same transaction.
-        with transaction.atomic():
-            approval = approval_request(
-                book=charter.book,
-                kind=ApprovalKind.STORY_CHARTER,
-                subject_type=CHARTER_SUBJECT,
-                subject_id=charter.pk,
-                summary=f"Story charter v{charter.version}: {charter.main_thrust}",
-                requested_by_role="author",
-                requested_by_user=principal.user,
-            )
-            approval_decide(
-                principal=principal,
-                approval_id=approval.pk,
-                verdict=verdict,
-                rationale=rationale,
-                expected_kind=ApprovalKind.STORY_CHARTER,
-            )
+    subject_decide(
+        principal=principal,
+        book=charter.book,
+        kind=ApprovalKind.STORY_CHARTER,
+        subject_type=CHARTER_SUBJECT,
+        subject_id=charter.pk,
+        subject_pending=charter.status == StoryCharter.Status.PROPOSED,
+        subject_label=f"charter v{charter.version} ({charter.status})",
+        summary=f"Story charter v{charter.version}: {charter.main_thrust}",
+        verdict=Verdict.APPROVE if approved else Verdict.REJECT,
+        rationale=rationale,
+    )
     charter.refresh_from_db()
     return charter

@@ -9,7 +9,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from approvals.models import Approval, ApprovalKind, Verdict
-from approvals.services import approval_decide, approval_request
+from approvals.services import approval_request, subject_decide
 from novelgraph.errors import Conflict, Invalid, NotFound
 
 from ..access import Cap, Principal, book_for, require, require_author
@@ -204,38 +204,16 @@ def claim_decide(*, principal: Principal, claim_id: Any, book_id: Any, approve: 
     """
     book = book_for(principal, book_id)
     require_author(principal, book)
-    if not (rationale or "").strip():
-        raise Invalid("a rationale is required: say in a sentence why", field="rationale")
     claim = claim_for_book(principal, claim_id, book)
-    if claim.status != KnowledgeClaim.Status.PROPOSED:
-        raise Conflict(f"this claim is already {claim.status}", code="not_pending")
-    verdict = Verdict.APPROVE if approve else Verdict.REJECT
-    approval = _pending_approval(book, claim)
-    if approval is not None:
-        approval_decide(
-            principal=principal,
-            approval_id=approval.pk,
-            verdict=verdict,
-            rationale=rationale,
-            expected_kind=ApprovalKind.CANON_PROMOTION,
-        )
-    else:
-        with transaction.atomic():
-            approval = approval_request(
-                book=book,
-                kind=ApprovalKind.CANON_PROMOTION,
-                subject_type=CLAIM_SUBJECT,
-                subject_id=claim.pk,
-                summary=f"Canon: {claim.subject} {claim.predicate}",
-                requested_by_role="author",
-                requested_by_user=principal.user,
-            )
-            approval_decide(
-                principal=principal,
-                approval_id=approval.pk,
-                verdict=verdict,
-                rationale=rationale,
-                expected_kind=ApprovalKind.CANON_PROMOTION,
-            )
-    approval.refresh_from_db()
-    return approval
+    return subject_decide(
+        principal=principal,
+        book=book,
+        kind=ApprovalKind.CANON_PROMOTION,
+        subject_type=CLAIM_SUBJECT,
+        subject_id=claim.pk,
+        subject_pending=claim.status == KnowledgeClaim.Status.PROPOSED,
+        subject_label=f"this claim ({claim.status})",
+        summary=f"Canon: {claim.subject} {claim.predicate}",
+        verdict=Verdict.APPROVE if approve else Verdict.REJECT,
+        rationale=rationale,
+    )
