@@ -197,13 +197,17 @@ class Inbox:
     pending_total: int
 
 
-def inbox_for(principal: Principal, *, offset: int = 0, limit: int = 50, superseded_limit: int = 50) -> Inbox:
-    """Pending decisions across the principal's books, newest first, with counts per book.
+def inbox_for(
+    principal: Principal, *, offset: int = 0, limit: int = 50, superseded_limit: int = 50, book_id: Any = None
+) -> Inbox:
+    """Pending decisions across the principal's books (or one of them), newest first, with counts per book.
 
     A fixed number of queries whatever the number of approvals: the counts come from
     one aggregate, the lists from one query each.
     """
     books = principal.visible_books()
+    if book_id is not None:
+        books = books.filter(pk=book_id)
     counts = list(
         Book.objects.filter(pk__in=books.values("pk"))
         .annotate(pending=Count("approvals", filter=Q(approvals__status=Approval.Status.PENDING)))
@@ -211,7 +215,7 @@ def inbox_for(principal: Principal, *, offset: int = 0, limit: int = 50, superse
         .order_by("-pending", "title")
     )
     base = Approval.objects.filter(book__in=books.values("pk")).select_related("book", "requested_by_user")
-    pending = list(base.filter(status=Approval.Status.PENDING).order_by("-created_at", "-id")[:limit])
+    pending = list(base.filter(status=Approval.Status.PENDING).order_by("-created_at", "-id")[offset : offset + limit])
     superseded = list(base.filter(status=Approval.Status.SUPERSEDED).order_by("-updated_at", "-id")[:superseded_limit])
     return Inbox(
         pending=pending,

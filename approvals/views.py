@@ -15,6 +15,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
 from discovery.access import Cap, Principal, book_for, principal_for_user
+from discovery.models import Book
 from novelgraph.errors import Conflict, DomainError, Forbidden, Invalid, NotFound
 
 from .models import Approval
@@ -43,6 +44,17 @@ def _principal(request: HttpRequest) -> Principal:
     return principal_for_user(request.user)
 
 
+def _book_filter(request: HttpRequest) -> Book | None:
+    """The ``?book=`` the inbox is narrowed to: one of the person's books, else a 404."""
+    raw = request.GET.get("book")
+    if not raw:
+        return None
+    try:
+        return _principal(request).visible_books().get(pk=uuid.UUID(raw))
+    except (ValueError, Book.DoesNotExist):
+        raise Http404("book not found") from None
+
+
 @login_required
 @require_GET
 def inbox(request: HttpRequest) -> HttpResponse:
@@ -55,7 +67,10 @@ def inbox(request: HttpRequest) -> HttpResponse:
         sidebar = inbox_for(_principal(request), limit=10, superseded_limit=0)
         return render(request, "approvals/inbox.html#inbox-compact", {"sidebar": sidebar})
     page = _page_number(request)
-    box = inbox_for(_principal(request), offset=(page - 1) * PER_PAGE, limit=PER_PAGE)
+    book = _book_filter(request)
+    box = inbox_for(
+        _principal(request), offset=(page - 1) * PER_PAGE, limit=PER_PAGE, book_id=book.pk if book else None
+    )
     pages = max(1, -(-box.pending_total // PER_PAGE))
     context = {
         "inbox": box,
@@ -63,6 +78,8 @@ def inbox(request: HttpRequest) -> HttpResponse:
         "pages": pages,
         "previous_page": page - 1 if page > 1 else None,
         "next_page": page + 1 if page < pages else None,
+        "book": book,
+        "query": f"book={book.pk}&" if book else "",
     }
     template = "approvals/inbox.html#inbox-list" if request.htmx else "approvals/inbox.html"
     return render(request, template, context)

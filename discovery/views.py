@@ -72,7 +72,7 @@ def book_links(book: Book) -> dict[str, str | None]:
         "scratchpad": reverse("discovery:scratchpad", args=[book.pk]),
         "dossiers": reverse("discovery:dossiers", args=[book.pk]),
         "research": reverse("discovery:research", args=[book.pk]),
-        "review": _url("approvals:inbox"),
+        "review": f"{reverse('approvals:inbox')}?book={book.pk}",
         "log": _url("approvals:book_log", book.pk),
         "loop": _url("loop:page", book.pk) or _url("discovery:loop:page", book.pk),
         "library": _url("library:search"),

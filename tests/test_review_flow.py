@@ -298,3 +298,30 @@ def test_the_nav_count_refreshes_after_a_decision(author_browser, approval):
     decide(author_browser, approval, htmx=True, verdict="approve", rationale="Yes, this one.")
     _, after = page(author_browser, "/review/?nav=1", **HX)
     assert "pending decision" not in after and ">Review</a>" in after
+
+
+def test_the_inbox_narrows_to_one_book_and_pages_through_older_decisions(author, author_browser, book):
+    from approvals.views import PER_PAGE
+
+    from .factories import ApprovalFactory, BookFactory
+
+    second = BookFactory(owner=author, title="The Second Book")
+    mine = {str(ApprovalFactory(book=book, summary=f"Tide note {i:03d}").pk) for i in range(PER_PAGE + 3)}
+    ApprovalFactory(book=second, summary="Elsewhere")
+
+    first = author_browser.get(f"/review/?book={book.pk}")
+    older = author_browser.get(f"/review/?book={book.pk}&page=2")
+    assert first.status_code == older.status_code == 200
+    assert b"Elsewhere" not in first.content and b"Elsewhere" not in older.content
+
+    def listed(response) -> set[str]:
+        return {pk for pk in mine if f"/review/{pk}/".encode() in response.content}
+
+    assert len(listed(first)) == PER_PAGE and len(listed(older)) == 3
+    assert listed(first).isdisjoint(listed(older))
+    assert f"book={book.pk}&amp;page=1".encode() in older.content  # the pager keeps the filter
+
+
+def test_the_inbox_refuses_a_book_that_is_not_yours(author_browser, other_book):
+    assert author_browser.get(f"/review/?book={other_book.pk}").status_code == 404
+    assert author_browser.get("/review/?book=not-a-uuid").status_code == 404
