@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 
+from django.core.exceptions import ImproperlyConfigured
 from django.db import migrations, models
 
 
@@ -54,7 +55,7 @@ def append_only_sql(vendor: str, table: str) -> list[str]:
             f'CREATE TRIGGER IF NOT EXISTS "{table}_no_delete" BEFORE DELETE ON "{table}" '
             f"BEGIN SELECT RAISE(ABORT, 'append-only: {table} refuses DELETE'); END;",
         ]
-    raise NotImplementedError(f"append-only triggers are not written for {vendor}")
+    raise ImproperlyConfigured(f"NovelGraph runs on SQLite or PostgreSQL; no append-only triggers for {vendor}")
 
 
 def drop_append_only_sql(vendor: str, table: str) -> list[str]:
