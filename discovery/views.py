@@ -376,7 +376,7 @@ def _render_research(
     items = list(ResearchItem.objects.filter(book=book).select_related("approval").order_by("-created_at"))
     return render(
         request,
-        "discovery/research.html",
+        "discovery/research.html#research-lists" if request.htmx else "discovery/research.html",
         {
             "book": book,
             "role": role,
@@ -405,21 +405,10 @@ def research_verdict(request: HttpRequest, book_id: uuid.UUID, item_id: uuid.UUI
         research_decide(principal=principal, research_id=item.pk, verdict=verdict, rationale=rationale)
     except DomainError as exc:
         errors = {item.pk: {"message": exc.message, "rationale": rationale}}
-        if request.htmx:
-            return render(
-                request,
-                "discovery/research.html#research-item",
-                {"book": book, "item": item, "can_decide": role == "author", "errors": errors},
-                status=exc.status,
-            )
         return _render_research(request, book, role, errors=errors, status=exc.status)
     if request.htmx:
-        item.refresh_from_db()
-        return render(
-            request,
-            "discovery/research.html#research-item",
-            {"book": book, "item": item, "can_decide": False, "errors": {}},
-        )
+        # Both lists: the decided item moves from "Waiting" to "Decided" in place.
+        return _render_research(request, book, role)
     return redirect(f"{reverse('discovery:research', args=[book.pk])}#research-{item.pk}")
 
 

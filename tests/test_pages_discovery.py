@@ -387,7 +387,12 @@ def test_the_author_admits_research_with_a_rationale(author_browser, book):
         HTTP_HX_REQUEST="true",
     )
     assert response.status_code == 200
-    assert ">admitted</span>" in response.content.decode()
+    html = response.content.decode()
+    assert ">admitted</span>" in html
+    # The item moved from "Waiting" to "Decided" in the swapped lists.
+    waiting, decided = html.split('id="decided-title"')
+    assert "Tide tables" not in waiting and "Tide tables" in decided
+    assert "No research waits for admission." in waiting
     item.refresh_from_db()
     assert item.status == "admitted"
     entry = DecisionLogEntry.objects.get(book=book)
