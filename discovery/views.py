@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import uuid
 from itertools import chain
-from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Q
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.urls import NoReverseMatch, reverse
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from approvals.models import Approval, DecisionLogEntry, Gate
@@ -57,14 +56,6 @@ def _book(request: HttpRequest, book_id: uuid.UUID, *caps: Cap) -> tuple[Princip
     return principal, book, principal.role_for(book) or ""
 
 
-def _url(name: str, *args: Any) -> str | None:
-    """A page another area provides, or None while it does not exist (its link is then hidden)."""
-    try:
-        return reverse(name, args=args)
-    except NoReverseMatch:
-        return None
-
-
 def book_links(book: Book) -> dict[str, str | None]:
     """Every page of a book, for the book navigation."""
     return {
@@ -73,9 +64,9 @@ def book_links(book: Book) -> dict[str, str | None]:
         "dossiers": reverse("discovery:dossiers", args=[book.pk]),
         "research": reverse("discovery:research", args=[book.pk]),
         "review": f"{reverse('approvals:inbox')}?book={book.pk}",
-        "log": _url("approvals:book_log", book.pk),
-        "loop": _url("loop:page", book.pk) or _url("discovery:loop:page", book.pk),
-        "library": _url("library:search"),
+        "log": reverse("approvals:book_log", args=[book.pk]),
+        "loop": reverse("loop:page", args=[book.pk]),
+        "library": reverse("library:search"),
     }
 
 
@@ -96,8 +87,7 @@ def ref_url(book: Book, ref: dict) -> str | None:
     if kind in anchors:
         return anchors[kind]
     if kind == "chunk":
-        search = _url("library:search")
-        return f"{search}?chunk={ref_id}" if search else None
+        return f"{reverse('library:search')}?chunk={ref_id}"
     return ref.get("url")
 
 
@@ -134,7 +124,7 @@ def home(request: HttpRequest) -> HttpResponse:
         {
             "books": books,
             "activity": recent_activity([b.pk for b in books]),
-            "inbox_url": _url("approvals:inbox"),
+            "inbox_url": reverse("approvals:inbox"),
             "pending_total": sum(b.pending for b in books),
         },
     )
