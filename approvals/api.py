@@ -1,121 +1,38 @@
 """Approvals and decision-log routes. Thin: authenticate, validate, call a service or selector."""
 
 import uuid
-from datetime import datetime
-from typing import Any
 
 from django.http import HttpRequest, StreamingHttpResponse
-from ninja import Field, Query, Router, Schema
+from ninja import Query, Router
 from ninja.pagination import paginate
 
-from discovery.access import Cap, book_for
-from novelgraph.api import principal_of
+from discovery.access import Cap, book_access, books_visible_to, principal_capabilities
+from novelgraph.auth import principal_of
 from novelgraph.schemas import ERRORS
 
-from .models import Approval, ApprovalStatus, Verdict
+from .models import Approval
+from .schemas import (
+    WITHHELD,
+    ApprovalDetailOut,
+    ApprovalFilter,
+    ApprovalOut,
+    LogEntryOut,
+    VerdictIn,
+    VerdictOut,
+    VerificationOut,
+)
 from .selectors import (
-    approval_for,
+    approval_get,
     approval_view,
     approvals_visible,
     decision_log_export_lines,
     decision_log_for,
     decision_log_verify,
+    withheld_subjects,
 )
 from .services import approval_decide
 
 router = Router(tags=["approvals"])
-
-
-# --- Schemas -----------------------------------------------------------------
-
-
-class ApprovalOut(Schema):
-    id: uuid.UUID
-    book_id: uuid.UUID
-    kind: str
-    subject_type: str
-    subject_id: str
-    gate: str | None
-    summary: str
-    note: str
-    requested_by_role: str
-    requested_by: str | None
-    reversibility_class: str
-    status: str
-    verdict: str | None
-    rationale: str
-    constraint: str
-    decided_by: str | None
-    decided_at: datetime | None
-    created_at: datetime
-
-    @staticmethod
-    def resolve_requested_by(obj: Approval | dict) -> str | None:
-        if isinstance(obj, dict):
-            return obj.get("requested_by")
-        return obj.requested_by_user.get_username() if obj.requested_by_user_id else None
-
-    @staticmethod
-    def resolve_decided_by(obj: Approval | dict) -> str | None:
-        if isinstance(obj, dict):
-            return obj.get("decided_by")
-        return obj.decided_by.get_username() if obj.decided_by_id else None
-
-
-class LogEntryOut(Schema):
-    id: uuid.UUID
-    book_id: uuid.UUID
-    sequence: int
-    ts: datetime
-    gate: str | None
-    decision: str
-    subject_type: str
-    subject_id: str
-    ratified_by: str
-    reversibility_class: str
-    rationale: str
-    detail: dict[str, Any]
-    approval_id: uuid.UUID | None
-    prev_hash: str
-    hash: str
-    seal: str
-
-
-class ApprovalDetailOut(ApprovalOut):
-    verdicts: list[str] = Field(description="the verdicts this kind of approval accepts")
-    current: bool = Field(description="false once the subject changed after the approval was requested")
-    proposal: dict[str, Any] = Field(description="the subject as its handler describes it")
-    source_refs: list[dict[str, Any]] = Field(description="the proposal's source refs, resolved")
-    impact: Any = Field(None, description="the impact preview, where the verdict would change the blackboard")
-    log_entry: LogEntryOut | None = Field(None, description="the decision-log entry, once decided")
-
-
-class VerdictIn(Schema):
-    verdict: str = Field(max_length=40, description=f"one of {', '.join(Verdict.values)}")
-    rationale: str = Field(max_length=10_000, description="why: required, never blank")
-    constraint: str = Field(
-        "",
-        max_length=10_000,
-        description="the constraint (approve-with-constraint), the steer (redirect) or what is granted (extend)",
-    )
-
-
-class VerdictOut(Schema):
-    approval: ApprovalOut
-    entry: LogEntryOut
-
-
-class ApprovalFilter(Schema):
-    book_id: uuid.UUID | None = None
-    status: ApprovalStatus | None = None
-
-
-class VerificationOut(Schema):
-    ok: bool
-    entries: int
-    first_bad_sequence: int | None
-    reason: str | None
-
 
 # --- Approvals ---------------------------------------------------------------
 
@@ -125,22 +42,29 @@ class VerificationOut(Schema):
 def approval_list(request: HttpRequest, filters: Query[ApprovalFilter]):
     """Approvals of the books the caller may read, newest first (`?book_id=&status=`)."""
     principal = principal_of(request)
-    book = book_for(principal, filters.book_id, Cap.BOOK_READ) if filters.book_id else None
-    return approvals_visible(principal, book=book, status=filters.status)
+    access = book_access(principal, filters.book_id, Cap.BOOK_READ) if filters.book_id else None
+    approvals = approvals_visible(principal, access=access, status=filters.status)
+    books = [access.book] if access else books_visible_to(principal)
+    setattr(request, WITHHELD, withheld_subjects(principal, principal_capabilities(principal), books))
+    return approvals
 
 
 @router.get("/approvals/{approval_id}", response={200: ApprovalDetailOut, **ERRORS})
 def approval_detail(request: HttpRequest, approval_id: uuid.UUID):
-    """The proposal, who requested it, its source refs resolved, the impact preview, and whether it is current."""
-    view = approval_view(approval_for(principal_of(request), approval_id))
-    out = ApprovalOut.from_orm(view.approval).dict()
+    """The proposal, who requested it, its source refs resolved, the impact preview, and whether it is current.
+
+    A subject the caller's role may not read is withheld (and says so)."""
+    access, approval = approval_get(principal_of(request), approval_id)
+    setattr(request, WITHHELD, withheld_subjects(access.principal, access.caps, [access.book]))
+    view = approval_view(access, approval)
+    out = ApprovalOut.from_orm(view.approval, context={"request": request}).dict()
     out.update(
         verdicts=view.verdicts,
         current=view.current,
         proposal=view.proposal,
         source_refs=view.source_refs,
         impact=view.impact,
-        log_entry=LogEntryOut.from_orm(view.log_entry).dict() if view.log_entry else None,
+        log_entry=LogEntryOut.from_orm(view.log_entry, context={"request": request}).dict() if view.log_entry else None,
     )
     return out
 
@@ -148,9 +72,10 @@ def approval_detail(request: HttpRequest, approval_id: uuid.UUID):
 @router.post("/approvals/{approval_id}/verdict", response={200: VerdictOut, **ERRORS})
 def approval_verdict(request: HttpRequest, approval_id: uuid.UUID, payload: VerdictIn):
     """The author's verdict, with a rationale. Agents get 403; a stale proposal is 409 and becomes superseded."""
+    access, approval = approval_get(principal_of(request), approval_id)
     entry = approval_decide(
-        principal=principal_of(request),
-        approval_id=approval_id,
+        access=access,
+        approval_id=approval.pk,
         verdict=payload.verdict,
         rationale=payload.rationale,
         constraint=payload.constraint,
@@ -162,19 +87,23 @@ def approval_verdict(request: HttpRequest, approval_id: uuid.UUID, payload: Verd
 # --- The decision log ----------------------------------------------------------
 
 
+def _log_access(request: HttpRequest, book_id: uuid.UUID):
+    access = book_access(principal_of(request), book_id, Cap.BOOK_READ)
+    setattr(request, WITHHELD, withheld_subjects(access.principal, access.caps, [access.book]))
+    return access
+
+
 @router.get("/books/{book_id}/decision-log", response={200: list[LogEntryOut], **ERRORS})
 @paginate
 def decision_log_list(request: HttpRequest, book_id: uuid.UUID):
-    """The book's decision log in sequence order."""
-    book = book_for(principal_of(request), book_id, Cap.BOOK_READ)
-    return decision_log_for(book)
+    """The book's decision log in sequence order (entries about what the caller may not read are withheld)."""
+    return decision_log_for(_log_access(request, book_id).book)
 
 
 @router.get("/books/{book_id}/decision-log/verify", response={200: VerificationOut, **ERRORS})
 def decision_log_verify_route(request: HttpRequest, book_id: uuid.UUID):
     """Recompute the chain and the seals; names the first entry that fails."""
-    book = book_for(principal_of(request), book_id, Cap.BOOK_READ)
-    return decision_log_verify(book).as_dict()
+    return decision_log_verify(_log_access(request, book_id).book).as_dict()
 
 
 @router.get(
@@ -190,8 +119,12 @@ def decision_log_verify_route(request: HttpRequest, book_id: uuid.UUID):
     },
 )
 def decision_log_export(request: HttpRequest, book_id: uuid.UUID):
-    """The book's log as JSON Lines that an outside script can re-verify (see the README)."""
-    book = book_for(principal_of(request), book_id, Cap.BOOK_READ)
-    response = StreamingHttpResponse(decision_log_export_lines(book), content_type="application/x-ndjson")
-    response["Content-Disposition"] = f'attachment; filename="decision-log-{book.slug}.jsonl"'
+    """The book's log as JSON Lines that an outside script can re-verify (see the README).
+
+    Entries about what the caller's role may not read are exported with ``withheld`` and no
+    rationale or detail (they then cannot be re-verified by that caller, and say so)."""
+    access = _log_access(request, book_id)
+    lines = decision_log_export_lines(access.book, withheld=getattr(request, WITHHELD))
+    response = StreamingHttpResponse(lines, content_type="application/x-ndjson")
+    response["Content-Disposition"] = f'attachment; filename="decision-log-{access.book.slug}.jsonl"'
     return response

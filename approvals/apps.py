@@ -1,6 +1,19 @@
 from django.apps import AppConfig
 
+APPEND_ONLY = ("approvals_decisionlogentry",)
+
 
 class ApprovalsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
     name = "approvals"
+
+    def ready(self) -> None:
+        from django.db.models.signals import post_migrate
+
+        from novelgraph.db import guard_tables_after_migrate, register_append_only
+
+        # The decision log refuses UPDATE and DELETE; the guard is back after every migrate and flush.
+        register_append_only(*APPEND_ONLY)
+        post_migrate.connect(
+            guard_tables_after_migrate(*APPEND_ONLY), sender=self, weak=False, dispatch_uid="approvals_append_only"
+        )

@@ -38,11 +38,13 @@ class Reversibility(models.TextChoices):
 
 
 class Gate(models.TextChoices):
-    G0 = "G0", "G0 intake"
-    G1 = "G1", "G1 strategy"
-    G1_5 = "G1.5", "G1.5 domain and bet"
-    G2 = "G2", "G2 convergence"
-    G3 = "G3", "G3 hand-off"
+    """The loop's gates, in order (LOOP.md): the one definition every app and page uses."""
+
+    G0 = "G0", "Intake"
+    G1 = "G1", "Strategy"
+    G1_5 = "G1.5", "Domain and bet"
+    G2 = "G2", "Convergence"
+    G3 = "G3", "Hand-off"
 
 
 class ApprovalStatus(models.TextChoices):

@@ -12,9 +12,11 @@ from django.db import connection
 from django.db.models import Count, Q, QuerySet, TextField
 from django.db.models.functions import Cast
 
-from discovery.access import Cap, Principal, require
+from discovery.access import BookAccess, Cap, book_access, books_visible_to
 from discovery.models import Book
 from discovery.refs import resolve_source_refs
+from discovery.selectors import withheld_claims
+from novelgraph.auth import Principal
 from novelgraph.errors import NotFound
 
 from .chain import Verification, chain_fields, verify_rows
@@ -95,12 +97,14 @@ def decision_log_newest_first(book: Book) -> QuerySet[DecisionLogEntry]:
     )
 
 
-def decision_log_export_lines(book: Book) -> Iterator[str]:
+def decision_log_export_lines(book: Book, *, withheld: dict[str, str] | None = None) -> Iterator[str]:
     """The book's log as JSON Lines: every field of the hash recipe, then hash and seal.
 
     Each line re-verifies on its own with ``approvals.chain``'s recipe (see the README
-    and ``scripts/verify_decision_log_export.py``).
+    and ``scripts/verify_decision_log_export.py``). An entry about a subject in ``withheld``
+    (what the reader's role may not read) carries ``"withheld"`` instead of its rationale and detail.
     """
+    withheld = withheld or {}
     rows = (
         DecisionLogEntry.objects.filter(book=book)
         .order_by("sequence")
@@ -111,7 +115,24 @@ def decision_log_export_lines(book: Book) -> Iterator[str]:
         values = dict(zip(VERIFY_COLUMNS, row, strict=True))
         fields = chain_fields(book_id=book.pk, **{k: values[k] for k in VERIFY_COLUMNS if k not in {"hash", "seal"}})
         line = dict(fields, hash=values["hash"], seal=values["seal"])
+        hidden = withheld_line(withheld, values["subject_type"], values["subject_id"])
+        if hidden is not None:
+            line.update(rationale="", detail={}, withheld=hidden)
         yield json.dumps(line, ensure_ascii=False, sort_keys=True) + "\n"
+
+
+# --- What a role may not read ------------------------------------------------------
+
+
+def withheld_subjects(principal: Principal, caps: frozenset[Cap], books) -> dict[str, str]:
+    """Claims (by id) whose approvals and log entries this caller may not read, each with the line
+    shown instead: ``"withheld: series canon (luna lacks series:read)"``."""
+    return withheld_claims(books, caps, principal.key_role if principal.is_agent else "caller")
+
+
+def withheld_line(withheld: dict[str, str], subject_type: str, subject_id: str) -> str | None:
+    """The line shown instead of a subject the reader may not read, or None when it may read it."""
+    return withheld.get(subject_id) if subject_type == "claim" else None
 
 
 # --- Approvals --------------------------------------------------------------
@@ -120,34 +141,32 @@ def decision_log_export_lines(book: Book) -> Iterator[str]:
 def approvals_visible(
     principal: Principal,
     *,
-    book: Book | None = None,
+    access: BookAccess | None = None,
     status: str | None = None,
 ) -> QuerySet[Approval]:
     """Approvals of the books this principal may read (one book, or all of them), newest first."""
     approvals = Approval.objects.select_related("book", "requested_by_user", "decided_by").order_by(
         "-created_at", "-id"
     )
-    if book is not None:
-        approvals = approvals.filter(book=book)
+    if access is not None:
+        approvals = approvals.filter(book=access.book)
     else:
-        approvals = approvals.filter(book__in=principal.visible_books().values("pk"))
+        approvals = approvals.filter(book__in=books_visible_to(principal).values("pk"))
     if status:
         approvals = approvals.filter(status=status)
     return approvals
 
 
-def approval_for(principal: Principal, approval_id: Any) -> Approval:
-    """One approval, if it belongs to a book the principal may read (404 otherwise)."""
+def approval_get(principal: Principal, approval_id: Any) -> tuple[BookAccess, Approval]:
+    """One approval and the caller's access to its book (404 when the book is not the caller's)."""
     try:
-        approval = Approval.objects.select_related("book", "book__owner", "requested_by_user", "decided_by").get(
-            pk=approval_id
-        )
+        approval = Approval.objects.select_related(
+            "book__series", "book__owner", "requested_by_user", "decided_by"
+        ).get(pk=approval_id)
     except (Approval.DoesNotExist, ValueError, TypeError, ValidationError):
         raise NotFound("approval not found") from None
-    if principal.role_for(approval.book) is None:
-        raise NotFound("approval not found")
-    require(principal, Cap.BOOK_READ, book=approval.book)
-    return approval
+    access = book_access(principal, approval.book, Cap.BOOK_READ, missing="approval")
+    return access, approval
 
 
 @dataclass(frozen=True)
@@ -163,16 +182,24 @@ class ApprovalView:
     log_entry: DecisionLogEntry | None
 
 
-def approval_view(approval: Approval) -> ApprovalView:
-    """The proposal as its handler describes it, with source refs resolved and the impact preview."""
+def approval_view(access: BookAccess, approval: Approval) -> ApprovalView:
+    """The proposal as its handler describes it, with source refs resolved and the impact preview.
+
+    A subject the reader's role may not read (a series claim, for Luna) is withheld: the
+    proposal says so and shows nothing of it.
+    """
     from .services import HANDLERS, approval_is_current
 
     handler = HANDLERS.get(approval.kind)
     proposal: dict = {}
-    if handler is not None and handler.describe is not None:
+    withheld = withheld_subjects(access.principal, access.caps, [access.book])
+    line = withheld_line(withheld, approval.subject_type, approval.subject_id)
+    if line is not None:
+        proposal = {"withheld": True, "title": line}
+    elif handler is not None and handler.describe is not None:
         proposal = dict(handler.describe(approval) or {})
     refs = proposal.get("source_refs") or []
-    resolved = resolve_source_refs(book=approval.book, refs=refs) if refs else []
+    resolved = resolve_source_refs(access, refs) if refs else []
     log_entry = (
         DecisionLogEntry.objects.filter(approval=approval).order_by("sequence").first()
         if approval.status == Approval.Status.DECIDED
@@ -191,21 +218,22 @@ def approval_view(approval: Approval) -> ApprovalView:
 
 @dataclass(frozen=True)
 class Inbox:
-    pending: list[Approval]
+    pending: QuerySet[Approval] | list[Approval]  # newest first; the page pages it
     superseded: list[Approval]
     counts: list[dict]  # per book: {"book": Book, "pending": int}
     pending_total: int
 
 
 def inbox_for(
-    principal: Principal, *, offset: int = 0, limit: int = 50, superseded_limit: int = 50, book_id: Any = None
+    principal: Principal, *, limit: int | None = None, superseded_limit: int = 50, book_id: Any = None
 ) -> Inbox:
     """Pending decisions across the principal's books (or one of them), newest first, with counts per book.
 
-    A fixed number of queries whatever the number of approvals: the counts come from
-    one aggregate, the lists from one query each.
+    A fixed number of queries whatever the number of approvals: the counts come from one
+    aggregate, the lists from one query each. ``pending`` is a queryset to page, or the first
+    ``limit`` approvals.
     """
-    books = principal.visible_books()
+    books = books_visible_to(principal)
     if book_id is not None:
         books = books.filter(pk=book_id)
     counts = list(
@@ -215,10 +243,10 @@ def inbox_for(
         .order_by("-pending", "title")
     )
     base = Approval.objects.filter(book__in=books.values("pk")).select_related("book", "requested_by_user")
-    pending = list(base.filter(status=Approval.Status.PENDING).order_by("-created_at", "-id")[offset : offset + limit])
+    pending = base.filter(status=Approval.Status.PENDING).order_by("-created_at", "-id")
     superseded = list(base.filter(status=Approval.Status.SUPERSEDED).order_by("-updated_at", "-id")[:superseded_limit])
     return Inbox(
-        pending=pending,
+        pending=list(pending[:limit]) if limit is not None else pending,
         superseded=superseded,
         counts=[{"book": b, "pending": b.pending} for b in counts],
         pending_total=sum(b.pending for b in counts),

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,8 +20,9 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from discovery.access import Principal, require_author
+from discovery.access import BookAccess
 from discovery.models import Book
+from novelgraph.db import lock_row
 from novelgraph.errors import Conflict, Invalid, NotFound
 
 from .chain import GENESIS_HASH, chain_fields, entry_hash, seal_of
@@ -44,7 +46,7 @@ class Decision:
     verdict: str
     rationale: str
     constraint: str
-    principal: Principal
+    access: BookAccess
     detail: dict = field(default_factory=dict)  # the handler may add to what is logged
 
 
@@ -120,9 +122,8 @@ def decision_log_append(
     if not (rationale or "").strip():
         raise Invalid("a rationale is required", field="rationale")
     with transaction.atomic():
-        # Lock the book row: the per-book chain head. (SQLite: the IMMEDIATE
-        # transaction already holds the database's write lock.)
-        Book.objects.select_for_update().only("pk").get(pk=book.pk)
+        # Lock the book row: the per-book chain head, so concurrent decisions queue instead of forking.
+        lock_row(Book, book.pk)
         last = DecisionLogEntry.objects.filter(book=book).order_by("-sequence").values_list("sequence", "hash").first()
         sequence, prev_hash = (last[0] + 1, last[1]) if last else (1, GENESIS_HASH)
         ratified_by = (
@@ -224,32 +225,33 @@ def approval_is_current(approval: Approval) -> bool:
 
 def approval_decide(
     *,
-    principal: Principal,
+    access: BookAccess,
     approval_id: Any,
     verdict: str,
     rationale: str,
     constraint: str = "",
     expected_kind: str | None = None,
 ) -> DecisionLogEntry:
-    """The author's verdict on a pending approval; returns the decision-log entry.
+    """The author's verdict on a pending approval of ``access.book``; returns the decision-log entry.
 
-    Rules: only the book's author, as a person, decides (403 otherwise); the
-    verdict must be one the subject accepts (422); a rationale is required (422);
-    approve-with-constraint, redirect and extend need their text (422); a decided
-    approval is a 409; so is one whose subject changed since it was requested, which
-    is marked superseded and stays in history.
+    Rules: only the book's author, as a person, decides (403 otherwise); the verdict must be
+    one the subject accepts (422); a rationale is required (422); approve-with-constraint,
+    redirect and extend need their text (422); a decided approval is a 409; so is one whose
+    subject changed since it was requested, which is marked superseded and stays in history.
     """
+    access.require_author()
+    rationale = (rationale or "").strip()
+    constraint = (constraint or "").strip()
     lapsed = False
     with transaction.atomic():
-        try:
-            approval = Approval.objects.select_for_update().select_related("book").get(pk=approval_id)
-        except (Approval.DoesNotExist, ValueError, TypeError):
-            raise NotFound("approval not found") from None
-        if principal.role_for(approval.book) is None:
+        approval = (
+            Approval.objects.select_for_update().filter(pk=approval_id, book=access.book).first()
+            if _is_id(approval_id)
+            else None
+        )
+        if approval is None or (expected_kind and approval.kind != expected_kind):
             raise NotFound("approval not found")
-        if expected_kind and approval.kind != expected_kind:
-            raise NotFound("approval not found")
-        require_author(principal, approval.book)
+        approval.book = access.book
         handler = handler_for(approval)
         if verdict not in Verdict.values:
             raise Invalid(
@@ -261,13 +263,8 @@ def approval_decide(
                 f"a {approval.kind} approval takes {', '.join(sorted(handler.verdicts))}, not {verdict}",
                 field="verdict",
             )
-        rationale = (rationale or "").strip()
         if not rationale:
             raise Invalid("a rationale is required: say in a sentence why", field="rationale")
-        constraint = (constraint or "").strip()
-        for name, text in (("rationale", rationale), ("constraint", constraint)):
-            if "\x00" in text:
-                raise Invalid(f"{name} must not contain NUL characters", field=name)
         if verdict in VERDICT_NEEDS_CONSTRAINT and not constraint:
             raise Invalid(
                 f"{verdict} needs {VERDICT_NEEDS_CONSTRAINT[verdict]}",
@@ -284,21 +281,21 @@ def approval_decide(
             approval.verdict = verdict
             approval.rationale = rationale
             approval.constraint = constraint
-            approval.decided_by = principal.user
+            approval.decided_by = access.user
             approval.decided_at = timezone.now()
             approval.save()
-            decision = Decision(approval, verdict, rationale, constraint, principal)
+            decision = Decision(approval, verdict, rationale, constraint, access)
             handler.apply(decision)
             detail = dict(decision.detail)
             if constraint:
                 detail["constraint"] = constraint
             entry = decision_log_append(
-                book=approval.book,
+                book=access.book,
                 decision=verdict,
                 subject_type=approval.subject_type,
                 subject_id=approval.subject_id,
                 rationale=rationale,
-                ratified_by_user=principal.user,
+                ratified_by_user=access.user,
                 gate=approval.gate,
                 reversibility_class=approval.reversibility_class,
                 detail=detail,
@@ -312,10 +309,17 @@ def approval_decide(
     return entry
 
 
+def _is_id(value: Any) -> bool:
+    try:
+        uuid.UUID(str(value))
+    except ValueError:
+        return False
+    return True
+
+
 def subject_decide(
     *,
-    principal: Principal,
-    book: Book,
+    access: BookAccess,
     kind: str,
     subject_type: str,
     subject_id: Any,
@@ -335,11 +339,12 @@ def subject_decide(
     one, or whose approval lapsed) it opens one and decides it in the same transaction, so
     every decision still has its approval and its log row.
     """
-    require_author(principal, book)
+    access.require_author()
     if not (rationale or "").strip():
         raise Invalid("a rationale is required: say in a sentence why", field="rationale")
     if not subject_pending:
         raise Conflict(f"{subject_label} is no longer pending", code="not_pending")
+    book = access.book
     approval = (
         Approval.objects.filter(book=book, kind=kind, subject_type=subject_type, subject_id=str(subject_id))
         .filter(status=Approval.Status.PENDING)
@@ -349,7 +354,7 @@ def subject_decide(
     if approval is not None:
         # Not inside a further transaction: a lapsed approval's "superseded" must be kept.
         approval_decide(
-            principal=principal, approval_id=approval.pk, verdict=verdict, rationale=rationale, expected_kind=kind
+            access=access, approval_id=approval.pk, verdict=verdict, rationale=rationale, expected_kind=kind
         )
     else:
         with transaction.atomic():
@@ -360,10 +365,10 @@ def subject_decide(
                 subject_id=subject_id,
                 summary=summary,
                 requested_by_role=requested_by_role,
-                requested_by_user=requested_by_user or principal.user,
+                requested_by_user=requested_by_user or access.user,
             )
             approval_decide(
-                principal=principal, approval_id=approval.pk, verdict=verdict, rationale=rationale, expected_kind=kind
+                access=access, approval_id=approval.pk, verdict=verdict, rationale=rationale, expected_kind=kind
             )
     approval.refresh_from_db()
     return approval

@@ -1,27 +1,27 @@
-"""Who may do what: principals, roles and their capabilities (seed 000, invariant 2).
+"""Who may do what to a book: capabilities, roles, and the one access value (seed 000, invariant 2).
 
-This is the one place that says what Sol, Terra, Luna, an author and an editor may
-do. Services receive a :class:`Principal` and call :func:`require` /
-:func:`book_for` before they touch anything; the API, the HTMX views and the admin
-all reach the same checks through the services.
+The edge (an API route, a page, an admin action, a command) resolves its caller once
+into a :class:`BookAccess`: the principal, the book, the role the principal plays on
+that book and the capabilities that role holds. Services and selectors take that value
+and never look the book up again; reference resolution uses its capabilities to
+withhold what the role may not read. A refused capability is a 403 naming it; a book
+the caller may not touch is a 404, so its existence is not revealed.
 """
 
 from __future__ import annotations
 
-import secrets
-from dataclasses import dataclass, field
-from datetime import timedelta
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
-from django.db import transaction
-from django.db.models import Q, QuerySet
-from django.utils import timezone
+from django.core.exceptions import ValidationError
+from django.db.models import Exists, OuterRef, Q, QuerySet
 
-from novelgraph.errors import Forbidden, Invalid, NotFound
+from novelgraph.auth import Principal, principal_for_user
+from novelgraph.errors import Forbidden, NotFound
+from novelgraph.roles import AgentRole, PersonRole
 
-from .models import ApiKey, Book, hash_api_key
+from .models import Book
 
 
 class Cap(StrEnum):
@@ -41,215 +41,145 @@ class Cap(StrEnum):
     DECIDE = "decision:make"
 
 
-AGENT_CAPABILITIES: dict[str, frozenset[Cap]] = {
-    "sol": frozenset(
-        {
-            Cap.DISCOVERY_READ,
-            Cap.DISCOVERY_WRITE,
-            Cap.SCRATCHPAD_READ,
-            Cap.LITERARY_READ,
-            Cap.SERIES_READ,
-            Cap.BOOK_READ,
-            Cap.CHARTER_PROPOSE,
-            Cap.CANON_PROPOSE,
-            Cap.APPROVAL_REQUEST,
-        }
-    ),
-    "terra": frozenset(
-        {
-            Cap.DISCOVERY_READ,
-            Cap.SCRATCHPAD_READ,
-            Cap.SCRATCHPAD_WRITE,
-            Cap.LITERARY_READ,
-            Cap.SERIES_READ,
-            Cap.BOOK_READ,
-            Cap.CHARTER_PROPOSE,
-        }
-    ),
-    "luna": frozenset(
-        {
-            Cap.DISCOVERY_READ,
-            Cap.SCRATCHPAD_READ,
-            Cap.SCRATCHPAD_WRITE,
-            Cap.LITERARY_READ,
-            Cap.BOOK_READ,
-        }
-    ),
-}
+_READ = frozenset({Cap.DISCOVERY_READ, Cap.SCRATCHPAD_READ, Cap.LITERARY_READ, Cap.SERIES_READ, Cap.BOOK_READ})
 
-_READ = frozenset(
-    {
-        Cap.DISCOVERY_READ,
-        Cap.SCRATCHPAD_READ,
-        Cap.LITERARY_READ,
-        Cap.SERIES_READ,
-        Cap.BOOK_READ,
-    }
-)
-# People, relative to one book: the author reads everything, writes turns and is the
-# only one who decides; an editor reads and writes turns, never decides.
-HUMAN_CAPABILITIES: dict[str, frozenset[Cap]] = {
-    "author": _READ
+CAPABILITIES: dict[str, frozenset[Cap]] = {
+    # Seed 000: Sol reads everything, writes discovery records, proposes charters and canon
+    # changes, requests approval; it is never the approver.
+    AgentRole.SOL: _READ | {Cap.DISCOVERY_WRITE, Cap.CHARTER_PROPOSE, Cap.CANON_PROPOSE, Cap.APPROVAL_REQUEST},
+    # Terra reads the same, writes the scratchpad and proposes charters; no promotion, no approval request.
+    AgentRole.TERRA: _READ | {Cap.SCRATCHPAD_WRITE, Cap.CHARTER_PROPOSE},
+    # Luna: no series reading, no charter proposals; she writes the scratchpad only.
+    AgentRole.LUNA: (_READ - {Cap.SERIES_READ}) | {Cap.SCRATCHPAD_WRITE},
+    # People, relative to one book: the author reads everything and is the only one who decides;
+    # an editor reads and writes turns, never decides.
+    PersonRole.AUTHOR: _READ
     | {
         Cap.DISCOVERY_WRITE,
         Cap.TURN_WRITE,
         Cap.CHARTER_PROPOSE,
         Cap.CANON_PROPOSE,
         Cap.LITERARY_WRITE,
-    }
-    | {Cap.LOOP_WRITE, Cap.DECIDE},
-    "editor": _READ | {Cap.TURN_WRITE},
+        Cap.LOOP_WRITE,
+        Cap.DECIDE,
+    },
+    PersonRole.EDITOR: _READ | {Cap.TURN_WRITE},
 }
 
 
-def capabilities_of(role: str) -> frozenset[Cap]:
-    return AGENT_CAPABILITIES.get(role) or HUMAN_CAPABILITIES.get(role) or frozenset()
+def capabilities_of(role: str | None) -> frozenset[Cap]:
+    return CAPABILITIES.get(role or "", frozenset())
+
+
+def refusal(role: str | None, cap: Cap, why: str = "") -> Forbidden:
+    """The 403 for a missing capability: it names the role and the capability."""
+    return Forbidden(f"{role or 'caller'} lacks {cap.value}" + (f": {why}" if why else ""), code="missing_capability")
 
 
 @dataclass(frozen=True)
-class Principal:
-    """An authenticated caller: a person (browser session or personal key) or an agent key."""
+class BookAccess:
+    """What one principal may do to one book, resolved once at the edge and passed down."""
 
-    user: AbstractBaseUser
-    key_role: str  # "author" for people, else the agent role on the key
-    api_key: ApiKey | None = None
-    key_book_ids: frozenset = field(default_factory=frozenset)  # empty: all of the owner's books
+    principal: Principal
+    book: Book
+    role: str  # author, editor, sol, terra or luna
+    caps: frozenset[Cap]
+
+    @property
+    def user(self):
+        return self.principal.user
 
     @property
     def is_agent(self) -> bool:
-        return self.key_role in AGENT_CAPABILITIES
+        return self.principal.is_agent
 
     @property
-    def is_human(self) -> bool:
-        return not self.is_agent
+    def is_author(self) -> bool:
+        """The book's author acting as herself (never an agent key of hers)."""
+        return self.role == PersonRole.AUTHOR
 
-    @property
-    def label(self) -> str:
-        return self.key_role if self.is_agent else self.user.get_username()
+    def holds(self, *caps: Cap) -> bool:
+        """True when the role holds at least one of ``caps``."""
+        return any(cap in self.caps for cap in caps)
 
-    def role_for(self, book: Book) -> str | None:
-        """The role this principal plays for ``book``, or None when it may not touch it."""
-        if self.is_agent:
-            if book.owner_id != self.user.pk:
-                return None
-            if self.key_book_ids and book.pk not in self.key_book_ids:
-                return None
-            return self.key_role
-        if book.owner_id == self.user.pk:
-            return "author"
-        if book.editors.filter(pk=self.user.pk).exists():
-            return "editor"
-        return None
+    def require(self, *caps: Cap, why: str = "") -> None:
+        """Refuse with 403 unless the role holds at least one of ``caps``."""
+        if not self.holds(*caps):
+            raise refusal(self.role, caps[0], why)
 
-    def capabilities_for(self, book: Book | None) -> frozenset[Cap]:
-        if book is None:
-            return capabilities_of(self.key_role)
-        role = self.role_for(book)
-        return capabilities_of(role) if role else frozenset()
-
-    def visible_books(self) -> QuerySet[Book]:
-        books = Book.objects.all()
-        if self.is_agent:
-            books = books.filter(owner=self.user)
-            if self.key_book_ids:
-                books = books.filter(pk__in=self.key_book_ids)
-            return books
-        return books.filter(Q(owner=self.user) | Q(editors=self.user)).distinct()
+    def require_author(self) -> None:
+        """Only the book's author, as a person, decides; an agent key, an editor or staff never does."""
+        if not self.is_author:
+            raise refusal(self.role, Cap.DECIDE, "only the author decides")
 
 
-def principal_for_user(user: AbstractBaseUser) -> Principal:
-    return Principal(user=user, key_role="author")
+def role_on(principal: Principal, book: Book, *, is_editor: bool | None = None) -> str | None:
+    """The role ``principal`` plays on ``book``, or None when it may not touch it.
 
-
-KEY_USE_RESOLUTION = timedelta(minutes=1)
-
-
-def principal_for_key(raw_key: str) -> Principal | None:
-    """Resolve a bearer key to its principal; None for an unknown or revoked key."""
-    try:
-        key = ApiKey.objects.select_related("owner").get(key_hash=hash_api_key(raw_key), revoked_at__isnull=True)
-    except ApiKey.DoesNotExist:
-        return None
-    if not key.owner.is_active:
-        return None
-    now = timezone.now()
-    # Record use at most once a minute: a write per request would serialise every
-    # API call on SQLite's single writer for a timestamp nobody reads that finely.
-    if key.last_used_at is None or now - key.last_used_at > KEY_USE_RESOLUTION:
-        ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
-    return Principal(
-        user=key.owner,
-        key_role=key.role,
-        api_key=key,
-        key_book_ids=frozenset(key.books.values_list("pk", flat=True)),
-    )
-
-
-def require(principal: Principal, *caps: Cap, book: Book | None = None) -> None:
-    """Refuse with 403 unless the principal holds at least one of ``caps`` (for ``book``)."""
-    held = principal.capabilities_for(book)
-    if not any(cap in held for cap in caps):
-        who = principal.key_role if principal.is_agent else (principal.role_for(book) if book else "author")
-        raise Forbidden(f"{who or principal.label} lacks {caps[0].value}", code="missing_capability")
-
-
-def book_for(principal: Principal, book_id: Any, *caps: Cap) -> Book:
-    """The book, if the principal may touch it and holds one of ``caps``.
-
-    A book the principal may not touch is a 404: its existence is not revealed.
+    A key limited to some books touches only those, whatever its role. An agent key acts
+    for its owner's books; a person is the author of her books and an editor of the books
+    she edits. Staff have no role on a book by being staff.
     """
-    try:
-        book = Book.objects.select_related("series", "owner").get(pk=book_id)
-    except (Book.DoesNotExist, ValueError, TypeError):
-        raise NotFound("book not found") from None
-    if principal.role_for(book) is None:
-        raise NotFound("book not found")
-    if caps:
-        require(principal, *caps, book=book)
-    return book
-
-
-def require_author(principal: Principal, book: Book) -> None:
-    """Only the book's author, as a person, decides; an agent key never does."""
+    if not principal.key_allows(book.pk):
+        return None
     if principal.is_agent:
-        raise Forbidden(
-            f"{principal.key_role} lacks {Cap.DECIDE.value}: only the author decides",
-            code="missing_capability",
-        )
-    require(principal, Cap.DECIDE, book=book)
+        return principal.key_role if book.owner_id == principal.user.pk else None
+    if book.owner_id == principal.user.pk:
+        return PersonRole.AUTHOR
+    if is_editor is None:
+        is_editor = book.editors.filter(pk=principal.user.pk).exists()
+    return PersonRole.EDITOR if is_editor else None
 
 
-def api_key_create(
-    *,
-    owner: AbstractBaseUser,
-    role: str,
-    books: list[Book] | None = None,
-    name: str = "",
-) -> tuple[ApiKey, str]:
-    """Create a key and return it with the raw secret, which is never stored."""
-    if role not in ApiKey.KeyRole.values:
-        raise Invalid(
-            f"unknown role {role!r}; choose one of {', '.join(ApiKey.KeyRole.values)}",
-            field="role",
-        )
-    for book in books or []:
-        if book.owner_id != owner.pk:
-            raise Invalid(f"{owner} does not own book {book.pk}", field="books")
-    raw = f"ng_{secrets.token_urlsafe(32)}"
-    with transaction.atomic():
-        key = ApiKey.objects.create(
-            owner=owner,
-            role=role,
-            name=name,
-            prefix=raw[:10],
-            key_hash=hash_api_key(raw),
-        )
-        if books:
-            key.books.set(books)
-    return key, raw
+def _load_book(principal: Principal, book_id: Any) -> tuple[Book, bool]:
+    """The book with whether the principal edits it, in one query (404 for no such book)."""
+    editors = Book.editors.through.objects.filter(book_id=OuterRef("pk"), user_id=principal.user.pk)
+    try:
+        book = Book.objects.select_related("series", "owner").annotate(viewer_edits=Exists(editors)).get(pk=book_id)
+    except (Book.DoesNotExist, ValidationError, ValueError, TypeError):
+        raise NotFound("book not found") from None
+    return book, book.viewer_edits
 
 
-def api_key_revoke(*, key: ApiKey) -> None:
-    if key.revoked_at is None:
-        key.revoked_at = timezone.now()
-        key.save(update_fields=["revoked_at", "updated_at"])
+def book_access(principal: Principal, book: Book | Any, *caps: Cap, missing: str = "book") -> BookAccess:
+    """Resolve what ``principal`` may do to ``book`` (a Book, or its id), once.
+
+    A book the principal may not touch is a 404 (``"<missing> not found"``, so an object
+    reached through its book is reported as itself); with ``caps``, a role holding none
+    of them is a 403 naming the first.
+    """
+    if isinstance(book, Book):
+        role = role_on(principal, book)
+    else:
+        book, edits = _load_book(principal, book)
+        role = role_on(principal, book, is_editor=edits)
+    if role is None:
+        raise NotFound(f"{missing} not found")
+    access = BookAccess(principal=principal, book=book, role=role, caps=capabilities_of(role))
+    if caps:
+        access.require(*caps)
+    return access
+
+
+def books_visible_to(principal: Principal) -> QuerySet[Book]:
+    """Every book the principal may touch: an agent key its owner's books, a person the books
+    she writes or edits; a key limited to some books only those."""
+    books = Book.objects.all()
+    if principal.is_agent:
+        books = books.filter(owner=principal.user)
+    else:
+        books = books.filter(Q(owner=principal.user) | Q(editors=principal.user)).distinct()
+    if principal.key_book_ids:
+        books = books.filter(pk__in=principal.key_book_ids)
+    return books
+
+
+def principal_capabilities(principal: Principal) -> frozenset[Cap]:
+    """What the principal's role may do in general (``/me``): an agent's role, or an author's."""
+    return capabilities_of(principal.key_role)
+
+
+def page_access(request, book: Book | Any, *caps: Cap, missing: str = "book") -> BookAccess:
+    """The signed-in person's access to a book, for a page (refusals become the error page with
+    their status through ``novelgraph.pages``)."""
+    return book_access(principal_for_user(request.user), book, *caps, missing=missing)

@@ -1,8 +1,14 @@
-from django.contrib import admin, messages
+"""Books and their discovery, for staff to look at: nothing here is editable.
 
-from .access import api_key_revoke
+Staff curate the literary library (``library.admin``); they do not own books. A book's
+owner and editors, its knowledge bases and their scopes, the links between them, and every
+record of a discovery belong to the book's author and change only through her own actions
+(the services the API and the pages call). So the admin shows them and changes none.
+"""
+
+from django.contrib import admin
+
 from .models import (
-    ApiKey,
     Book,
     Chapter,
     ContextDossier,
@@ -21,7 +27,7 @@ from .models import (
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
-    """History is read-only in the admin: decisions and agent notes are never edited here."""
+    """Read-only in the admin: an author's books, canon and history are never edited here."""
 
     def has_add_permission(self, request):
         return False
@@ -34,22 +40,20 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
 
 @admin.register(Series)
-class SeriesAdmin(admin.ModelAdmin):
+class SeriesAdmin(ReadOnlyAdmin):
     list_display = ["title", "owner", "publication_target", "created_at"]
     search_fields = ["title"]
 
 
 @admin.register(Book)
-class BookAdmin(admin.ModelAdmin):
+class BookAdmin(ReadOnlyAdmin):
     list_display = ["title", "series", "owner", "genre_pack", "planned_order"]
     list_filter = ["genre_pack"]
     search_fields = ["title", "premise"]
-    prepopulated_fields = {"slug": ["title"]}
-    filter_horizontal = ["editors"]
 
 
 @admin.register(Chapter)
-class ChapterAdmin(admin.ModelAdmin):
+class ChapterAdmin(ReadOnlyAdmin):
     list_display = ["book", "number", "title"]
 
 
@@ -89,7 +93,7 @@ class StoryCharterAdmin(ReadOnlyAdmin):
 
 
 @admin.register(KnowledgeBase)
-class KnowledgeBaseAdmin(admin.ModelAdmin):
+class KnowledgeBaseAdmin(ReadOnlyAdmin):
     list_display = ["name", "scope", "owner_id"]
     list_filter = ["scope"]
 
@@ -102,7 +106,7 @@ class KnowledgeClaimAdmin(ReadOnlyAdmin):
 
 
 @admin.register(KnowledgeLink)
-class KnowledgeLinkAdmin(admin.ModelAdmin):
+class KnowledgeLinkAdmin(ReadOnlyAdmin):
     list_display = ["book", "base", "relation"]
 
 
@@ -115,37 +119,3 @@ class ContextDossierAdmin(ReadOnlyAdmin):
 @admin.register(Handoff)
 class HandoffAdmin(ReadOnlyAdmin):
     list_display = ["book", "from_role", "to_role", "status", "created_at"]
-
-
-@admin.register(ApiKey)
-class ApiKeyAdmin(admin.ModelAdmin):
-    """Keys are created with `manage.py create_api_key` (the secret is shown once); here they are listed and revoked."""
-
-    list_display = ["prefix", "name", "role", "owner", "created_at", "last_used_at", "revoked_at"]
-    list_filter = ["role", ("revoked_at", admin.EmptyFieldListFilter)]
-    search_fields = ["prefix", "name", "owner__username"]
-    readonly_fields = ["prefix", "key_hash", "owner", "role", "created_at", "last_used_at", "revoked_at"]
-    fields = [
-        "name",
-        "prefix",
-        "role",
-        "owner",
-        "books",
-        "created_at",
-        "last_used_at",
-        "revoked_at",
-        "key_hash",
-    ]
-    actions = ["revoke"]
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
-
-    @admin.action(description="Revoke the selected keys")
-    def revoke(self, request, queryset):
-        for key in queryset:
-            api_key_revoke(key=key)
-        self.message_user(request, f"Revoked {queryset.count()} key(s).", messages.SUCCESS)

@@ -1,18 +1,26 @@
 from django.apps import AppConfig
 
+APPEND_ONLY = ("discovery_scratchpadentry", "discovery_contextdossier")
+
 
 class DiscoveryConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
     name = "discovery"
 
     def ready(self) -> None:
-        # The story-charter and canon-promotion subjects of approvals.services.approval_decide.
         from django.db.models.signals import post_migrate
 
-        from novelgraph.db import restore_store_invariants
+        from novelgraph.db import guard_tables_after_migrate, register_append_only
 
+        from .services.knowledge import ensure_literary_base_after_migrate
         from .services.subjects import register
 
+        # The story-charter and canon-promotion subjects of approvals.services.approval_decide.
         register()
-        # After migrate and after flush (tests): guards on, seeded rows present.
-        post_migrate.connect(restore_store_invariants, sender=self, dispatch_uid="novelgraph_store_invariants")
+        # The scratchpad and dossier snapshots refuse UPDATE and DELETE; after every migrate and
+        # flush (tests) the guards and the shared literary base are back.
+        register_append_only(*APPEND_ONLY)
+        post_migrate.connect(
+            guard_tables_after_migrate(*APPEND_ONLY), sender=self, weak=False, dispatch_uid="discovery_append_only"
+        )
+        post_migrate.connect(ensure_literary_base_after_migrate, sender=self, dispatch_uid="discovery_literary_base")

@@ -8,30 +8,13 @@ Models hold data and what the database can check. Every write and rule lives in
 
 from __future__ import annotations
 
-import hashlib
-
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 
-from novelgraph.db import TimeStampedModel, enum_check
-
-
-class Role(models.TextChoices):
-    """Who acts. Agents carry one of sol/terra/luna on their key."""
-
-    AUTHOR = "author", "Author"
-    EDITOR = "editor", "Editor"
-    SOL = "sol", "Sol (coordinator)"
-    TERRA = "terra", "Terra (specialist)"
-    LUNA = "luna", "Luna (bounded worker)"
-
-
-class AgentRole(models.TextChoices):
-    SOL = "sol", "Sol"
-    TERRA = "terra", "Terra"
-    LUNA = "luna", "Luna"
+from novelgraph.db import TimeStampedModel, choices_check, enum_check
+from novelgraph.roles import ANY_ROLE, AgentRole, choices_of
 
 
 class Provenance(models.TextChoices):
@@ -119,18 +102,14 @@ class DiscoverySession(TimeStampedModel):
         return f"Discovery of {self.book} ({self.status})"
 
 
-class TurnSpeaker(models.TextChoices):
-    AUTHOR = "author", "Author"
-    EDITOR = "editor", "Editor"
-    SOL = "sol", "Sol"
+# Who speaks in the conversation: the people, and Sol for the coordinator's own turns.
+TURN_SPEAKERS = choices_of("author", "editor", "sol")
 
 
 class Turn(TimeStampedModel):
-    Speaker = TurnSpeaker
-
     session = models.ForeignKey(DiscoverySession, on_delete=models.PROTECT, related_name="turns")
     ordinal = models.PositiveIntegerField()
-    role = models.CharField(max_length=10, choices=Speaker.choices)
+    role = models.CharField(max_length=10, choices=TURN_SPEAKERS)
     written_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     content = models.TextField(max_length=50_000)
 
@@ -139,7 +118,7 @@ class Turn(TimeStampedModel):
         constraints = [
             models.UniqueConstraint(fields=["session", "ordinal"], name="turn_unique_ordinal_per_session"),
             models.CheckConstraint(condition=Q(ordinal__gte=1), name="turn_ordinal_positive"),
-            enum_check("role", TurnSpeaker, "turn_role_valid"),
+            choices_check("role", TURN_SPEAKERS, "turn_role_valid"),
         ]
 
     def __str__(self) -> str:
@@ -255,7 +234,7 @@ class ThrustCandidate(TimeStampedModel):
     Status = ThrustCandidateStatus
 
     session = models.ForeignKey(DiscoverySession, on_delete=models.PROTECT, related_name="thrusts")
-    proposed_by = models.CharField(max_length=10, choices=Role.choices)
+    proposed_by = models.CharField(max_length=10, choices=ANY_ROLE)
     kind = models.CharField(max_length=10, choices=Kind.choices)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PROPOSED)
     title = models.CharField(max_length=200)
@@ -274,7 +253,7 @@ class ThrustCandidate(TimeStampedModel):
         constraints = [
             enum_check("kind", ThrustCandidateKind, "thrust_kind_valid"),
             enum_check("status", ThrustCandidateStatus, "thrust_status_valid"),
-            enum_check("proposed_by", Role, "thrust_proposed_by_valid"),
+            choices_check("proposed_by", ANY_ROLE, "thrust_proposed_by_valid"),
         ]
 
     def __str__(self) -> str:
@@ -303,7 +282,7 @@ class StoryCharter(TimeStampedModel):
     )
     version = models.PositiveIntegerField()
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.PROPOSED)
-    proposed_by = models.CharField(max_length=10, choices=Role.choices)
+    proposed_by = models.CharField(max_length=10, choices=ANY_ROLE)
     # The structured charter: main_thrust, reader_promise, protagonist, central_conflict,
     # genre_contract, thematic_questions, narrative_form, ending_horizon, constraints,
     # productive_unknowns, rejected_directions.
@@ -323,7 +302,7 @@ class StoryCharter(TimeStampedModel):
             models.UniqueConstraint(fields=["book", "version"], name="charter_unique_version_per_book"),
             models.CheckConstraint(condition=Q(version__gte=1), name="charter_version_positive"),
             enum_check("status", StoryCharterStatus, "charter_status_valid"),
-            enum_check("proposed_by", Role, "charter_proposed_by_valid"),
+            choices_check("proposed_by", ANY_ROLE, "charter_proposed_by_valid"),
         ]
 
     def __str__(self) -> str:
@@ -366,6 +345,17 @@ class KnowledgeBase(TimeStampedModel):
         return self.name
 
 
+class EvidenceKind(models.TextChoices):
+    """What kind of evidence a claim is, for a reveal (seed 001: decisive digital or forensic
+    evidence needs admitted research)."""
+
+    PHYSICAL = "physical", "Physical"
+    TESTIMONIAL = "testimonial", "Testimonial"
+    DOCUMENTARY = "documentary", "Documentary"
+    DIGITAL = "digital", "Digital"
+    FORENSIC = "forensic", "Forensic"
+
+
 class KnowledgeClaimStatus(models.TextChoices):
     PROPOSED = "proposed", "Proposed"
     APPROVED = "approved", "Approved (canon)"
@@ -381,7 +371,7 @@ class KnowledgeClaim(TimeStampedModel):
     value = models.JSONField()
     provenance = models.CharField(max_length=20, choices=Provenance.choices)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PROPOSED)
-    proposed_by = models.CharField(max_length=10, choices=Role.choices)
+    proposed_by = models.CharField(max_length=10, choices=ANY_ROLE)
     source_refs = models.JSONField(default=list, blank=True)
     # {kind: physical|testimonial|documentary|digital|forensic, decisive: bool, research_ids: [...]}
     evidence = models.JSONField(null=True, blank=True)
@@ -398,7 +388,7 @@ class KnowledgeClaim(TimeStampedModel):
         constraints = [
             enum_check("status", KnowledgeClaimStatus, "claim_status_valid"),
             enum_check("provenance", Provenance, "claim_provenance_valid"),
-            enum_check("proposed_by", Role, "claim_proposed_by_valid"),
+            choices_check("proposed_by", ANY_ROLE, "claim_proposed_by_valid"),
             # Canon always names the approval that made it canon.
             models.CheckConstraint(
                 condition=~Q(status="approved") | Q(approval__isnull=False),
@@ -479,7 +469,7 @@ class Handoff(TimeStampedModel):
 
     book = models.ForeignKey(Book, on_delete=models.PROTECT, related_name="handoffs")
     session = models.ForeignKey(DiscoverySession, on_delete=models.PROTECT, related_name="handoffs")
-    from_role = models.CharField(max_length=10, choices=Role.choices)
+    from_role = models.CharField(max_length=10, choices=ANY_ROLE)
     to_role = models.CharField(max_length=10, choices=AgentRole.choices)
     decision = models.TextField(max_length=10_000)
     allowed_sources = models.JSONField(default=list)
@@ -498,45 +488,3 @@ class Handoff(TimeStampedModel):
 
     def __str__(self) -> str:
         return f"{self.from_role} → {self.to_role}: {self.decision[:60]}"
-
-
-# --- API keys ------------------------------------------------------------
-
-
-def hash_api_key(raw_key: str) -> str:
-    return hashlib.sha256(raw_key.encode()).hexdigest()
-
-
-class ApiKeyKeyRole(models.TextChoices):
-    AUTHOR = "author", "Author (personal key)"
-    SOL = "sol", "Sol"
-    TERRA = "terra", "Terra"
-    LUNA = "luna", "Luna"
-
-
-class ApiKey(TimeStampedModel):
-    """A bearer key. Only its SHA-256 is stored; the key itself is shown once."""
-
-    KeyRole = ApiKeyKeyRole
-
-    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_keys")
-    name = models.CharField(max_length=100, blank=True)
-    role = models.CharField(max_length=10, choices=KeyRole.choices)
-    prefix = models.CharField(max_length=12, help_text="The first characters, to recognise a key in lists.")
-    key_hash = models.CharField(max_length=64, unique=True, editable=False)
-    # No books named: every book the owner owns.
-    books = models.ManyToManyField(Book, blank=True, related_name="api_keys")
-    revoked_at = models.DateTimeField(null=True, blank=True)
-    last_used_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        verbose_name = "API key"
-        ordering = ["-created_at"]
-        constraints = [enum_check("role", ApiKeyKeyRole, "apikey_role_valid")]
-
-    def __str__(self) -> str:
-        return f"{self.prefix}… ({self.role}, {self.owner})"
-
-    @property
-    def is_active(self) -> bool:
-        return self.revoked_at is None

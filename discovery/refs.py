@@ -2,8 +2,9 @@
 
 A reference is ``{"type": ..., "id": ...}``. Typed references must resolve to an object
 of the book (or of a knowledge base the book can use) that the caller may read;
-``other`` is a free identifier and passes through. Lookups are batched: one query per
-reference type, never one per reference.
+``other`` is a free identifier and passes through. Resolving references for display
+takes the reader's access too: what the reader's role may not read is withheld, and
+says so. Lookups are batched: one query per reference type, never one per reference.
 """
 
 from __future__ import annotations
@@ -16,13 +17,10 @@ from typing import Any
 from library.models import KnowledgeChunk, ResearchItem
 from novelgraph.errors import Invalid
 
-from .access import Cap, Principal
-from .models import Book, DiscoverySession, KnowledgeClaim, Observation, ScratchpadEntry, StoryCharter, Turn
-from .selectors import SCOPE_READ_CAP, book_bases
-
-REF_TYPES = ("turn", "observation", "entry", "claim", "chunk", "research", "charter", "other")
-MAX_REFS = 50
-MAX_OTHER_ID = 500
+from .access import BookAccess, Cap
+from .models import Book, KnowledgeClaim, Observation, ScratchpadEntry, StoryCharter, Turn
+from .schemas import REF_TYPES
+from .selectors import SCOPE_READ_CAP, SCOPE_WITHHELD_LABEL, book_bases
 
 # The capability needed to cite each type (claims: see SCOPE_READ_CAP, by the base's scope).
 TYPE_READ_CAP = {
@@ -36,40 +34,20 @@ TYPE_READ_CAP = {
 
 
 def _normalise(refs: Any, field: str) -> list[dict]:
-    if refs is None:
-        return []
-    if not isinstance(refs, list):
-        raise Invalid(f"{field} must be a list of {{type, id}} references", field=field)
-    if len(refs) > MAX_REFS:
-        raise Invalid(f"{field} takes at most {MAX_REFS} references, not {len(refs)}", field=field)
+    """References as stored: ``{type, id}`` with a typed id in canonical form, ``other`` with its label.
+
+    Their shape was validated by the ``SourceRef`` schema; what remains is whether a typed id is an id.
+    """
     out: list[dict] = []
-    for i, ref in enumerate(refs):
-        where = f"{field}[{i}]"
-        if not isinstance(ref, dict):
-            raise Invalid(f"{where} must be an object {{type, id}}", field=where)
-        kind = ref.get("type")
-        if kind not in REF_TYPES:
-            raise Invalid(f"{where}.type must be one of {', '.join(REF_TYPES)}", field=f"{where}.type")
-        raw_id = ref.get("id")
-        if raw_id is None or not str(raw_id).strip():
-            raise Invalid(f"{where}.id is required", field=f"{where}.id")
-        raw_id = str(raw_id).strip()
-        if "\x00" in raw_id or "\x00" in str(ref.get("label") or ""):
-            raise Invalid(f"{where} contains a NUL character", field=where)
+    for i, ref in enumerate(refs or []):
+        kind, raw_id = ref["type"], str(ref["id"]).strip()
         if kind == "other":
-            if len(raw_id) > MAX_OTHER_ID:
-                raise Invalid(f"{where}.id is longer than {MAX_OTHER_ID} characters", field=f"{where}.id")
-            item = {"type": "other", "id": raw_id}
-            label = ref.get("label")
-            if label:
-                item["label"] = str(label)[:300]
-            out.append(item)
+            out.append({"type": "other", "id": raw_id, **({"label": ref["label"]} if ref.get("label") else {})})
             continue
         try:
-            ref_id = str(uuid.UUID(raw_id))
+            out.append({"type": kind, "id": str(uuid.UUID(raw_id))})
         except ValueError:
-            raise Invalid(f"{where}: no {kind} {raw_id!r} (not an id)", field=where) from None
-        out.append({"type": kind, "id": ref_id})
+            raise Invalid(f"{field}[{i}]: no {kind} {raw_id!r} (not an id)", field=f"{field}[{i}]") from None
     return out
 
 
@@ -129,30 +107,26 @@ def check_refs(
     return normalised
 
 
-def validate_source_refs(
-    *,
-    principal: Principal,
-    book: Book,
-    session: DiscoverySession | None,
-    refs: Any,
-    field: str = "source_refs",
-) -> list[dict]:
-    """The normalised references, each typed one resolving to something of ``book`` that the
-    principal may read; 422 naming ``source_refs[i]`` otherwise. At most 50 references.
-
-    ``session`` is the session the citing record belongs to (rules about same-session
-    entries, such as a digest's, are checked by the caller).
-    """
-    role = principal.role_for(book) or principal.label
-    return check_refs(refs, books=[book], caps=principal.capabilities_for(book), who=role, field=field)
+def validate_source_refs(access: BookAccess, refs: Any, *, field: str = "source_refs") -> list[dict]:
+    """The normalised references, each typed one resolving to something of the book that the
+    caller's role may read; 422 naming ``source_refs[i]`` otherwise. At most 50 references."""
+    return check_refs(refs, books=[access.book], caps=access.caps, who=access.role, field=field)
 
 
-def resolve_source_refs(*, book: Book, refs: list[dict] | None) -> list[dict]:
+def withheld_label(access: BookAccess, what: str, cap: Cap) -> str:
+    """How a withheld item is shown: what it is, and the capability the reader lacks."""
+    return f"withheld: {what} ({access.role} lacks {cap.value})"
+
+
+def resolve_source_refs(access: BookAccess, refs: list[dict] | None) -> list[dict]:
     """Each reference with what it points at, for display: ``{type, id, label, url?, exists, detail}``.
 
-    ``exists`` is False for a reference that no longer resolves within the book. One query
+    ``exists`` is False for a reference that no longer resolves within the book. A reference
+    to something the reader's role may not read (series canon for Luna) is withheld:
+    ``withheld`` is True, the label says why, and nothing of its content is shown. One query
     per reference type.
     """
+    book = access.book
     refs = [r for r in (refs or []) if isinstance(r, dict)]
     wanted: dict[str, set[str]] = {}
     for ref in refs:
@@ -161,6 +135,12 @@ def resolve_source_refs(*, book: Book, refs: list[dict] | None) -> list[dict]:
             with contextlib.suppress(ValueError):
                 wanted.setdefault(kind, set()).add(str(uuid.UUID(raw)))
     details: dict[tuple[str, str], dict] = {}
+    withheld: dict[tuple[str, str], str] = {}
+    for kind in list(wanted):
+        cap = TYPE_READ_CAP.get(kind)
+        if cap is not None and cap not in access.caps:
+            for pk in wanted.pop(kind):
+                withheld[(kind, pk)] = withheld_label(access, f"a {kind}", cap)
 
     def put(kind: str, pk: Any, label: str, detail: dict, url: str | None = None) -> None:
         row = {"label": label, "detail": detail}
@@ -203,6 +183,10 @@ def resolve_source_refs(*, book: Book, refs: list[dict] | None) -> list[dict]:
         for c in KnowledgeClaim.objects.filter(pk__in=wanted["claim"], base_id__in=base_ids).values(
             "id", "subject", "predicate", "value", "status", "base__scope"
         ):
+            cap = SCOPE_READ_CAP[c["base__scope"]]
+            if cap not in access.caps:
+                withheld[("claim", str(c["id"]))] = withheld_label(access, SCOPE_WITHHELD_LABEL[c["base__scope"]], cap)
+                continue
             put(
                 "claim",
                 c["id"],
@@ -265,7 +249,11 @@ def resolve_source_refs(*, book: Book, refs: list[dict] | None) -> list[dict]:
         except ValueError:
             key = (kind, raw)
         hit = details.get(key)
-        if hit is None:
+        if key in withheld:
+            resolved.append(
+                {"type": kind, "id": key[1], "label": withheld[key], "exists": True, "withheld": True, "detail": {}}
+            )
+        elif hit is None:
             resolved.append(
                 {"type": kind, "id": raw, "label": f"{kind} {raw} (not found)", "exists": False, "detail": {}}
             )

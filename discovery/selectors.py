@@ -6,13 +6,21 @@ Every selector here runs a fixed number of queries whatever the amount of data
 
 from __future__ import annotations
 
-from django.db.models import Q
+from typing import Any
 
-from .access import Cap, Principal, capabilities_of
+from django.core.exceptions import ValidationError
+from django.db.models import Model, Q, QuerySet
+
+from novelgraph.errors import NotFound
+
+from .access import BookAccess, Cap
 from .models import (
     Book,
+    ContextDossier,
     DiscoverySession,
+    Handoff,
     KnowledgeBase,
+    KnowledgeClaim,
     KnowledgeLink,
     Observation,
     ScratchpadEntry,
@@ -36,6 +44,37 @@ SCOPE_WITHHELD_LABEL = {
     KnowledgeBase.Scope.BOOK: "book canon",
     KnowledgeBase.Scope.RUN: "run notes",
 }
+
+
+def _get(queryset: QuerySet, pk: Any, what: str) -> Model:
+    try:
+        return queryset.get(pk=pk)
+    except (queryset.model.DoesNotExist, ValidationError, ValueError, TypeError):
+        raise NotFound(f"{what} not found") from None
+
+
+# Objects reached by their own id: each is loaded with its book in the same query, so the edge
+# resolves access from it (``book_access(principal, obj.book, missing=...)``) without reading the book again.
+
+
+def session_get(session_id: Any) -> DiscoverySession:
+    return _get(DiscoverySession.objects.select_related("book__series", "book__owner"), session_id, "session")
+
+
+def charter_get(charter_id: Any) -> StoryCharter:
+    return _get(StoryCharter.objects.select_related("book__series", "book__owner"), charter_id, "charter")
+
+
+def handoff_get(handoff_id: Any) -> Handoff:
+    return _get(Handoff.objects.select_related("book__series", "book__owner"), handoff_id, "handoff")
+
+
+def dossier_get(dossier_id: Any) -> ContextDossier:
+    return _get(ContextDossier.objects.select_related("book__series", "book__owner"), dossier_id, "dossier")
+
+
+def claim_get(claim_id: Any) -> KnowledgeClaim:
+    return _get(KnowledgeClaim.objects.select_related("base"), claim_id, "claim")
 
 
 def current_session(book: Book) -> DiscoverySession | None:
@@ -79,6 +118,19 @@ def book_bases(book: Book) -> list[dict]:
     return list(rows.values())
 
 
+def withheld_claims(books, caps: frozenset[Cap], role: str) -> dict[str, str]:
+    """The claims of these books' bases that ``caps`` may not read (series canon without
+    series:read), each with the line shown instead: ``"withheld: series canon (luna lacks series:read)"``."""
+    scopes = {scope: cap for scope, cap in SCOPE_READ_CAP.items() if cap not in caps}
+    if not scopes:
+        return {}
+    base_ids = KnowledgeLink.objects.filter(book__in=books, base__scope__in=list(scopes)).values("base_id")
+    return {
+        str(pk): f"withheld: {SCOPE_WITHHELD_LABEL[scope]} ({role} lacks {scopes[scope].value})"
+        for pk, scope in KnowledgeClaim.objects.filter(base_id__in=base_ids).values_list("pk", "base__scope")
+    }
+
+
 def readable_bases(bases: list[dict], caps: frozenset[Cap]) -> tuple[list[dict], list[dict]]:
     """Split bases into those ``caps`` may read and those withheld."""
     given, withheld = [], []
@@ -87,15 +139,14 @@ def readable_bases(bases: list[dict], caps: frozenset[Cap]) -> tuple[list[dict],
     return given, withheld
 
 
-def discovery_view(*, principal: Principal, book: Book) -> dict:
+def discovery_view(access: BookAccess) -> dict:
     """The discovery of a book as one structure: the current session, its turns (by ordinal)
     with observations, thrust candidates, scratchpad, the charters newest first and the
     knowledge bases with their relation (role-scoped: bases the caller may not read are left out).
 
     A fixed number of queries.
     """
-    role = principal.role_for(book)
-    caps = capabilities_of(role) if role else frozenset()
+    book, caps = access.book, access.caps
     session = current_session(book)
     turns: list[dict] = []
     observations: list[dict] = []

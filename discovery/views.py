@@ -12,48 +12,32 @@ import uuid
 from itertools import chain
 
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Q
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from approvals.models import Approval, DecisionLogEntry, Gate
+from approvals.models import Approval, DecisionLogEntry
 from library.models import ResearchItem
-from library.services import research_decide
-from novelgraph.errors import Conflict, DomainError, Forbidden, NotFound
+from novelgraph.auth import principal_for_user
+from novelgraph.errors import Conflict, DomainError, NotFound
+from novelgraph.roles import AgentRole
+from novelgraph.schemas import parse_form
 
-from .access import Cap, Principal, book_for, principal_for_user
+from . import services
+from .access import BookAccess, Cap, books_visible_to, page_access
 from .loop.models import LoopMeta
-from .models import (
-    AgentRole,
-    Book,
-    KnowledgeClaim,
-    ScratchpadEntry,
-    ScratchpadEntryKind,
-    Turn,
-)
+from .loop.selectors import gate_steps
+from .models import Book, KnowledgeClaim, ScratchpadEntry, ScratchpadEntryKind, Turn
 from .refs import resolve_source_refs
+from .schemas import DossierIn, TurnIn
 from .selectors import current_session, discovery_view, scratchpad_for
-from .services import discovery_start, dossier_create, turn_create
 
 RECENT_ACTIVITY = 12
 
 
-# --- Guards and links --------------------------------------------------------
-
-
-def _book(request: HttpRequest, book_id: uuid.UUID, *caps: Cap) -> tuple[Principal, Book, str]:
-    """The visitor, the book and their role on it; 404 when the book is not theirs."""
-    principal = principal_for_user(request.user)
-    try:
-        book = book_for(principal, book_id, *caps)
-    except NotFound:
-        raise Http404("book not found") from None
-    except Forbidden as exc:
-        raise PermissionDenied(exc.message) from None
-    return principal, book, principal.role_for(book) or ""
+# --- Links ----------------------------------------------------------------------
 
 
 def book_links(book: Book) -> dict[str, str | None]:
@@ -62,7 +46,7 @@ def book_links(book: Book) -> dict[str, str | None]:
         "book": reverse("discovery:book", args=[book.pk]),
         "scratchpad": reverse("discovery:scratchpad", args=[book.pk]),
         "dossiers": reverse("discovery:dossiers", args=[book.pk]),
-        "research": reverse("discovery:research", args=[book.pk]),
+        "research": reverse("library:research", args=[book.pk]),
         "review": f"{reverse('approvals:inbox')}?book={book.pk}",
         "log": reverse("approvals:book_log", args=[book.pk]),
         "loop": reverse("loop:page", args=[book.pk]),
@@ -82,7 +66,7 @@ def ref_url(book: Book, ref: dict) -> str | None:
         "claim": f"{book_page}#claim-{ref_id}",
         "charter": f"{book_page}#charter-{ref_id}",
         "entry": f"{reverse('discovery:scratchpad', args=[book.pk])}#entry-{ref_id}",
-        "research": f"{reverse('discovery:research', args=[book.pk])}#research-{ref_id}",
+        "research": f"{reverse('library:research', args=[book.pk])}#research-{ref_id}",
     }
     if kind in anchors:
         return anchors[kind]
@@ -91,10 +75,11 @@ def ref_url(book: Book, ref: dict) -> str | None:
     return ref.get("url")
 
 
-def with_resolved_refs(book: Book, rows: list[dict]) -> list[dict]:
-    """Attach each row's source refs, resolved, in one batch (one query per reference type)."""
+def with_resolved_refs(access: BookAccess, rows: list[dict]) -> list[dict]:
+    """Attach each row's source refs, resolved for the reader, in one batch (one query per reference type)."""
+    book = access.book
     flat = [ref for row in rows for ref in (row.get("source_refs") or [])]
-    resolved = resolve_source_refs(book=book, refs=flat)
+    resolved = resolve_source_refs(access, flat)
     position = 0
     for row in rows:
         count = len([r for r in (row.get("source_refs") or []) if isinstance(r, dict)])
@@ -111,7 +96,7 @@ def home(request: HttpRequest) -> HttpResponse:
     """The author's books (including those she edits) with pending decisions, and recent activity."""
     principal = principal_for_user(request.user)
     books = list(
-        principal.visible_books()
+        books_visible_to(principal)
         .select_related("series", "owner")
         .annotate(pending=Count("approvals", filter=Q(approvals__status=Approval.Status.PENDING), distinct=True))
         .order_by("series__title", "planned_order", "title")
@@ -167,7 +152,7 @@ def recent_activity(book_ids: list) -> list[dict]:
                 "what": "decision",
                 "who": d.ratified_by.split(":", 1)[-1],
                 "text": f"{d.get_decision_display()} {d.subject_type}: {d.rationale}",
-                "href": book_links(d.book)["log"] or reverse("discovery:book", args=[d.book_id]),
+                "href": book_links(d.book)["log"],
             }
             for d in decisions.order_by("-ts")[:RECENT_ACTIVITY]
         ),
@@ -178,22 +163,12 @@ def recent_activity(book_ids: list) -> list[dict]:
 # --- Book page ------------------------------------------------------------------
 
 
-def gate_steps(current: str) -> list[dict]:
-    """G0 to G3, each passed, current or upcoming relative to the loop's gate."""
-    order = [value for value, _ in Gate.choices]
-    at = order.index(current) if current in order else -1
-
-    def state(i: int) -> str:
-        return "passed" if i < at else "current" if i == at else "upcoming"
-
-    return [{"value": value, "label": label, "state": state(i)} for i, (value, label) in enumerate(Gate.choices)]
-
-
 @login_required
 def book_detail(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
     """Premise, current question, turns with observations, thrusts, charters, knowledge bases and canon."""
-    principal, book, role = _book(request, book_id, Cap.BOOK_READ)
-    view = discovery_view(principal=principal, book=book)
+    access = page_access(request, book_id, Cap.BOOK_READ)
+    book, role = access.book, access.role
+    view = discovery_view(access)
     observations_by_turn: dict[str, list[dict]] = {}
     for obs in view["observations"]:
         observations_by_turn.setdefault(str(obs["turn_id"]), []).append(obs)
@@ -213,8 +188,8 @@ def book_detail(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
         base_id__in=[b["id"] for b in bases], status=KnowledgeClaim.Status.PROPOSED
     ).count()
     pending = Approval.objects.filter(book=book, status=Approval.Status.PENDING).count()
-    meta = LoopMeta.objects.filter(book=book).values("gate", "status").first()
-    gates = gate_steps(meta["gate"]) if meta else []
+    meta = LoopMeta.objects.filter(book=book).first()
+    gates = gate_steps(meta)
     research = dict(
         ResearchItem.objects.filter(book=book).values_list("status").annotate(n=Count("id")).values_list("status", "n")
     )
@@ -245,24 +220,23 @@ def _choice(value: str | None, allowed: list[str]) -> str:
 @login_required
 def scratchpad(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
     """The session's scratchpad in creation order, filtered by kind and role, beside the conversation."""
-    _, book, role = _book(request, book_id, Cap.SCRATCHPAD_READ)
-    return _render_scratchpad(request, book, role)
+    return _render_scratchpad(request, page_access(request, book_id, Cap.SCRATCHPAD_READ))
 
 
 def _render_scratchpad(
     request: HttpRequest,
-    book: Book,
-    role: str,
+    access: BookAccess,
     *,
     composer_error: DomainError | None = None,
     draft: str = "",
     status: int = 200,
 ) -> HttpResponse:
+    book, role = access.book, access.role
     session = current_session(book)
     kind = _choice(request.GET.get("kind"), ScratchpadEntryKind.values)
     agent_role = _choice(request.GET.get("role"), AgentRole.values)
     entries = list(scratchpad_for(session=session, kind=kind or None, agent_role=agent_role or None)) if session else []
-    with_resolved_refs(book, entries)
+    with_resolved_refs(access, entries)
     turns = list(Turn.objects.filter(session=session).order_by("ordinal")) if session else []
     context = {
         "book": book,
@@ -294,13 +268,13 @@ def _render_scratchpad(
 @login_required
 def dossiers(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
     """The book's dossier snapshots, newest first, per role."""
-    _, book, role = _book(request, book_id, Cap.BOOK_READ)
-    return _dossiers_page(request, book, role)
+    return _dossiers_page(request, page_access(request, book_id, Cap.BOOK_READ))
 
 
 def _dossiers_page(
-    request: HttpRequest, book: Book, role: str, *, snapshot_error: str = "", status: int = 200
+    request: HttpRequest, access: BookAccess, *, snapshot_error: str = "", status: int = 200
 ) -> HttpResponse:
+    book, role = access.book, access.role
     snapshots = list(book.dossiers.select_related("requested_by").order_by("-created_at"))
     by_role = {value: [d for d in snapshots if d.agent_role == value] for value in AgentRole.values}
     return render(
@@ -314,7 +288,7 @@ def _dossiers_page(
             "roles": AgentRole.choices,
             "count": len(snapshots),
             "can_snapshot": role == "author",
-            "snapshot_url": reverse("discovery:dossier_take", args=[book.pk]),
+            "snapshot_url": reverse("discovery:dossier_create", args=[book.pk]),
             "snapshot_error": snapshot_error,
         },
         status=status,
@@ -324,10 +298,11 @@ def _dossiers_page(
 @login_required
 def dossier_detail(request: HttpRequest, book_id: uuid.UUID, dossier_id: uuid.UUID) -> HttpResponse:
     """One snapshot, read-only: the role's capabilities and what it was and was not given."""
-    _, book, role = _book(request, book_id, Cap.BOOK_READ)
+    access = page_access(request, book_id, Cap.BOOK_READ)
+    book, role = access.book, access.role
     dossier = book.dossiers.select_related("requested_by").filter(pk=dossier_id).first()
     if dossier is None:
-        raise Http404("dossier not found")
+        raise NotFound("dossier not found")
     content = dossier.content or {}
     held = set(content.get("capabilities") or [])
     return render(
@@ -345,103 +320,45 @@ def dossier_detail(request: HttpRequest, book_id: uuid.UUID, dossier_id: uuid.UU
     )
 
 
-# --- Research ------------------------------------------------------------------------
-
-
-@login_required
-def research(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
-    """The book's research items: pending ones wait for the author's admission."""
-    _, book, role = _book(request, book_id, Cap.BOOK_READ)
-    return _render_research(request, book, role)
-
-
-def _render_research(
-    request: HttpRequest,
-    book: Book,
-    role: str,
-    *,
-    errors: dict | None = None,
-    status: int = 200,
-) -> HttpResponse:
-    items = list(ResearchItem.objects.filter(book=book).select_related("approval").order_by("-created_at"))
-    return render(
-        request,
-        "discovery/research.html#research-lists" if request.htmx else "discovery/research.html",
-        {
-            "book": book,
-            "role": role,
-            "links": book_links(book),
-            "items": items,
-            "pending": [i for i in items if i.status == ResearchItem.Status.PENDING],
-            "decided": [i for i in items if i.status != ResearchItem.Status.PENDING],
-            "can_decide": role == "author",
-            "errors": errors or {},
-        },
-        status=status,
-    )
-
-
-@login_required
-@require_POST
-def research_verdict(request: HttpRequest, book_id: uuid.UUID, item_id: uuid.UUID) -> HttpResponse:
-    """Admit or reject a research item: the author's verdict, with a rationale, through approval_decide."""
-    principal, book, role = _book(request, book_id, Cap.BOOK_READ)
-    item = ResearchItem.objects.filter(book=book, pk=item_id).select_related("approval").first()
-    if item is None:
-        raise Http404("research item not found")
-    verdict = request.POST.get("verdict", "")
-    rationale = request.POST.get("rationale", "")
-    try:
-        research_decide(principal=principal, research_id=item.pk, verdict=verdict, rationale=rationale)
-    except DomainError as exc:
-        errors = {item.pk: {"message": exc.message, "rationale": rationale}}
-        return _render_research(request, book, role, errors=errors, status=exc.status)
-    if request.htmx:
-        # Both lists: the decided item moves from "Waiting" to "Decided" in place.
-        return _render_research(request, book, role)
-    return redirect(f"{reverse('discovery:research', args=[book.pk])}#research-{item.pk}")
-
-
 # --- Writes: turns, discovery start, dossier snapshots --------------------------------
 
 
 @login_required
 @require_POST
 def turn_add(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
-    """The composer: the author (or an editor) adds a turn through turn_create; errors show inline."""
-    principal, book, role = _book(request, book_id, Cap.BOOK_READ)
+    """The composer: the author (or an editor) adds a turn through ``services.turn_add``; errors show inline."""
+    access = page_access(request, book_id, Cap.BOOK_READ)
     content = request.POST.get("content", "")
-    session = current_session(book)
+    session = current_session(access.book)
     try:
         if session is None:
             raise Conflict("discovery has not started for this book", code="no_session")
-        turn = turn_create(principal=principal, session_id=session.pk, role=role, content=content)
+        payload = parse_form(TurnIn, {"role": access.role, "content": content})
+        turn = services.turn_add(access=access, session=session, payload=payload)
     except DomainError as exc:
-        return _render_scratchpad(request, book, role, composer_error=exc, draft=content, status=exc.status)
+        return _render_scratchpad(request, access, composer_error=exc, draft=content, status=exc.status)
     if request.htmx:
-        return _render_scratchpad(request, book, role)
-    return redirect(f"{reverse('discovery:scratchpad', args=[book.pk])}#turn-{turn.pk}")
+        return _render_scratchpad(request, access)
+    return redirect(f"{reverse('discovery:scratchpad', args=[access.book.pk])}#turn-{turn.pk}")
 
 
 @login_required
 @require_POST
-def discovery_begin(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
-    """Start (or resume) the book's discovery through discovery_start."""
-    principal, book, _ = _book(request, book_id, Cap.BOOK_READ)
-    try:
-        discovery_start(principal=principal, book=book)
-    except Forbidden as exc:
-        raise PermissionDenied(exc.message) from None
-    return redirect("discovery:book", book_id=book.pk)
+def discovery_start(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
+    """Start (or resume) the book's discovery through ``services.discovery_start``."""
+    access = page_access(request, book_id, Cap.BOOK_READ)
+    services.discovery_start(access=access)
+    return redirect("discovery:book", book_id=access.book.pk)
 
 
 @login_required
 @require_POST
-def dossier_take(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
-    """The author takes a new snapshot for a role through dossier_create."""
-    principal, book, role = _book(request, book_id, Cap.BOOK_READ)
+def dossier_create(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
+    """The author takes a new snapshot for a role through ``services.dossier_create``."""
+    access = page_access(request, book_id, Cap.BOOK_READ)
     try:
-        dossier = dossier_create(principal=principal, book=book, agent_role=request.POST.get("agent_role", ""))
+        payload = parse_form(DossierIn, {"agent_role": request.POST.get("agent_role", "")})
+        dossier = services.dossier_create(access=access, agent_role=payload.agent_role)
     except DomainError as exc:
-        return _dossiers_page(request, book, role, snapshot_error=exc.message, status=exc.status)
-    return redirect("discovery:dossier", book_id=book.pk, dossier_id=dossier.pk)
+        return _dossiers_page(request, access, snapshot_error=exc.message, status=exc.status)
+    return redirect("discovery:dossier", book_id=access.book.pk, dossier_id=dossier.pk)

@@ -14,11 +14,13 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
-from discovery.access import principal_for_user
+from novelgraph.auth import principal_for_user
 from novelgraph.errors import DomainError
+from novelgraph.schemas import parse_form
 
 from . import services
 from .models import KnowledgeChunk, KnowledgeSource, ResearchItem
+from .schemas import MAX_IMPORT_CHARS, SourceImportIn, labels
 
 LIST_HELP = "Comma-separated, e.g. “scene, pacing, plot”. Blank entries and repeats are dropped."
 
@@ -41,7 +43,7 @@ class CommaListField(forms.CharField):
         if isinstance(value, list):
             return value
         try:
-            return services.clean_list(super().to_python(value) or "", self.label or "list")
+            return labels(super().to_python(value) or "", self.label or "list")
         except DomainError as exc:
             raise forms.ValidationError(exc.message) from exc
 
@@ -76,7 +78,7 @@ class ImportForm(forms.Form):
         name = (upload.name or "").lower()
         if not name.endswith((".md", ".markdown", ".txt")):
             raise forms.ValidationError("Upload a .md or .txt file.")
-        if upload.size > services.MAX_IMPORT_CHARS:
+        if upload.size > MAX_IMPORT_CHARS:
             raise forms.ValidationError("The file is larger than 5 MB.")
         try:
             return upload.read().decode("utf-8-sig")
@@ -126,16 +128,8 @@ class KnowledgeSourceAdmin(admin.ModelAdmin):
         if request.method == "POST" and form.is_valid():
             data = form.cleaned_data
             try:
-                source = services.source_import(
-                    principal=principal_for_user(request.user),
-                    title=data["title"],
-                    origin=data["origin"],
-                    license_note=data["license_note"],
-                    version=data["version"],
-                    text=data["file"],
-                    topics=data["topics"],
-                    applicability=data["applicability"],
-                )
+                payload = parse_form(SourceImportIn, {**data, "text": data["file"]})
+                source = services.source_import(principal=principal_for_user(request.user), payload=payload)
             except DomainError as exc:
                 field = exc.field if exc.field in form.fields else None
                 form.add_error(field, exc.message)

@@ -11,8 +11,11 @@ class LibraryConfig(AppConfig):
         from django.db.models.signals import post_migrate
 
         from . import search
+        from .seed import seed_curated_library_after_migrate
         from .services import register_research_admission
 
         connection_created.connect(search.register_sqlite_functions, dispatch_uid="library_sqlite_functions")
         post_migrate.connect(search.ensure_search_schema, sender=self, dispatch_uid="library_search_schema")
+        # The curated craft library is present after every migrate and flush (tests).
+        post_migrate.connect(seed_curated_library_after_migrate, sender=self, dispatch_uid="library_curated_seed")
         register_research_admission()

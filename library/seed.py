@@ -11,8 +11,6 @@ CURATED_ORIGIN = "novelgraph-curated"
 CURATED_TITLE = "NovelGraph Curated Craft Library"
 CURATED_VERSION = "1.0.0"
 CURATED_LICENSE = "Original editorial guidance by the NovelGraph team; free to use within NovelGraph."
-LITERARY_OWNER_ID = "global"
-LITERARY_LIBRARY_NAME = "NovelGraph Literary Library"
 
 CURATED_ENTRIES: list[dict] = [
     {
@@ -74,13 +72,8 @@ CURATED_ENTRIES: list[dict] = [
 ]
 
 
-def seed_curated_library(KnowledgeBase, KnowledgeSource, KnowledgeChunk) -> bool:
-    """Ensure the global literary base and the curated source exist. True when created."""
-    KnowledgeBase.objects.get_or_create(
-        scope="literary",
-        owner_id=LITERARY_OWNER_ID,
-        defaults={"name": LITERARY_LIBRARY_NAME},
-    )
+def seed_curated_library(KnowledgeSource, KnowledgeChunk) -> bool:
+    """Ensure the curated source and its chunks exist. True when created."""
     if KnowledgeSource.objects.filter(origin=CURATED_ORIGIN).exists():
         return False
     source = KnowledgeSource.objects.create(
@@ -101,3 +94,14 @@ def seed_curated_library(KnowledgeBase, KnowledgeSource, KnowledgeChunk) -> bool
         for position, entry in enumerate(CURATED_ENTRIES, start=1)
     )
     return True
+
+
+def seed_curated_library_after_migrate(sender, using: str = "default", **kwargs) -> None:
+    """``post_migrate``: the curated library is present (after a flush in tests, too)."""
+    from novelgraph.db import tables_exist
+
+    if not tables_exist(using, "library_knowledgesource", "library_knowledgechunk"):
+        return
+    from .models import KnowledgeChunk, KnowledgeSource
+
+    seed_curated_library(KnowledgeSource, KnowledgeChunk)

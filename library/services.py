@@ -11,11 +11,9 @@ log.
 from __future__ import annotations
 
 import re
-import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
 from django.db import IntegrityError, transaction
 
@@ -29,58 +27,21 @@ from approvals.services import (
     register_subject_handler,
     subject_decide,
 )
-from discovery.access import Cap, Principal, book_for, require
-from novelgraph.errors import Conflict, Forbidden, Invalid, NotFound
+from discovery.access import BookAccess, Cap, principal_capabilities, refusal
+from novelgraph.auth import Principal
+from novelgraph.errors import Conflict, Forbidden, Invalid
+from novelgraph.schemas import limit
 
 from . import search as search_index
 from .models import KnowledgeChunk, KnowledgeSource, ResearchItem
+from .schemas import ChunkIn, ResearchIn, SourceImportIn, SourceIn
 from .seed import CURATED_ORIGIN
 
-MAX_LIST_ITEMS = 50
-MAX_LIST_ITEM_CHARS = 100
-MAX_IMPORT_CHARS = 5_000_000
 CHUNK_TARGET_CHARS = 1_500
 CHUNK_MAX_CHARS = 2_000
 IMPORT_BATCH = 500  # chunks per INSERT when importing a document
 RESEARCH_KIND = ApprovalKind.RESEARCH_ADMISSION.value
 RESEARCH_SUBJECT = "research"
-
-
-# --- Validation helpers ------------------------------------------------------
-
-
-def _text(value: Any, field: str, *, max_length: int, required: bool = True) -> str:
-    text = "" if value is None else str(value).strip()
-    if required and not text:
-        raise Invalid(f"{field} is required", field=field)
-    if len(text) > max_length:
-        raise Invalid(f"{field} is longer than {max_length} characters", field=field)
-    return text
-
-
-def clean_list(value: Any, field: str) -> list[str]:
-    """A list of short labels (topics, applicability): stripped, blanks dropped, deduplicated.
-
-    A comma-separated string is accepted too ("scene, pacing").
-    """
-    if value is None:
-        return []
-    if isinstance(value, str):
-        value = value.split(",")
-    if not isinstance(value, list | tuple):
-        raise Invalid(f"{field} must be a list of strings", field=field)
-    out: list[str] = []
-    for item in value:
-        if not isinstance(item, str):
-            raise Invalid(f"{field} must be a list of strings", field=field)
-        label = " ".join(item.split())
-        if len(label) > MAX_LIST_ITEM_CHARS:
-            raise Invalid(f"each {field} entry is at most {MAX_LIST_ITEM_CHARS} characters", field=field)
-        if label and label not in out:
-            out.append(label)
-    if len(out) > MAX_LIST_ITEMS:
-        raise Invalid(f"{field} takes at most {MAX_LIST_ITEMS} entries", field=field)
-    return out
 
 
 def _require_write(principal: Principal | None, *, origin: str | None = None) -> None:
@@ -89,7 +50,8 @@ def _require_write(principal: Principal | None, *, origin: str | None = None) ->
     ``principal`` None is the admin or a management command, which staff run."""
     if principal is None:
         return
-    require(principal, Cap.LITERARY_WRITE)
+    if Cap.LITERARY_WRITE not in principal_capabilities(principal):
+        raise refusal(principal.key_role, Cap.LITERARY_WRITE)
     if origin == CURATED_ORIGIN and not principal.user.is_staff:
         raise Forbidden(f"the {CURATED_ORIGIN} library is curated by staff in the admin", code="curated_by_staff")
 
@@ -97,22 +59,10 @@ def _require_write(principal: Principal | None, *, origin: str | None = None) ->
 # --- Sources and chunks ------------------------------------------------------
 
 
-def source_create(
-    *,
-    principal: Principal | None,
-    title: str,
-    origin: str,
-    license_note: str,
-    version: str,
-) -> KnowledgeSource:
+def source_create(*, principal: Principal | None, payload: SourceIn) -> KnowledgeSource:
     """Create a source. Rule: literary:write; (origin, title, version) is unique (409)."""
-    _require_write(principal, origin=(origin or "").strip())
-    fields = {
-        "title": _text(title, "title", max_length=300),
-        "origin": _text(origin, "origin", max_length=300),
-        "license_note": _text(license_note, "license_note", max_length=500),
-        "version": _text(version, "version", max_length=50),
-    }
+    _require_write(principal, origin=payload.origin)
+    fields = payload.dict(include={"title", "origin", "license_note", "version"})
     if KnowledgeSource.objects.filter(
         origin=fields["origin"], title=fields["title"], version=fields["version"]
     ).exists():
@@ -128,36 +78,15 @@ def source_create(
 
 
 def chunk_add(
-    *,
-    principal: Principal | None,
-    source: KnowledgeSource,
-    content: str,
-    topics: Any = None,
-    applicability: Any = None,
-    citation: str,
-    position: int | None = None,
+    *, principal: Principal | None, source: KnowledgeSource, payload: ChunkIn, position: int | None = None
 ) -> KnowledgeChunk:
-    """Attach a cited chunk to a source. Rule: literary:write; content and citation required.
-
-    The search index follows by database trigger.
-    """
+    """Attach a cited chunk to a source. Rule: literary:write. The search index follows by database trigger."""
     _require_write(principal, origin=source.origin)
-    content = _text(content, "content", max_length=100_000)
-    citation = _text(citation, "citation", max_length=500)
-    topics = clean_list(topics, "topics")
-    applicability = clean_list(applicability, "applicability")
     with transaction.atomic():
         if position is None:
             last = source.chunks.order_by("-position").values_list("position", flat=True).first()
             position = (last or 0) + 1
-        return KnowledgeChunk.objects.create(
-            source=source,
-            position=position,
-            content=content,
-            topics=topics,
-            applicability=applicability,
-            citation=citation,
-        )
+        return KnowledgeChunk.objects.create(source=source, position=position, **payload.dict())
 
 
 @dataclass(frozen=True)
@@ -270,13 +199,7 @@ def split_document(text: str, title: str) -> list[tuple[str, str]]:
 def source_import(
     *,
     principal: Principal | None,
-    title: str,
-    origin: str,
-    license_note: str,
-    version: str,
-    text: str,
-    topics: Any = None,
-    applicability: Any = None,
+    payload: SourceImportIn,
     progress: Callable[[int], None] | None = None,
 ) -> KnowledgeSource:
     """Create a source from a Markdown or plain-text document, one cited chunk per section.
@@ -284,32 +207,28 @@ def source_import(
     Rule: literary:write; the document must contain text. One transaction: if any
     chunk fails, neither the source nor any chunk remains.
     """
-    _require_write(principal)
-    if not isinstance(text, str) or not text.strip():
+    _require_write(principal, origin=payload.origin)
+    if not payload.text.strip():
         raise Invalid("the document is empty", field="file")
-    if len(text) > MAX_IMPORT_CHARS:
-        raise Invalid(f"the document is longer than {MAX_IMPORT_CHARS} characters", field="file")
-    topics = clean_list(topics, "topics")
-    applicability = clean_list(applicability, "applicability")
-    title = _text(title, "title", max_length=300)
-    pieces = split_document(text.replace("\x00", ""), title)
+    pieces = split_document(payload.text.replace("\x00", ""), payload.title)
     if not pieces:
         raise Invalid("the document has no text to import", field="file")
+    content_limit = limit(KnowledgeChunk, "content")
     with transaction.atomic():
-        source = source_create(principal=None, title=title, origin=origin, license_note=license_note, version=version)
-        # The chunks are checked as chunk_add checks them and inserted in batches: one
-        # multi-row INSERT per batch instead of a savepoint and an INSERT per chunk (2.4x
-        # the raw-SQL floor before, see bench/RESULTS.md). The index triggers fire per row.
+        source = source_create(principal=None, payload=payload)
+        # The chunks are inserted in batches: one multi-row INSERT per batch instead of a
+        # savepoint and an INSERT per chunk (2.4x the raw-SQL floor before, see bench/RESULTS.md).
+        # The index triggers fire per row.
         batch: list[KnowledgeChunk] = []
         for position, (content, citation) in enumerate(pieces, start=1):
             batch.append(
                 KnowledgeChunk(
                     source=source,
                     position=position,
-                    content=_text(content, "content", max_length=100_000),
-                    topics=list(topics),
-                    applicability=list(applicability),
-                    citation=_text(citation, "citation", max_length=500),
+                    content=content[:content_limit],
+                    topics=list(payload.topics),
+                    applicability=list(payload.applicability),
+                    citation=citation,
                 )
             )
             if len(batch) == IMPORT_BATCH or position == len(pieces):
@@ -337,7 +256,8 @@ def library_search(
     topic: str | None = None,
 ) -> search_index.SearchResponse:
     """Search the library. Rule: literary:read (not book-scoped)."""
-    require(principal, Cap.LITERARY_READ)
+    if Cap.LITERARY_READ not in principal_capabilities(principal):
+        raise refusal(principal.key_role, Cap.LITERARY_READ)
     return search_index.search(query, limit=limit, applicability=applicability, topic=topic)
 
 
@@ -405,53 +325,19 @@ def register_research_admission() -> None:
     )
 
 
-def _http_url(value: Any) -> str:
-    url = _text(value, "url", max_length=2000)
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        raise Invalid("url is not a valid URL", field="url") from None
-    if parts.scheme.lower() not in {"http", "https"} or not parts.netloc or any(ch.isspace() for ch in url):
-        raise Invalid("url must be an http or https address", field="url")
-    scheme, rest = url.split(":", 1)
-    return f"{scheme.lower()}:{rest}"
-
-
-def research_propose(
-    *,
-    principal: Principal,
-    book_id: Any,
-    url: str,
-    title: str,
-    claim: str,
-    citation: str,
-    excerpt: str = "",
-    source_snapshot: str = "",
-) -> ResearchItem:
+def research_propose(*, access: BookAccess, payload: ResearchIn) -> ResearchItem:
     """Propose research for a book: pending, with a pending research-admission approval.
 
     Rule: the book's author or its agents may propose (book:read plus discovery:write
-    or scratchpad:write); editors may not. Only http and https URLs (422 naming url).
+    or scratchpad:write); editors may not.
     """
-    book = book_for(principal, book_id, Cap.BOOK_READ)
-    require(principal, Cap.DISCOVERY_WRITE, Cap.SCRATCHPAD_WRITE, book=book)
-    fields = {
-        "url": _http_url(url),
-        "title": _text(title, "title", max_length=300),
-        "claim": _text(claim, "claim", max_length=10_000),
-        "citation": _text(citation, "citation", max_length=500),
-        "excerpt": _text(excerpt, "excerpt", max_length=20_000, required=False),
-        "source_snapshot": _text(source_snapshot, "source_snapshot", max_length=100_000, required=False),
-    }
-    role = principal.key_role if principal.is_agent else "author"
+    access.require(Cap.BOOK_READ)
+    access.require(Cap.DISCOVERY_WRITE, Cap.SCRATCHPAD_WRITE)
     with transaction.atomic():
         item = ResearchItem.objects.create(
-            book=book,
-            proposed_by=role,
-            proposed_by_user=principal.user,
-            **fields,
+            book=access.book, proposed_by=access.role, proposed_by_user=access.user, **payload.dict()
         )
-        item.approval = _request_admission(item, role=role, user=principal.user)
+        item.approval = _request_admission(item, role=access.role, user=access.user)
         item.save(update_fields=["approval", "updated_at"])
     return item
 
@@ -469,22 +355,15 @@ def _request_admission(item: ResearchItem, *, role: str, user=None) -> Approval:
     )
 
 
-def research_decide(*, principal: Principal, research_id: Any, verdict: str, rationale: str) -> ResearchItem:
+def research_decide(*, access: BookAccess, item: ResearchItem, verdict: str, rationale: str) -> ResearchItem:
     """The author admits (verdict approve) or rejects research, with a rationale.
 
-    Rules: research of a book the principal cannot see is a 404; only the author decides
-    (403); a blank rationale is a 422; research that is no longer pending is a 409. The
-    decision goes through approval_decide, which appends it to the book's decision log.
+    Rules: only the author decides (403); a blank rationale is a 422; research that is no
+    longer pending is a 409. The decision goes through approval_decide, which appends it to
+    the book's decision log.
     """
-    try:
-        item = ResearchItem.objects.select_related("book").get(pk=research_id)
-    except (ResearchItem.DoesNotExist, ValueError, TypeError):
-        raise NotFound("research not found") from None
-    if principal.role_for(item.book) is None:
-        raise NotFound("research not found")
     subject_decide(
-        principal=principal,
-        book=item.book,
+        access=access,
         kind=RESEARCH_KIND,
         subject_type=RESEARCH_SUBJECT,
         subject_id=item.pk,
@@ -497,20 +376,4 @@ def research_decide(*, principal: Principal, research_id: Any, verdict: str, rat
         requested_by_user=item.proposed_by_user,
     )
     item.refresh_from_db()
-    return item
-
-
-def research_list(*, principal: Principal, book_id: Any):
-    """A book's research, newest first. Rule: book:read."""
-    book = book_for(principal, book_id, Cap.BOOK_READ)
-    return ResearchItem.objects.filter(book=book).order_by("-created_at")
-
-
-def research_for(*, principal: Principal, research_id: Any) -> ResearchItem:
-    try:
-        item = ResearchItem.objects.select_related("book").get(pk=uuid.UUID(str(research_id)))
-    except (ResearchItem.DoesNotExist, ValueError, TypeError):
-        raise NotFound("research not found") from None
-    if principal.role_for(item.book) is None:
-        raise NotFound("research not found")
     return item

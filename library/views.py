@@ -1,15 +1,26 @@
-"""Browser pages (server-rendered, HTMX partials): the library search page."""
+"""Browser pages (server-rendered, HTMX partials): the library search page and a book's research."""
 
 from __future__ import annotations
 
+import uuid
+
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
 
-from discovery.access import principal_for_user
+from discovery.access import BookAccess, Cap, page_access
+from discovery.views import book_links
+from novelgraph.auth import principal_for_user
+from novelgraph.errors import DomainError, NotFound
+from novelgraph.schemas import parse_form
 
+from . import services
+from .models import ResearchItem
+from .schemas import ResearchDecideIn
 from .search import MAX_QUERY_CHARS
-from .services import library_search
+from .selectors import research_of
 
 PAGE_LIMIT = 20
 MODE_LABELS = {
@@ -25,7 +36,7 @@ def search_page(request: HttpRequest) -> HttpResponse:
     q = request.GET.get("q", "")[:MAX_QUERY_CHARS]
     applicability = request.GET.get("applicability", "")[:100].strip()
     topic = request.GET.get("topic", "")[:100].strip()
-    response = library_search(
+    response = services.library_search(
         principal=principal_for_user(request.user),
         query=q,
         limit=PAGE_LIMIT,
@@ -43,3 +54,54 @@ def search_page(request: HttpRequest) -> HttpResponse:
     }
     template = "library/search.html#results" if request.htmx else "library/search.html"
     return render(request, template, context)
+
+
+# --- A book's research ----------------------------------------------------------
+
+
+@login_required
+def research(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
+    """The book's research items: pending ones wait for the author's admission."""
+    return _render_research(request, page_access(request, book_id, Cap.BOOK_READ))
+
+
+def _render_research(
+    request: HttpRequest, access: BookAccess, *, errors: dict | None = None, status: int = 200
+) -> HttpResponse:
+    items = list(research_of(access.book))
+    return render(
+        request,
+        "library/research.html#research-lists" if request.htmx else "library/research.html",
+        {
+            "book": access.book,
+            "role": access.role,
+            "links": book_links(access.book),
+            "items": items,
+            "pending": [i for i in items if i.status == ResearchItem.Status.PENDING],
+            "decided": [i for i in items if i.status != ResearchItem.Status.PENDING],
+            "can_decide": access.is_author,
+            "errors": errors or {},
+        },
+        status=status,
+    )
+
+
+@login_required
+@require_POST
+def research_decide(request: HttpRequest, book_id: uuid.UUID, item_id: uuid.UUID) -> HttpResponse:
+    """Admit or reject a research item: the author's verdict, with a rationale, through ``services.research_decide``."""
+    access = page_access(request, book_id, Cap.BOOK_READ)
+    item = research_of(access.book).filter(pk=item_id).first()
+    if item is None:
+        raise NotFound("research item not found")
+    form = {"verdict": request.POST.get("verdict", ""), "rationale": request.POST.get("rationale", "")}
+    try:
+        payload = parse_form(ResearchDecideIn, form)
+        services.research_decide(access=access, item=item, verdict=payload.verdict, rationale=payload.rationale)
+    except DomainError as exc:
+        errors = {item.pk: {"message": exc.message, "rationale": form["rationale"]}}
+        return _render_research(request, access, errors=errors, status=exc.status)
+    if request.htmx:
+        # Both lists: the decided item moves from "Waiting" to "Decided" in place.
+        return _render_research(request, access)
+    return redirect(f"{reverse('library:research', args=[access.book.pk])}#research-{item.pk}")

@@ -1,4 +1,4 @@
-"""The NinjaAPI instance: authentication, the JSON error shape, and the app routers.
+"""The NinjaAPI instance: it mounts the apps' routers and turns every error into the JSON error shape.
 
 Every error the API returns is JSON: ``{"detail": str, "code": str, "field"?: str}``
 (422 adds ``errors``: one ``{"field", "message"}`` per problem).
@@ -14,26 +14,14 @@ from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError
 from ninja.errors import ValidationError as NinjaValidationError
 from ninja.parser import Parser
-from ninja.security import HttpBearer, SessionAuth
 
-from discovery.access import Principal, principal_for_key, principal_for_user
+from approvals.api import router as approvals_router
+from discovery.api import router as discovery_router
+from discovery.loop.api import router as loop_router
+from library.api import router as library_router
+from novelgraph.auth import ApiKeyAuth, BrowserSessionAuth
 from novelgraph.errors import DomainError, Invalid
-
-
-class ApiKeyAuth(HttpBearer):
-    """``Authorization: Bearer <key>``; the key carries the role (author, sol, terra, luna)."""
-
-    def authenticate(self, request: HttpRequest, token: str) -> Principal | None:
-        return principal_for_key(token)
-
-
-class BrowserSessionAuth(SessionAuth):
-    """A logged-in person in the browser (CSRF-checked on unsafe methods)."""
-
-    def authenticate(self, request: HttpRequest, key: str | None) -> Principal | None:
-        if request.user.is_authenticated:
-            return principal_for_user(request.user)
-        return None
+from novelgraph.security import body_limit_for
 
 
 def _refuse_constant(name: str):
@@ -136,8 +124,6 @@ def on_permission_denied(request: HttpRequest, exc: PermissionDenied) -> HttpRes
 
 @api.exception_handler(RequestDataTooBig)
 def on_body_too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
-    from novelgraph.security import body_limit_for
-
     limit = body_limit_for(request)
     return error_response(
         request, 413, {"detail": f"request body is too large; the limit is {limit} bytes", "code": "too_large"}
@@ -154,16 +140,6 @@ def on_http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
         return error_response(request, 422, body)
     return error_response(request, exc.status_code, {"detail": str(exc), "code": "error"})
 
-
-def principal_of(request: HttpRequest) -> Principal:
-    """The authenticated principal of an API request (set by the auth classes above)."""
-    return request.auth
-
-
-from approvals.api import router as approvals_router  # noqa: E402
-from discovery.api import router as discovery_router  # noqa: E402
-from discovery.loop.api import router as loop_router  # noqa: E402
-from library.api import router as library_router  # noqa: E402
 
 api.add_router("", discovery_router)
 api.add_router("", loop_router)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 
 from django.core.exceptions import ImproperlyConfigured
-from django.db import migrations, models
+from django.db import connections, migrations, models
 
 
 class TimeStampedModel(models.Model):
@@ -22,6 +22,11 @@ class TimeStampedModel(models.Model):
 def enum_check(field: str, choices: type[models.TextChoices], name: str) -> models.CheckConstraint:
     """A CheckConstraint restricting ``field`` to the values of ``choices``."""
     return models.CheckConstraint(condition=models.Q(**{f"{field}__in": choices.values}), name=name)
+
+
+def choices_check(field: str, choices: list[tuple[str, str]], name: str) -> models.CheckConstraint:
+    """A CheckConstraint restricting ``field`` to the values of a list of (value, label) pairs."""
+    return models.CheckConstraint(condition=models.Q(**{f"{field}__in": [value for value, _ in choices]}), name=name)
 
 
 # --- Append-only tables ------------------------------------------------------
@@ -67,35 +72,41 @@ def drop_append_only_sql(vendor: str, table: str) -> list[str]:
     ]
 
 
-# Every table an AppendOnly migration guards; the test suite uses it to lift and
-# restore the guards around the flush of transactional tests.
-APPEND_ONLY_TABLES: list[str] = [
-    "discovery_scratchpadentry",
-    "discovery_contextdossier",
-    "approvals_decisionlogentry",
-]
+# Every table an app guards. Each app registers its own tables from its ``ready()`` and
+# restores their guards after migrate and flush from its own ``post_migrate`` handler; the
+# test suite lifts them around the flush of transactional tests.
+APPEND_ONLY_TABLES: list[str] = []
+
+
+def register_append_only(*tables: str) -> None:
+    for table in tables:
+        if table not in APPEND_ONLY_TABLES:
+            APPEND_ONLY_TABLES.append(table)
 
 
 def install_append_only(connection, tables: list[str] | None = None) -> None:
+    """Guard ``tables`` (default: every registered table that exists)."""
+    existing = set(connection.introspection.table_names())
     with connection.cursor() as cursor:
-        for table in tables or APPEND_ONLY_TABLES:
-            for statement in append_only_sql(connection.vendor, table):
-                cursor.execute(statement)
+        for table in tables if tables is not None else APPEND_ONLY_TABLES:
+            if table in existing:
+                for statement in append_only_sql(connection.vendor, table):
+                    cursor.execute(statement)
 
 
 def remove_append_only(connection, tables: list[str] | None = None) -> None:
+    existing = set(connection.introspection.table_names())
     with connection.cursor() as cursor:
-        for table in tables or APPEND_ONLY_TABLES:
-            for statement in drop_append_only_sql(connection.vendor, table):
-                cursor.execute(statement)
+        for table in tables if tables is not None else APPEND_ONLY_TABLES:
+            if table in existing:
+                for statement in drop_append_only_sql(connection.vendor, table):
+                    cursor.execute(statement)
 
 
 class AppendOnly(migrations.RunPython):
     """Migration operation: make ``table`` refuse UPDATE and DELETE on any backend."""
 
     def __init__(self, table: str):
-        assert table in APPEND_ONLY_TABLES, f"add {table} to APPEND_ONLY_TABLES"
-
         def forwards(apps, schema_editor):
             install_append_only(schema_editor.connection, [table])
 
@@ -105,27 +116,26 @@ class AppendOnly(migrations.RunPython):
         super().__init__(forwards, backwards)
 
 
-def restore_store_invariants(sender, using: str = "default", **kwargs) -> None:
-    """``post_migrate``: the append-only guards and the rows data migrations seed are present.
+def tables_exist(using: str, *tables: str) -> bool:
+    """True when every one of ``tables`` exists (a post_migrate handler has nothing to restore otherwise:
+    a partial migrate, or ``migrate <app> zero``)."""
+    return set(tables) <= set(connections[using].introspection.table_names())
 
-    Runs after every ``migrate`` and after every ``flush`` (which empties all tables,
-    seeded rows included, and on SQLite needs the guards lifted first). Idempotent,
-    and it never overwrites what staff changed: missing rows are created, existing
-    ones left alone.
+
+def guard_tables_after_migrate(*tables: str):
+    """A ``post_migrate`` receiver that restores the append-only guards of ``tables`` when they exist."""
+
+    def receiver(sender, using: str = "default", **kwargs) -> None:
+        install_append_only(connections[using], list(tables))
+
+    return receiver
+
+
+def lock_row(model: type[models.Model], pk) -> None:
+    """Serialise writers of one row (a book: its chain head, its counters) for the rest of the transaction.
+
+    PostgreSQL: the row's lock. SQLite: nothing more is needed, because every transaction begins
+    IMMEDIATE and so already holds the database's write lock. Call inside ``transaction.atomic``.
     """
-    import importlib
-
-    from django.apps import apps
-    from django.db import connections
-
-    connection = connections[using]
-    existing = set(connection.introspection.table_names())
-    if not set(APPEND_ONLY_TABLES) <= existing or "loop_rosterentry" not in existing:
-        return  # a partial migrate (or a rollback): nothing to restore yet
-    install_append_only(connection)
-    from discovery.models import KnowledgeBase
-    from library.models import KnowledgeChunk, KnowledgeSource
-    from library.seed import seed_curated_library
-
-    seed_curated_library(KnowledgeBase, KnowledgeSource, KnowledgeChunk)
-    importlib.import_module("discovery.loop.migrations.0002_roster").seed(apps, None, overwrite=False)
+    if connections["default"].vendor != "sqlite":
+        model.objects.select_for_update().filter(pk=pk).values_list("pk").first()

@@ -1,8 +1,92 @@
-"""Schemas shared by every router."""
+"""Input types and error schemas shared by every app's ``schemas.py``.
+
+Input is validated once, by the app's input schemas: the API parses request bodies
+with them, the HTMX forms go through :func:`parse_form`, and commands and agents build
+them too; services receive the validated value. Limits come from the model fields (see
+:func:`limit`), so a number is written in one place.
+"""
 
 from __future__ import annotations
 
+from typing import Annotated, Any, TypeVar
+
+from django.db.models import Model
 from ninja import Schema
+from pydantic import AfterValidator, BeforeValidator, Field, StringConstraints
+from pydantic import ValidationError as PydanticValidationError
+
+from .errors import Invalid
+
+# Lengths of free text that has no model column of its own (JSON content: charter fields,
+# list items). Column lengths come from the models through ``limit``.
+LONG_TEXT = 10_000
+LIST_ITEM_TEXT = 2_000
+MAX_LIST_ITEMS = 50
+MAX_JSON_CHARS = 20_000
+
+
+def limit(model: type[Model], field: str) -> int:
+    """The ``max_length`` of ``model.field``: the one place a column's limit is written."""
+    return model._meta.get_field(field).max_length
+
+
+def _no_nul(value: str) -> str:
+    if "\x00" in value:
+        raise ValueError("must not contain a NUL character")
+    return value
+
+
+def Text(max_length: int, *, required: bool = True) -> Any:
+    """Stripped text without NUL characters; blank is refused when ``required``."""
+    return Annotated[
+        str,
+        StringConstraints(strip_whitespace=True, min_length=1 if required else 0, max_length=max_length),
+        AfterValidator(_no_nul),
+    ]
+
+
+def TextList(*, item_length: int = LIST_ITEM_TEXT, max_items: int = MAX_LIST_ITEMS, min_items: int = 0) -> Any:
+    """A list of non-blank texts."""
+    return Annotated[list[Text(item_length)], Field(min_length=min_items, max_length=max_items)]
+
+
+def _json_checked(value: Any) -> Any:
+    import json
+
+    try:
+        encoded = json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError):
+        raise ValueError("must be JSON") from None
+    if len(encoded) > MAX_JSON_CHARS:
+        raise ValueError(f"is larger than {MAX_JSON_CHARS} characters of JSON")
+    if "\\u0000" in encoded:
+        raise ValueError("must not contain a NUL character")
+    return value
+
+
+JsonValue = Annotated[Any, AfterValidator(_json_checked)]
+
+
+def _comma_list(value: Any) -> Any:
+    return value.split(",") if isinstance(value, str) else value
+
+
+def _labels(values: list[str]) -> list[str]:
+    out: list[str] = []
+    for value in values:
+        label = " ".join(value.split())
+        if label and label not in out:
+            out.append(label)
+    return out
+
+
+# Short labels (topics, applicability): a list or a comma-separated string; blanks dropped, deduplicated.
+Labels = Annotated[
+    list[Text(100, required=False)],
+    BeforeValidator(_comma_list),
+    Field(max_length=MAX_LIST_ITEMS),
+    AfterValidator(_labels),
+]
 
 
 class Error(Schema):
@@ -24,3 +108,23 @@ class ValidationErrorOut(Error):
 
 # Declare on routes: response={200: Out, **ERRORS}
 ERRORS = {401: Error, 403: Error, 404: Error, 409: Error, 422: ValidationErrorOut}
+
+
+def field_of(loc: tuple | list) -> str:
+    """A pydantic error location as the API names fields: ``observations.0.key``."""
+    return ".".join(str(part) for part in loc) or "body"
+
+
+S = TypeVar("S", bound=Schema)
+
+
+def parse_form(schema: type[S], data: dict) -> S:
+    """Validate browser form data with an input schema; the first problem is a 422 naming its field,
+    worded as the API words it."""
+    try:
+        return schema.model_validate(data)
+    except PydanticValidationError as exc:
+        first = exc.errors()[0]
+        field = field_of(first.get("loc", ()))
+        message = first.get("msg", "invalid")
+        raise Invalid(f"{field}: {message}", field=field) from None

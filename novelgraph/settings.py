@@ -71,6 +71,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # A rule's refusal that a page does not show inline becomes the error page with its status.
+    "novelgraph.pages.DomainErrorPages",
 ]
 
 ROOT_URLCONF = "novelgraph.urls"
@@ -197,3 +199,4 @@ LOGGING = {
 # API lists: `@paginate` (limit/offset) answers {"items": [...], "count": N}; a limit above the maximum is a 422.
 NINJA_PAGINATION_PER_PAGE = 50
 NINJA_PAGINATION_MAX_LIMIT = 200
+NINJA_PAGINATION_CLASS = "novelgraph.pagination.Paging"

@@ -16,7 +16,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),
     path("review/", include("approvals.urls")),
-    path("library/", include("library.urls")),
+    path("", include("library.urls")),
     path("", include("discovery.loop.urls")),
     path("", include("discovery.urls")),
 ]

@@ -7,16 +7,20 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from discovery.access import api_key_create, api_key_revoke
-from discovery.models import ApiKey, Book
-from novelgraph.errors import DomainError
+from discovery.access import books_visible_to
+
+from .auth import principal_for_user
+from .errors import DomainError
+from .models import ApiKey
+from .roles import KEY_ROLES
+from .services import api_key_create, api_key_revoke
 
 
 def _page(request: HttpRequest, *, raw_key: str | None = None, created: ApiKey | None = None, error=None, status=200):
     context = {
         "keys": ApiKey.objects.filter(owner=request.user).prefetch_related("books"),
-        "books": Book.objects.filter(owner=request.user).order_by("title"),
-        "roles": ApiKey.KeyRole.choices,
+        "books": books_visible_to(principal_for_user(request.user)).order_by("title"),
+        "roles": KEY_ROLES,
         "raw_key": raw_key,
         "created": created,
         "error": error,
@@ -37,9 +41,9 @@ def keys(request: HttpRequest) -> HttpResponse:
     if len(name) > 100:
         return _page(request, error=DomainError("a name has at most 100 characters", field="name"), status=422)
     book_ids = request.POST.getlist("books")
-    books = list(Book.objects.filter(owner=request.user, pk__in=_valid_uuids(book_ids)))
+    books = list(books_visible_to(principal_for_user(request.user)).filter(pk__in=_valid_uuids(book_ids)))
     if len(books) != len(set(book_ids)):
-        return _page(request, error=DomainError("choose only books you own", field="books"), status=422)
+        return _page(request, error=DomainError("choose only books you own or edit", field="books"), status=422)
     try:
         key, raw = api_key_create(owner=request.user, role=request.POST.get("role", ""), books=books, name=name)
     except DomainError as exc:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from discovery.access import Principal
+from discovery.access import BookAccess, book_access
 from discovery.models import Book, StoryCharter
+from discovery.schemas import CharterIn
 from discovery.services.charters import charter_propose
+from library.schemas import ResearchIn
 from library.services import research_propose
+from novelgraph.auth import Principal
 
 from .factories import DiscoverySessionFactory, KnowledgeChunkFactory, ScratchpadEntryFactory, TurnFactory
 
@@ -17,8 +20,8 @@ CHARTER = {
 }
 
 
-def as_sol(book: Book) -> Principal:
-    return Principal(user=book.owner, key_role="sol")
+def as_sol(book: Book) -> BookAccess:
+    return book_access(Principal(user=book.owner, key_role="sol"), book)
 
 
 def sources_of(book: Book) -> dict:
@@ -30,12 +33,13 @@ def sources_of(book: Book) -> dict:
     )
     chunk = KnowledgeChunkFactory(citation="Craft notes, fair play", content="Show the reader every clue.")
     research = research_propose(
-        principal=as_sol(book),
-        book_id=book.pk,
-        url="https://example.org/tides",
-        title="Tide tables of the northern coast",
-        claim="High tide that morning was at 06:12.",
-        citation="Coastal Almanac 2025, p. 14",
+        access=as_sol(book),
+        payload=ResearchIn(
+            url="https://example.org/tides",
+            title="Tide tables of the northern coast",
+            claim="High tide that morning was at 06:12.",
+            citation="Coastal Almanac 2025, p. 14",
+        ),
     )
     return {"turn": turn, "entry": entry, "chunk": chunk, "research": research}
 
@@ -47,4 +51,4 @@ def refs_to(sources: dict) -> list[dict]:
 def propose_charter(book: Book, *, source_refs: list | None = None, thrust: str | None = None) -> StoryCharter:
     """Sol proposes a charter through the discovery service: it comes with a pending approval."""
     data = dict(CHARTER, main_thrust=thrust or CHARTER["main_thrust"])
-    return charter_propose(principal=as_sol(book), book=book, data=data, source_refs=source_refs or [])
+    return charter_propose(access=as_sol(book), payload=CharterIn(**data, source_refs=source_refs or []))

@@ -9,8 +9,8 @@ import pytest
 from django.db import connection
 from django.test import Client
 
-from discovery.access import api_key_create
 from novelgraph.db import remove_append_only
+from novelgraph.services import api_key_create
 
 from .factories import PASSWORD, BookFactory, UserFactory
 

@@ -11,7 +11,6 @@ from factory.django import DjangoModelFactory
 
 from approvals.models import Approval, DecisionLogEntry
 from discovery.models import (
-    ApiKey,
     Book,
     Chapter,
     ContextDossier,
@@ -26,9 +25,9 @@ from discovery.models import (
     StoryCharter,
     ThrustCandidate,
     Turn,
-    hash_api_key,
 )
 from library.models import KnowledgeChunk, KnowledgeSource, ResearchItem
+from novelgraph.models import ApiKey, hash_api_key
 
 PASSWORD = "correct-horse-battery"
 
@@ -213,7 +212,7 @@ class HandoffFactory(DjangoModelFactory):
 
 
 class ApiKeyFactory(DjangoModelFactory):
-    """Use ``discovery.access.api_key_create`` when a test needs the raw key."""
+    """Use ``novelgraph.services.api_key_create`` when a test needs the raw key."""
 
     class Meta:
         model = ApiKey

@@ -23,7 +23,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from discovery.access import api_key_create
+from novelgraph.services import api_key_create
 from novelgraph.wsgi import application
 
 from .security_scene import build_scene

@@ -13,9 +13,9 @@ import pytest
 from approvals.models import Approval, DecisionLogEntry
 from approvals.selectors import decision_log_verify
 from approvals.services import HANDLERS, approval_decide
-from discovery.access import principal_for_user
 from discovery.models import StoryCharter
 from library.models import ResearchItem
+from novelgraph.auth import principal_for_user
 from novelgraph.errors import Conflict, Forbidden, Invalid
 
 from .approval_subjects import propose_charter, refs_to, sources_of
@@ -258,22 +258,22 @@ def test_a_changed_charter_lapses_its_approval_409_superseded(book, charter, app
 
 
 def test_the_service_refuses_agents_blank_rationales_and_stale_decisions(book, author, charter, approval):
-    from discovery.access import Principal
+    from discovery.access import book_access
+    from novelgraph.auth import Principal
 
     with pytest.raises(Forbidden):
         approval_decide(
-            principal=Principal(user=author, key_role="sol"),
+            access=book_access(Principal(user=author, key_role="sol"), book),
             approval_id=approval.pk,
             verdict="approve",
             rationale=RATIONALE,
         )
+    me = book_access(principal_for_user(author), book)
     with pytest.raises(Invalid):
-        approval_decide(principal=principal_for_user(author), approval_id=approval.pk, verdict="approve", rationale="")
+        approval_decide(access=me, approval_id=approval.pk, verdict="approve", rationale="")
     StoryCharter.objects.filter(pk=charter.pk).update(version=9)
     with pytest.raises(Conflict) as lapsed:
-        approval_decide(
-            principal=principal_for_user(author), approval_id=approval.pk, verdict="approve", rationale=RATIONALE
-        )
+        approval_decide(access=me, approval_id=approval.pk, verdict="approve", rationale=RATIONALE)
     assert lapsed.value.code == "superseded"
     assert Approval.objects.get(pk=approval.pk).status == Approval.Status.SUPERSEDED
 

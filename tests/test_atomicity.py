@@ -15,13 +15,19 @@ from django.db import DatabaseError, connection
 from django.test import Client
 
 from approvals.models import Approval, DecisionLogEntry
-from discovery.access import principal_for_user
 from discovery.models import Observation, StoryCharter, Turn
 from library.models import KnowledgeChunk, KnowledgeSource
+from library.schemas import SourceImportIn
 from library.services import source_import
+from novelgraph.auth import principal_for_user
 
 from .approval_subjects import propose_charter
 from .factories import DiscoverySessionFactory
+
+
+def import_document(principal, progress=None, **fields):
+    """Import a document as the admin and the command do: fields through the import schema."""
+    return source_import(principal=principal, payload=SourceImportIn(**fields), progress=progress)
 
 
 @contextlib.contextmanager
@@ -122,8 +128,8 @@ def test_an_import_whose_chunks_fail_leaves_no_source(author, book):
     before = KnowledgeSource.objects.count()
 
     with inserts_into("library_knowledgechunk"), pytest.raises(DatabaseError):
-        source_import(
-            principal=principal_for_user(author),
+        import_document(
+            principal_for_user(author),
             title="Half-written craft notes",
             origin="test",
             license_note="CC BY 4.0",

@@ -24,8 +24,8 @@ import pytest
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
-from discovery.access import api_key_create
 from novelgraph.api import api
+from novelgraph.services import api_key_create
 
 from .factories import PASSWORD, ResearchItemFactory
 from .security_scene import build_scene
@@ -64,7 +64,16 @@ def page_patterns() -> list[str]:
 
 SCHEMA = None
 FIELD_IDS = {"book_id": "book_id", "parent_id": "node_id", "candidate_id": "candidate_id", "scope_id": "book_id"}
-FIELD_VALUES = {"scope": "book", "target_discipline": "sol", "role": "author", "agent_role": "luna", "to_role": "luna"}
+FIELD_VALUES = {
+    "scope": "book",
+    "target_discipline": "sol",
+    "role": "author",
+    "agent_role": "luna",
+    "to_role": "luna",
+    "provenance": "agent-inferred",
+    "url": "https://example.org/tides",
+    "protagonist": {"name": "Mara"},
+}
 
 
 def _resolve(node: dict) -> dict:
@@ -175,7 +184,7 @@ API_EXPECTED: dict[str, tuple[int, ...]] = {
     "POST /sessions/{session_id}/scratchpad": (401, 404, 201, 201, 201, 403, 403),
     "GET /sessions/{session_id}/scratchpad": (401, 404, 200, 200, 200, 200, 200),
     "POST /sessions/{session_id}/thrusts": (401, 404, 403, 201, 201, 403, 201),
-    "POST /books/{book_id}/charters": (401, 404, 403, 422, 422, 403, 422),
+    "POST /books/{book_id}/charters": (401, 404, 403, 201, 201, 403, 201),
     "POST /charters/{charter_id}/resolve": (401, 404, 403, 403, 403, 403, 200),
     "POST /claims": (401, 404, 403, 403, 201, 403, 201),
     "POST /claims/{claim_id}/request-approval": (401, 404, 403, 403, 201, 403, 403),
@@ -185,7 +194,7 @@ API_EXPECTED: dict[str, tuple[int, ...]] = {
     "GET /books/{book_id}/dossiers": (401, 404, 200, 200, 200, 200, 200),
     "GET /dossiers/{dossier_id}": (401, 404, 200, 403, 403, 200, 200),
     "POST /books/{book_id}/handoffs": (401, 404, 403, 403, 201, 403, 201),
-    "POST /handoffs/{handoff_id}/result": (401, 422, 422, 422, 422, 422, 422),
+    "POST /handoffs/{handoff_id}/result": (401, 404, 422, 422, 422, 422, 422),
     "GET /handoffs/{handoff_id}": (401, 404, 200, 200, 200, 200, 200),
     "GET /books/{book_id}/loop": (401, 404, 200, 200, 200, 200, 200),
     "GET /books/{book_id}/loop/nodes": (401, 404, 200, 200, 200, 200, 200),
@@ -216,7 +225,7 @@ API_EXPECTED: dict[str, tuple[int, ...]] = {
     "POST /books/{book_id}/loop/cost": (401, 404, 403, 403, 200, 403, 200),
     "GET /books/{book_id}/loop/cards": (401, 404, 200, 200, 200, 200, 200),
     "POST /books/{book_id}/loop/gates/{gate}/request": (401, 404, 403, 403, 201, 403, 409),
-    "POST /books/{book_id}/loop/approvals/{approval_id}/verdict": (401, 404, 404, 404, 404, 404, 404),
+    "POST /books/{book_id}/loop/approvals/{approval_id}/verdict": (401, 404, 403, 403, 403, 403, 404),
     "GET /books/{book_id}/loop/export": (401, 404, 200, 200, 200, 200, 200),
     "POST /books/{book_id}/loop/import": (401, 422, 422, 422, 422, 422, 422),
     "GET /library/search": (401, 200, 200, 200, 200, 200, 200),
@@ -224,7 +233,7 @@ API_EXPECTED: dict[str, tuple[int, ...]] = {
     "POST /library/sources": (401, 201, 403, 403, 403, 409, 409),
     "GET /library/sources/{source_id}": (401, 200, 200, 200, 200, 200, 200),
     "POST /library/sources/{source_id}/chunks": (401, 201, 403, 403, 403, 201, 201),
-    "POST /books/{book_id}/research": (401, 404, 422, 422, 422, 403, 422),
+    "POST /books/{book_id}/research": (401, 404, 201, 201, 201, 403, 201),
     "GET /books/{book_id}/research": (401, 404, 200, 200, 200, 200, 200),
     "POST /research/{research_id}/admit": (401, 404, 403, 403, 403, 403, 200),
     "POST /research/{research_id}/reject": (401, 404, 403, 403, 403, 403, 409),

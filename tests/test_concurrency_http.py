@@ -17,9 +17,11 @@ from django.test import Client
 
 from approvals.models import DecisionLogEntry
 from approvals.selectors import decision_log_verify
-from discovery.access import principal_for_key
+from discovery.access import book_access
 from discovery.models import ScratchpadEntry, Turn
+from library.schemas import ResearchIn
 from library.services import research_propose
+from novelgraph.auth import principal_for_key
 
 from .factories import DiscoverySessionFactory
 
@@ -103,15 +105,16 @@ def test_scratchpad_entries_appended_at_once_get_distinct_gapless_sequences(luna
 
 
 def test_decisions_made_at_once_on_one_book_form_one_unbroken_chain(author_api, sol_api, book):
-    sol = principal_for_key(sol_api.key)
+    sol = book_access(principal_for_key(sol_api.key), book)
     approvals = [
         research_propose(
-            principal=sol,
-            book_id=book.pk,
-            url=f"https://example.org/tide/{i}",
-            title=f"Tide table {i}",
-            claim=f"High water on day {i} was at 06:{i:02d}.",
-            citation=f"Almanac p. {i}",
+            access=sol,
+            payload=ResearchIn(
+                url=f"https://example.org/tide/{i}",
+                title=f"Tide table {i}",
+                claim=f"High water on day {i} was at 06:{i:02d}.",
+                citation=f"Almanac p. {i}",
+            ),
         ).approval_id
         for i in range(THREADS * 2)
     ]
@@ -133,9 +136,10 @@ def test_decisions_made_at_once_on_one_book_form_one_unbroken_chain(author_api, 
 
 
 def test_the_same_approval_decided_twice_at_once_is_decided_once(author_api, sol_api, book):
-    sol = principal_for_key(sol_api.key)
+    sol = book_access(principal_for_key(sol_api.key), book)
     approval_id = research_propose(
-        principal=sol, book_id=book.pk, url="https://example.org/once", title="Once", claim="Once.", citation="p. 1"
+        access=sol,
+        payload=ResearchIn(url="https://example.org/once", title="Once", claim="Once.", citation="p. 1"),
     ).approval_id
     body = [{"verdict": "approve", "rationale": "Yes."}]
 

@@ -531,8 +531,9 @@ def test_concurrent_appends_on_one_book_never_fork_the_chain(transactional_db):
 
 def test_concurrent_decisions_on_distinct_approvals_of_one_book_never_fork(transactional_db):
     from approvals.services import approval_decide
-    from discovery.access import principal_for_user
+    from discovery.access import book_access
     from discovery.models import StoryCharter
+    from novelgraph.auth import principal_for_user
 
     from .approval_subjects import propose_charter
 
@@ -542,9 +543,11 @@ def test_concurrent_decisions_on_distinct_approvals_of_one_book_never_fork(trans
     charters = [propose_charter(book, thrust=f"Thrust number {i}.") for i in range(count)]
     verdicts = ["approve" if i % 2 == 0 else "reject" for i in range(count)]
 
+    me = book_access(principal_for_user(author), book)
+
     def work(i: int) -> None:
         approval_decide(
-            principal=principal_for_user(author),
+            access=me,
             approval_id=charters[i].approval_id,
             verdict=verdicts[i],
             rationale=f"Decision {i}, taken at the same moment as the others.",

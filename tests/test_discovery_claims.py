@@ -53,11 +53,12 @@ def test_asking_for_an_approved_claim_is_a_422_saying_so(sol_api, book, session)
     assert not KnowledgeClaim.objects.exists()
 
 
-def test_literary_claims_use_scope_id_global_and_series_claims_the_series(sol_api, book, session):
-    literary = _propose(sol_api, claim_body(book, scope="literary", scope_id="global", provenance="literary-guidance"))
-    assert KnowledgeClaim.objects.get(pk=literary["id"]).base.owner_id == "global"
-    bad = sol_api.post("/claims", claim_body(book, scope="literary", scope_id=str(book.pk)))
-    assert bad.status_code == 422 and bad.json()["field"] == "scope_id"
+def test_literary_guidance_is_curated_by_staff_so_no_book_proposes_claims_to_it(sol_api, author_api, book, session):
+    literary = claim_body(book, scope="literary", scope_id="global", provenance="agent-proposed")
+    for api in (sol_api, author_api):
+        refused = api.post("/claims", literary)
+        assert refused.status_code == 403 and refused.json()["code"] == "curated_by_staff"
+    assert not KnowledgeClaim.objects.filter(base__scope="literary").exists()
     series = _propose(sol_api, claim_body(book, scope="series", scope_id=str(book.series_id)))
     assert KnowledgeClaim.objects.get(pk=series["id"]).base.scope == "series"
 

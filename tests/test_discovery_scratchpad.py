@@ -9,8 +9,8 @@ import pytest
 from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.test import Client
 
-from discovery.access import api_key_create
 from discovery.models import KnowledgeClaim, Observation, ScratchpadEntry
+from novelgraph.services import api_key_create
 
 from .conftest import Api
 from .discovery_support import start

@@ -9,7 +9,6 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from discovery.access import api_key_create
 from discovery.models import (
     OPENING_QUESTION,
     Book,
@@ -19,6 +18,7 @@ from discovery.models import (
     ThrustCandidate,
     Turn,
 )
+from novelgraph.services import api_key_create
 
 from .conftest import Api
 from .discovery_support import assert_forbidden, start, thrust_body

@@ -8,9 +8,10 @@ import pytest
 from django.core.management import call_command
 from django.db import IntegrityError, connection, transaction
 
-from discovery.models import ApiKey, KnowledgeBase, hash_api_key
+from discovery.models import KnowledgeBase
 from library.models import KnowledgeChunk, KnowledgeSource
 from library.seed import CURATED_ENTRIES, seed_curated_library
+from novelgraph.models import ApiKey, hash_api_key
 
 from .factories import (
     BookFactory,
@@ -50,7 +51,7 @@ def test_seed_creates_the_literary_base_and_the_curated_library():
 
 def test_seed_is_idempotent():
     before = (KnowledgeBase.objects.count(), KnowledgeSource.objects.count(), KnowledgeChunk.objects.count())
-    assert seed_curated_library(KnowledgeBase, KnowledgeSource, KnowledgeChunk) is False
+    assert seed_curated_library(KnowledgeSource, KnowledgeChunk) is False
     call_command("seed_library", stdout=io.StringIO())
     after = (KnowledgeBase.objects.count(), KnowledgeSource.objects.count(), KnowledgeChunk.objects.count())
     assert before == after

@@ -12,7 +12,6 @@ from django.core.management import call_command
 from django.db import connection
 from django.test import Client
 
-from discovery.models import KnowledgeBase
 from library import search as search_module
 from library.models import KnowledgeChunk, KnowledgeSource
 from library.search import available_modes, query_words, search
@@ -33,7 +32,7 @@ def mode(request, db):
 @pytest.fixture
 def curated(db):
     """The curated seed (migration 0002); restored if a transactional test flushed it."""
-    seed_curated_library(KnowledgeBase, KnowledgeSource, KnowledgeChunk)
+    seed_curated_library(KnowledgeSource, KnowledgeChunk)
     return KnowledgeSource.objects.get(origin=CURATED_ORIGIN)
 
 

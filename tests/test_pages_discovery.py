@@ -8,10 +8,12 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from approvals.models import Approval, DecisionLogEntry
-from discovery.access import principal_for_user
+from discovery.access import book_access
 from discovery.models import ContextDossier, Turn
 from library.models import ResearchItem
+from library.schemas import ResearchIn
 from library.services import research_propose
+from novelgraph.auth import principal_for_user
 
 from .factories import (
     PASSWORD,
@@ -374,12 +376,13 @@ def test_admitting_research_without_a_rationale_is_an_inline_error(author_browse
 
 def test_the_author_admits_research_with_a_rationale(author_browser, book):
     item = research_propose(
-        principal=principal_for_user(book.owner),
-        book_id=book.pk,
-        url="https://example.org/tides",
-        title="Tide tables",
-        claim="High tide at 06:12.",
-        citation="Coastal Almanac, p. 14",
+        access=book_access(principal_for_user(book.owner), book),
+        payload=ResearchIn(
+            url="https://example.org/tides",
+            title="Tide tables",
+            claim="High tide at 06:12.",
+            citation="Coastal Almanac",
+        ),
     )
     response = author_browser.post(
         f"/books/{book.pk}/research/{item.pk}/decide/",

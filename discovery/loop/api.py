@@ -13,8 +13,8 @@ from ninja.pagination import paginate
 from ninja.responses import Status
 
 from approvals.services import approval_decide
-from discovery.access import Cap, book_for
-from novelgraph.api import principal_of
+from discovery.access import BookAccess, Cap, book_access
+from novelgraph.auth import principal_of
 from novelgraph.errors import Invalid, NotFound
 from novelgraph.schemas import ERRORS
 
@@ -61,8 +61,12 @@ router = Router(tags=["loop"])
 BASE = "/books/{book_id}/loop"
 
 
+def _access(request: HttpRequest, book_id: uuid.UUID) -> BookAccess:
+    return book_access(principal_of(request), book_id)
+
+
 def _book(request: HttpRequest, book_id: uuid.UUID):
-    return loop.base.reader_book(principal_of(request), book_id)
+    return loop.base.reader_book(_access(request, book_id))
 
 
 def _view(book) -> dict:
@@ -86,14 +90,14 @@ def nodes_list(request: HttpRequest, book_id: uuid.UUID):
 
 @router.post(f"{BASE}/nodes", response={201: NodeOut, **ERRORS})
 def nodes_create(request: HttpRequest, book_id: uuid.UUID, payload: NodeIn):
-    node = loop.plan_node_add(principal=principal_of(request), book_id=book_id, **payload.dict())
+    node = loop.plan_node_add(access=_access(request, book_id), **payload.dict())
     return Status(201, node)
 
 
 @router.patch(f"{BASE}/nodes/{{node_id}}", response={200: NodeOut, **ERRORS})
 def nodes_update(request: HttpRequest, book_id: uuid.UUID, node_id: uuid.UUID, payload: NodePatch):
     return loop.plan_node_update(
-        principal=principal_of(request), book_id=book_id, node_id=node_id, **payload.dict(exclude_unset=True)
+        access=_access(request, book_id), node_id=node_id, **payload.dict(exclude_unset=True)
     )
 
 
@@ -109,7 +113,7 @@ def candidates_list(request: HttpRequest, book_id: uuid.UUID, node_id: uuid.UUID
 
 @router.post(f"{BASE}/nodes/{{node_id}}/candidates", response={201: CandidateOut, **ERRORS})
 def candidates_create(request: HttpRequest, book_id: uuid.UUID, node_id: uuid.UUID, payload: CandidateIn):
-    candidate = loop.candidate_add(principal=principal_of(request), book_id=book_id, node_id=node_id, **payload.dict())
+    candidate = loop.candidate_add(access=_access(request, book_id), node_id=node_id, **payload.dict())
     return Status(201, candidate)
 
 
@@ -117,8 +121,7 @@ def candidates_create(request: HttpRequest, book_id: uuid.UUID, node_id: uuid.UU
 def candidates_select(request: HttpRequest, book_id: uuid.UUID, node_id: uuid.UUID, payload: SelectIn):
     """Select a candidate; the others are rejected and kept with their rationale. A one-way door asks the author."""
     return loop.candidate_select(
-        principal=principal_of(request),
-        book_id=book_id,
+        access=_access(request, book_id),
         node_id=node_id,
         candidate_id=payload.candidate_id,
         rationale=payload.rationale,
@@ -137,26 +140,26 @@ def questions_list(request: HttpRequest, book_id: uuid.UUID, status: str | None 
 
 @router.post(f"{BASE}/questions", response={201: QuestionOut, **ERRORS})
 def questions_raise(request: HttpRequest, book_id: uuid.UUID, payload: QuestionIn):
-    return Status(201, loop.question_raise(principal=principal_of(request), book_id=book_id, **payload.dict()))
+    return Status(201, loop.question_raise(access=_access(request, book_id), **payload.dict()))
 
 
 @router.post(f"{BASE}/questions/{{question_id}}/route", response={200: QuestionOut, **ERRORS})
 def questions_route(request: HttpRequest, book_id: uuid.UUID, question_id: uuid.UUID, payload: RouteIn):
     return loop.question_route(
-        principal=principal_of(request), book_id=book_id, question_id=question_id, **payload.dict()
+        access=_access(request, book_id), question_id=question_id, **payload.dict()
     )
 
 
 @router.post(f"{BASE}/questions/{{question_id}}/resolve", response={200: QuestionOut, **ERRORS})
 def questions_resolve(request: HttpRequest, book_id: uuid.UUID, question_id: uuid.UUID, payload: QuestionResolveIn):
     return loop.question_resolve(
-        principal=principal_of(request), book_id=book_id, question_id=question_id, **payload.dict()
+        access=_access(request, book_id), question_id=question_id, **payload.dict()
     )
 
 
 @router.post(f"{BASE}/questions/{{question_id}}/surface", response={200: QuestionOut, **ERRORS})
 def questions_surface(request: HttpRequest, book_id: uuid.UUID, question_id: uuid.UUID):
-    return loop.question_surface(principal=principal_of(request), book_id=book_id, question_id=question_id)
+    return loop.question_surface(access=_access(request, book_id), question_id=question_id)
 
 
 # --- Traceability -------------------------------------------------------------------
@@ -170,7 +173,7 @@ def trace_nodes_list(request: HttpRequest, book_id: uuid.UUID):
 
 @router.post(f"{BASE}/trace/nodes", response={201: TraceNodeOut, **ERRORS})
 def trace_nodes_create(request: HttpRequest, book_id: uuid.UUID, payload: TraceNodeIn):
-    return Status(201, loop.trace_node_add(principal=principal_of(request), book_id=book_id, **payload.dict()))
+    return Status(201, loop.trace_node_add(access=_access(request, book_id), **payload.dict()))
 
 
 @router.get(f"{BASE}/trace/edges", response={200: list[TraceEdgeOut], **ERRORS})
@@ -181,12 +184,12 @@ def trace_edges_list(request: HttpRequest, book_id: uuid.UUID, active: bool | No
 
 @router.post(f"{BASE}/trace/edges", response={201: TraceEdgeOut, **ERRORS})
 def trace_edges_create(request: HttpRequest, book_id: uuid.UUID, payload: TraceEdgeIn):
-    return Status(201, loop.trace_edge_add(principal=principal_of(request), book_id=book_id, **payload.dict()))
+    return Status(201, loop.trace_edge_add(access=_access(request, book_id), **payload.dict()))
 
 
 @router.post(f"{BASE}/trace/settings", response={200: MetaOut, **ERRORS})
 def trace_settings(request: HttpRequest, book_id: uuid.UUID, payload: TraceSettingsIn):
-    return loop.trace_settings(principal=principal_of(request), book_id=book_id, **payload.dict())
+    return loop.trace_settings(access=_access(request, book_id), **payload.dict())
 
 
 @router.get(f"{BASE}/lint", response={200: LintOut, **ERRORS})
@@ -213,7 +216,7 @@ def artifacts_list(request: HttpRequest, book_id: uuid.UUID):
 @router.post(f"{BASE}/artifacts", response={201: ArtifactOut, **ERRORS})
 def artifacts_write(request: HttpRequest, book_id: uuid.UUID, payload: ArtifactIn):
     """Write a slot (draft or proposed). Writing ``ratified`` is refused with 403: only a verdict ratifies."""
-    return Status(201, loop.artifact_write(principal=principal_of(request), book_id=book_id, **payload.dict()))
+    return Status(201, loop.artifact_write(access=_access(request, book_id), **payload.dict()))
 
 
 @router.get(f"{BASE}/reviews", response={200: list[ReviewOut], **ERRORS})
@@ -225,7 +228,7 @@ def reviews_list(request: HttpRequest, book_id: uuid.UUID):
 @router.post(f"{BASE}/reviews", response={201: ReviewOut, **ERRORS})
 def reviews_create(request: HttpRequest, book_id: uuid.UUID, payload: ReviewIn):
     data = payload.dict()
-    return Status(201, loop.lens_review_record(principal=principal_of(request), book_id=book_id, **data))
+    return Status(201, loop.lens_review_record(access=_access(request, book_id), **data))
 
 
 @router.get(f"{BASE}/reruns", response={200: list[RerunOut], **ERRORS})
@@ -236,18 +239,18 @@ def reruns_list(request: HttpRequest, book_id: uuid.UUID):
 
 @router.post(f"{BASE}/reruns/{{rerun_id}}/done", response={200: RerunOut, **ERRORS})
 def reruns_done(request: HttpRequest, book_id: uuid.UUID, rerun_id: uuid.UUID):
-    return loop.rerun_done(principal=principal_of(request), book_id=book_id, rerun_id=rerun_id)
+    return loop.rerun_done(access=_access(request, book_id), rerun_id=rerun_id)
 
 
 @router.post(f"{BASE}/rounds", response={200: MetaOut, **ERRORS})
 def rounds_advance(request: HttpRequest, book_id: uuid.UUID, payload: RoundIn):
     """Close a round (the book's, or a node's). Reaching a cap pauses or stalls the loop."""
-    return loop.round_advance(principal=principal_of(request), book_id=book_id, node_id=payload.node_id)
+    return loop.round_advance(access=_access(request, book_id), node_id=payload.node_id)
 
 
 @router.post(f"{BASE}/cost", response={200: MetaOut, **ERRORS})
 def cost_spend(request: HttpRequest, book_id: uuid.UUID, payload: CostIn):
-    return loop.cost_spend(principal=principal_of(request), book_id=book_id, **payload.dict())
+    return loop.cost_spend(access=_access(request, book_id), **payload.dict())
 
 
 # --- Gates and verdicts ------------------------------------------------------------------
@@ -265,19 +268,17 @@ def gate_request(request: HttpRequest, book_id: uuid.UUID, gate: str, payload: G
     200 when it passed automatically (G1 without a risk trigger; G3 hands off). Another gate: 409."""
     data = payload.dict()
     data["reversibility_class"] = payload.reversibility_class.value
-    result = loop.gate_request(principal=principal_of(request), book_id=book_id, gate=gate, **data)
+    result = loop.gate_request(access=_access(request, book_id), gate=gate, **data)
     return Status(201 if result["outcome"] == "awaiting-human" else 200, result)
 
 
 @router.post(f"{BASE}/approvals/{{approval_id}}/verdict", response={200: LoopVerdictOut, **ERRORS})
 def verdict(request: HttpRequest, book_id: uuid.UUID, approval_id: uuid.UUID, payload: LoopVerdictIn):
     """The author's verdict on an option card (a convenience over /approvals/{id}/verdict): one log row."""
-    principal = principal_of(request)
-    book = book_for(principal, book_id, Cap.DISCOVERY_READ)
-    if not book.approvals.filter(pk=approval_id).exists():
-        raise NotFound("approval not found")
+    access = book_access(principal_of(request), book_id, Cap.DISCOVERY_READ)
+    book = access.book
     entry = approval_decide(
-        principal=principal,
+        access=access,
         approval_id=approval_id,
         verdict=payload.verdict,
         rationale=payload.rationale,
@@ -313,4 +314,4 @@ def import_(request: HttpRequest, book_id: uuid.UUID, file: File[UploadedFile]):
     """Replace the loop's state from an export zip. An unknown schema_version is reported and skipped."""
     if file.size and file.size > 20 * 1024 * 1024:
         raise Invalid("the file is larger than 20 MB", field="file")
-    return loop_import(principal=principal_of(request), book_id=book_id, data=file.read())
+    return loop_import(access=_access(request, book_id), data=file.read())

@@ -14,10 +14,11 @@ from django.db import models
 from django.db.models import Q
 
 from approvals.models import Gate, Reversibility, Verdict
-from novelgraph.db import TimeStampedModel, enum_check
+from novelgraph.db import TimeStampedModel, choices_check, enum_check
+from novelgraph.roles import choices_of
 
 SCHEMA_VERSION = "0.1"
-GATE_ORDER = ["G0", "G1", "G1.5", "G2", "G3"]
+GATE_ORDER = Gate.values  # the gates in order
 
 
 def schema_version_field() -> models.CharField:
@@ -51,11 +52,8 @@ class DataClass(models.TextChoices):
     REGULATED = "regulated", "Regulated"
 
 
-class WriterRole(models.TextChoices):
-    AUTHOR = "author", "Author"
-    SOL = "sol", "Sol"
-    TERRA = "terra", "Terra"
-    LUNA = "luna", "Luna"
+# Who writes the loop's records: the author, or an agent role.
+WRITER_ROLES = choices_of("author", "sol", "terra", "luna")
 
 
 class QuestionStatus(models.TextChoices):
@@ -249,7 +247,7 @@ class BlackboardArtifact(TimeStampedModel):
     type = models.SlugField(max_length=60)  # open set: intent, scope-boundary, decision-brief, backlog, ...
     status = models.CharField(max_length=10, choices=ArtifactStatus.choices, default=ArtifactStatus.PROPOSED)
     version = models.PositiveIntegerField(default=1)
-    produced_by = models.CharField(max_length=10, choices=WriterRole.choices)
+    produced_by = models.CharField(max_length=10, choices=WRITER_ROLES)
     lens = models.CharField(max_length=60, blank=True)
     path = models.CharField(max_length=300, blank=True)
     parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="children")
@@ -266,7 +264,7 @@ class BlackboardArtifact(TimeStampedModel):
             models.UniqueConstraint(fields=["book", "slug"], name="loop_artifact_unique_slug"),
             enum_check("status", ArtifactStatus, "loop_artifact_status_valid"),
             enum_check("data_class", DataClass, "loop_artifact_data_class_valid"),
-            enum_check("produced_by", WriterRole, "loop_artifact_produced_by_valid"),
+            choices_check("produced_by", WRITER_ROLES, "loop_artifact_produced_by_valid"),
             models.CheckConstraint(condition=Q(version__gte=1), name="loop_artifact_version_positive"),
         ]
 
@@ -402,7 +400,7 @@ class PlanNode(TimeStampedModel):
     assumption = models.TextField(blank=True, max_length=5000)
     kill_condition = models.TextField(blank=True, max_length=5000)
     activity = models.TextField(blank=True, max_length=5000)
-    produced_by = models.CharField(max_length=10, choices=WriterRole.choices, default=WriterRole.SOL)
+    produced_by = models.CharField(max_length=10, choices=WRITER_ROLES, default="sol")
     schema_version = schema_version_field()
 
     class Meta:
@@ -435,7 +433,7 @@ class Candidate(TimeStampedModel):
     riskiest_assumption = models.TextField(max_length=5000)
     status = models.CharField(max_length=10, choices=CandidateStatus.choices, default=CandidateStatus.PROPOSED)
     rationale = models.TextField(blank=True, max_length=5000)
-    proposed_by = models.CharField(max_length=10, choices=WriterRole.choices)
+    proposed_by = models.CharField(max_length=10, choices=WRITER_ROLES)
     untrusted = models.BooleanField(default=False)
     schema_version = schema_version_field()
 
@@ -494,7 +492,7 @@ class OptionCard(TimeStampedModel):
     payload = models.JSONField(default=dict, blank=True)
     status = models.CharField(max_length=12, choices=CardStatus.choices, default=CardStatus.PENDING)
     verdict = models.CharField(max_length=30, blank=True)
-    raised_by = models.CharField(max_length=10, choices=WriterRole.choices, default=WriterRole.SOL)
+    raised_by = models.CharField(max_length=10, choices=WRITER_ROLES, default="sol")
     round = models.PositiveIntegerField(default=0)
     approval = models.OneToOneField(
         "approvals.Approval", null=True, blank=True, on_delete=models.SET_NULL, related_name="option_card"
@@ -521,7 +519,7 @@ class LensReview(TimeStampedModel):
     lens = models.ForeignKey(RosterEntry, on_delete=models.PROTECT, related_name="reviews")
     gate = models.CharField(max_length=4, choices=Gate.choices)
     round = models.PositiveIntegerField(default=0)
-    reviewer_role = models.CharField(max_length=10, choices=WriterRole.choices)
+    reviewer_role = models.CharField(max_length=10, choices=WRITER_ROLES)
     summary = models.TextField(blank=True, max_length=5000)
     findings = models.JSONField(default=list)  # [{text, resolution: resolved|deferred, reason}]
     untrusted = models.BooleanField(default=False)
@@ -531,5 +529,5 @@ class LensReview(TimeStampedModel):
         ordering = ["created_at"]
         constraints = [
             enum_check("gate", Gate, "loop_review_gate_valid"),
-            enum_check("reviewer_role", WriterRole, "loop_review_role_valid"),
+            choices_check("reviewer_role", WRITER_ROLES, "loop_review_role_valid"),
         ]

@@ -5,14 +5,17 @@ from __future__ import annotations
 from django.db import transaction
 from django.db.models import QuerySet
 
+from approvals.models import Gate
 from discovery.models import Book
 
 from .models import (
+    GATE_ORDER,
     BlackboardArtifact,
     Candidate,
     LensRerun,
     LensReview,
     LoopMeta,
+    LoopStatus,
     OpenQuestion,
     OptionCard,
     PlanNode,
@@ -23,6 +26,19 @@ from .models import (
 )
 from .services.base import lock_meta, loop_ensure, refresh, saturation_check
 from .services.cards import pending_card
+
+
+def gate_steps(meta: LoopMeta | None) -> list[dict]:
+    """The stepper G0 to G3: each gate passed, current or upcoming (all passed once handed off)."""
+    if meta is None:
+        return []
+    current = GATE_ORDER.index(meta.gate)
+    handed_off = meta.status == LoopStatus.HANDED_OFF
+    steps = []
+    for i, (gate, name) in enumerate(Gate.choices):
+        state = "passed" if handed_off or i < current else "current" if i == current else "upcoming"
+        steps.append({"gate": gate, "name": name, "state": state})
+    return steps
 
 
 def loop_meta(book: Book) -> LoopMeta:

@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any
 
-from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from novelgraph.errors import Conflict, Forbidden, NotFound
+from novelgraph.errors import Conflict, Forbidden
 
-from ..access import Cap, Principal, book_for, capabilities_of, require
+from ..access import BookAccess, Cap, capabilities_of
 from ..models import (
-    AgentRole,
     Book,
     ContextDossier,
     DiscoverySession,
@@ -23,7 +20,6 @@ from ..models import (
     StoryCharter,
 )
 from ..selectors import SCOPE_READ_CAP, SCOPE_WITHHELD_LABEL, book_bases, current_session, readable_bases
-from .common import check_choice
 
 DOSSIER_SCHEMA = "dossier/1"
 
@@ -139,43 +135,36 @@ def dossier_store(*, book: Book, agent_role: str, requested_by=None) -> ContextD
     return dossier
 
 
-def dossier_create(*, principal: Principal, book: Book, agent_role: str) -> ContextDossier:
+def dossier_create(*, access: BookAccess, agent_role: str) -> ContextDossier:
     """Store and return a new immutable dossier for ``agent_role``.
 
     An agent takes dossiers only for its own role (403); the author may take any role's
     (discovery:write; an editor is refused). The book needs a discovery session (409).
     """
-    agent_role = check_choice(agent_role, AgentRole, "agent_role")
-    book = book_for(principal, book.pk, Cap.BOOK_READ)
-    if principal.is_agent:
-        if principal.key_role != agent_role:
+    access.require(Cap.BOOK_READ)
+    if access.is_agent:
+        if access.role != agent_role:
             raise Forbidden(
-                f"{principal.key_role} may take only its own dossier, not {agent_role}'s",
-                code="missing_capability",
+                f"{access.role} may take only its own dossier, not {agent_role}'s", code="missing_capability"
             )
     else:
-        require(principal, Cap.DISCOVERY_WRITE, book=book)
-    return dossier_store(book=book, agent_role=agent_role, requested_by=principal.user)
+        access.require(Cap.DISCOVERY_WRITE)
+    return dossier_store(book=access.book, agent_role=agent_role, requested_by=access.user)
 
 
-def dossiers_for(*, principal: Principal, book: Book) -> QuerySet[ContextDossier]:
+def dossiers_for(access: BookAccess) -> QuerySet[ContextDossier]:
     """The book's dossiers newest first; an agent sees only its own role's."""
-    dossiers = ContextDossier.objects.filter(book=book).order_by("-created_at")
-    if principal.is_agent:
-        dossiers = dossiers.filter(agent_role=principal.key_role)
+    dossiers = ContextDossier.objects.filter(book=access.book).order_by("-created_at")
+    if access.is_agent:
+        dossiers = dossiers.filter(agent_role=access.role)
     return dossiers
 
 
-def dossier_for(*, principal: Principal, dossier_id: Any) -> ContextDossier:
-    """One dossier: 404 when its book is not the principal's; an agent reads only its own role's (403)."""
-    try:
-        dossier = ContextDossier.objects.select_related("book").get(pk=dossier_id)
-    except (ContextDossier.DoesNotExist, ValidationError, ValueError, TypeError):
-        raise NotFound("dossier not found") from None
-    book_for(principal, dossier.book_id, Cap.BOOK_READ)
-    if principal.is_agent and dossier.agent_role != principal.key_role:
+def dossier_readable(access: BookAccess, dossier: ContextDossier) -> ContextDossier:
+    """A dossier of the book: an agent reads only its own role's (403)."""
+    access.require(Cap.BOOK_READ)
+    if access.is_agent and dossier.agent_role != access.role:
         raise Forbidden(
-            f"{principal.key_role} may read only its own dossiers, not {dossier.agent_role}'s",
-            code="missing_capability",
+            f"{access.role} may read only its own dossiers, not {dossier.agent_role}'s", code="missing_capability"
         )
     return dossier

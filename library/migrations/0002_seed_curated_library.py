@@ -4,11 +4,7 @@ from library.seed import seed_curated_library
 
 
 def seed(apps, schema_editor):
-    seed_curated_library(
-        apps.get_model("discovery", "KnowledgeBase"),
-        apps.get_model("library", "KnowledgeSource"),
-        apps.get_model("library", "KnowledgeChunk"),
-    )
+    seed_curated_library(apps.get_model("library", "KnowledgeSource"), apps.get_model("library", "KnowledgeChunk"))
 
 
 class Migration(migrations.Migration):

@@ -28,8 +28,8 @@ def test_the_admin_works_without_a_policy_violation(page):
     page.goto("/login/")
     log_in(page, "root", PASSWORD)
 
-    page.goto("/admin/discovery/book/add/")
-    page.get_by_label("Title").fill("A book from the admin")
-    page.locator("#changelist-filter, form#book_form").first.wait_for()
+    page.goto("/admin/library/knowledgesource/add/")
+    page.get_by_label("Title").fill("A source from the admin")
+    page.locator("form#knowledgesource_form").wait_for()
 
     assert page.js_errors == []

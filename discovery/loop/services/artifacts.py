@@ -13,7 +13,7 @@ import re
 
 from django.db import transaction
 
-from discovery.access import Principal
+from discovery.access import BookAccess
 from novelgraph.errors import Forbidden, Invalid, NotFound
 
 from ..models import (
@@ -41,8 +41,7 @@ def _slug(value: str, field: str) -> str:
 
 def artifact_write(
     *,
-    principal: Principal,
-    book_id,
+    access: BookAccess,
     slug: str,
     type: str,
     content: dict,
@@ -54,7 +53,7 @@ def artifact_write(
     data_class: str = DataClass.INTERNAL,
 ) -> BlackboardArtifact:
     """Create a slot, or write a new version of it (version + 1, back to ``proposed``)."""
-    book, role = lens_book(principal, book_id)
+    book, role = lens_book(access)
     _slug(slug, "slug")
     _slug(type, "type")
     if status == ArtifactStatus.RATIFIED:
@@ -125,9 +124,9 @@ def _settle_reruns(book, artifact: BlackboardArtifact) -> None:
             rerun.save()
 
 
-def rerun_done(*, principal: Principal, book_id, rerun_id) -> LensRerun:
+def rerun_done(*, access: BookAccess, rerun_id) -> LensRerun:
     """A lens (or the controller) reports a queued re-run finished."""
-    book, _ = lens_book(principal, book_id)
+    book, _ = lens_book(access)
     with transaction.atomic():
         meta = lock_meta(book)
         rerun = LensRerun.objects.select_for_update(of=("self",)).filter(book=book, pk=rerun_id).first()
@@ -141,8 +140,7 @@ def rerun_done(*, principal: Principal, book_id, rerun_id) -> LensRerun:
 
 def lens_review_record(
     *,
-    principal: Principal,
-    book_id,
+    access: BookAccess,
     lens: str,
     gate: str,
     findings: list[dict],
@@ -151,7 +149,7 @@ def lens_review_record(
 ) -> LensReview:
     """A lens review at a gate: each finding resolved or deferred, with a reason. Zero findings is allowed
     (a required lens degrades in depth, never to nothing: the review itself must exist)."""
-    book, role = lens_book(principal, book_id)
+    book, role = lens_book(access)
     gate_or_422(gate)
     entry = RosterEntry.objects.filter(slug=lens, kind="lens").first()
     if entry is None:

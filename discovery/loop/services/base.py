@@ -11,9 +11,9 @@ from __future__ import annotations
 from django.db import transaction
 
 from approvals.models import Gate
-from discovery.access import Cap, Principal, book_for, require
+from discovery.access import BookAccess, Cap, refusal
 from discovery.models import Book
-from novelgraph.errors import Conflict, Forbidden, Invalid
+from novelgraph.errors import Conflict, Invalid
 
 from ..lint import LintReport, lint
 from ..models import (
@@ -68,37 +68,32 @@ def root_of(book: Book) -> PlanNode:
     return PlanNode.objects.get(book=book, is_root=True)
 
 
-def writer_role(principal: Principal, book: Book) -> str:
-    role = principal.role_for(book)
-    if role not in {"author", "sol", "terra", "luna"}:
-        raise Forbidden(f"{role or principal.label} lacks {Cap.LOOP_WRITE.value}", code="missing_capability")
-    return role
+def writer_role(access: BookAccess) -> str:
+    if access.role not in {"author", "sol", "terra", "luna"}:
+        raise refusal(access.role, Cap.LOOP_WRITE)
+    return access.role
 
 
-def controller_book(principal: Principal, book_id) -> tuple[Book, str]:
+def controller_book(access: BookAccess) -> tuple[Book, str]:
     """The book, for the controller (Sol) or the author; a lens is refused naming the capability."""
-    book = book_for(principal, book_id, Cap.DISCOVERY_READ)
-    role = principal.role_for(book)
-    if role not in CONTROLLER_ROLES:
-        raise Forbidden(
-            f"{role} lacks {Cap.DISCOVERY_WRITE.value}: only the controller writes the loop's state",
-            code="missing_capability",
-        )
-    require(principal, *CONTROLLER_CAPS, book=book)
-    return book, role
+    access.require(Cap.DISCOVERY_READ)
+    if access.role not in CONTROLLER_ROLES:
+        raise refusal(access.role, Cap.DISCOVERY_WRITE, "only the controller writes the loop's state")
+    access.require(*CONTROLLER_CAPS)
+    return access.book, access.role
 
 
-def lens_book(principal: Principal, book_id) -> tuple[Book, str]:
+def lens_book(access: BookAccess) -> tuple[Book, str]:
     """The book, for anyone who may write proposed slots (Sol, Terra, Luna, the author)."""
-    book = book_for(principal, book_id, Cap.DISCOVERY_READ)
-    require(principal, *LENS_CAPS, book=book)
-    return book, writer_role(principal, book)
+    access.require(Cap.DISCOVERY_READ)
+    access.require(*LENS_CAPS)
+    return access.book, writer_role(access)
 
 
-def reader_book(principal: Principal, book_id) -> Book:
-    book = book_for(principal, book_id, Cap.DISCOVERY_READ)
-    loop_ensure(book=book)
-    return book
+def reader_book(access: BookAccess) -> Book:
+    access.require(Cap.DISCOVERY_READ)
+    loop_ensure(book=access.book)
+    return access.book
 
 
 def refuse_when_paused(meta: LoopMeta) -> None:

@@ -16,7 +16,7 @@ import re
 from django.db import transaction
 from django.db.models import Sum
 
-from discovery.access import Principal
+from discovery.access import BookAccess
 from novelgraph.errors import Invalid, NotFound
 
 from ..models import CardStatus, LoopMeta, LoopStatus, OptionCard, PlanNode
@@ -112,9 +112,9 @@ def check_spend_bounds(meta: LoopMeta) -> OptionCard | None:
     return None
 
 
-def round_advance(*, principal: Principal, book_id, node_id=None) -> LoopMeta:
+def round_advance(*, access: BookAccess, node_id=None) -> LoopMeta:
     """Close a round (the book's, or a node's). Reaching a cap pauses or stalls; never ends the run."""
-    book, _ = controller_book(principal, book_id)
+    book, _ = controller_book(access)
     with transaction.atomic():
         meta = lock_meta(book)
         refuse_when_paused(meta)
@@ -144,9 +144,9 @@ def round_advance(*, principal: Principal, book_id, node_id=None) -> LoopMeta:
         return meta
 
 
-def cost_spend(*, principal: Principal, book_id, amount: float, node_id=None, lens: str = "") -> LoopMeta:
+def cost_spend(*, access: BookAccess, amount: float, node_id=None, lens: str = "") -> LoopMeta:
     """Record cost. It is never negative; reaching the budget stalls, concentration pauses."""
-    book, _ = controller_book(principal, book_id)
+    book, _ = controller_book(access)
     if amount is None or amount <= 0:
         raise Invalid("amount must be greater than 0: cost never runs backwards", field="amount")
     with transaction.atomic():

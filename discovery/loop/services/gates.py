@@ -22,7 +22,7 @@ from django.db.models import Q
 
 from approvals.models import Reversibility
 from approvals.services import decision_log_append
-from discovery.access import Principal
+from discovery.access import BookAccess
 from discovery.models import Chapter, KnowledgeBase, KnowledgeClaim
 from novelgraph.errors import Conflict, Invalid
 
@@ -181,8 +181,7 @@ def handoff(*, meta: LoopMeta) -> dict:
 
 def gate_request(
     *,
-    principal: Principal,
-    book_id,
+    access: BookAccess,
     gate: str,
     summary: str,
     decisions_requested: list[str],
@@ -193,7 +192,7 @@ def gate_request(
     trace_seed: str = "",
 ) -> dict:
     """The controller asks for the current gate. Returns {outcome, gate, card, approval_id, ...}."""
-    book, role = controller_book(principal, book_id)
+    book, role = controller_book(access)
     gate_or_422(gate)
     summary = check_text(summary, "summary", 500)
     recommended = check_text(recommended, "recommended", 2000, required=False)
@@ -259,7 +258,7 @@ def gate_request(
             node=node,
             trace_seed=trace_seed or "",
             raised_by=role,
-            requested_by_user=principal.user if role == "author" else None,
+            requested_by_user=access.user if role == "author" else None,
         )
         if gate in CONSENT_GATES or triggers or one_way:
             kind = "gate" if gate in CONSENT_GATES else "consent"

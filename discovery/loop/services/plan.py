@@ -13,7 +13,7 @@ from __future__ import annotations
 from django.db import transaction
 
 from approvals.models import Reversibility
-from discovery.access import Principal
+from discovery.access import BookAccess
 from novelgraph.errors import Conflict, Invalid, NotFound
 
 from ..models import Altitude, Candidate, CandidateStatus, Lifecycle, PlanNode, ValidationPlanItem, ValidationStatus
@@ -40,8 +40,7 @@ def _node(book, node_id, lock: bool = False) -> PlanNode:
 
 def plan_node_add(
     *,
-    principal: Principal,
-    book_id,
+    access: BookAccess,
     parent_id,
     intent: str,
     altitude: str = Altitude.PLOTLINE,
@@ -50,7 +49,7 @@ def plan_node_add(
     kill_condition: str = "",
     activity: str = "",
 ) -> PlanNode:
-    book, role = controller_book(principal, book_id)
+    book, role = controller_book(access)
     intent = check_text(intent, "intent", 5000)
     _altitude(altitude)
     if round_cap < 1:
@@ -101,8 +100,7 @@ def plan_node_add(
 
 def plan_node_update(
     *,
-    principal: Principal,
-    book_id,
+    access: BookAccess,
     node_id,
     intent: str | None = None,
     lifecycle: str | None = None,
@@ -111,7 +109,7 @@ def plan_node_update(
     kill_condition: str | None = None,
     activity: str | None = None,
 ) -> PlanNode:
-    book, _ = controller_book(principal, book_id)
+    book, _ = controller_book(access)
     with transaction.atomic():
         meta = lock_meta(book)
         node = _node(book, node_id, lock=True)
@@ -146,8 +144,7 @@ def plan_node_update(
 
 def candidate_add(
     *,
-    principal: Principal,
-    book_id,
+    access: BookAccess,
     node_id,
     altitude: str,
     mechanic: str,
@@ -156,7 +153,7 @@ def candidate_add(
     rationale: str = "",
 ) -> Candidate:
     """A divergence candidate (Terra, Luna or Sol); it starts proposed and the node diverges."""
-    book, role = lens_book(principal, book_id)
+    book, role = lens_book(access)
     _altitude(altitude)
     with transaction.atomic():
         meta = lock_meta(book)
@@ -195,15 +192,14 @@ def select_candidate(node: PlanNode, candidate: Candidate, not_chosen_rationale:
 
 def candidate_select(
     *,
-    principal: Principal,
-    book_id,
+    access: BookAccess,
     node_id,
     candidate_id,
     rationale: str,
     reversibility_class: str = Reversibility.REVERSIBLE,
 ) -> dict:
     """The controller selects; a one-way-door selection raises a consent card instead."""
-    book, role = controller_book(principal, book_id)
+    book, role = controller_book(access)
     rationale = check_text(rationale, "rationale", 5000)
     if reversibility_class not in Reversibility.values:
         raise Invalid(
@@ -239,9 +235,9 @@ def candidate_select(
 
 
 def validation_item_add(
-    *, principal: Principal, book_id, assumption: str, kill_condition: str, activity: str, node_id=None
+    *, access: BookAccess, assumption: str, kill_condition: str, activity: str, node_id=None
 ) -> ValidationPlanItem:
-    book, _ = lens_book(principal, book_id)
+    book, _ = lens_book(access)
     with transaction.atomic():
         meta = lock_meta(book)
         node = _node(book, node_id) if node_id else None

@@ -13,7 +13,7 @@ import uuid
 from django.db import transaction
 
 from approvals.models import DecisionLogEntry
-from discovery.access import Principal
+from discovery.access import BookAccess
 from novelgraph.errors import Conflict, Invalid, NotFound
 
 from ..models import (
@@ -36,9 +36,9 @@ def _discipline(value: str, field: str) -> str:
 
 
 def question_raise(
-    *, principal: Principal, book_id, question: str, target_discipline: str, kind: str = QuestionKind.QUESTION
+    *, access: BookAccess, question: str, target_discipline: str, kind: str = QuestionKind.QUESTION
 ) -> OpenQuestion:
-    book, role = lens_book(principal, book_id)
+    book, role = lens_book(access)
     if kind not in QuestionKind.values:
         raise Invalid(f"kind must be one of {', '.join(QuestionKind.values)}", field="kind")
     text = check_text(question, "question", 5000)
@@ -65,8 +65,8 @@ def _question(book, question_id) -> OpenQuestion:
     return q
 
 
-def question_route(*, principal: Principal, book_id, question_id, target_discipline: str) -> OpenQuestion:
-    book, _ = controller_book(principal, book_id)
+def question_route(*, access: BookAccess, question_id, target_discipline: str) -> OpenQuestion:
+    book, _ = controller_book(access)
     target = _discipline(target_discipline, "target_discipline")
     with transaction.atomic():
         meta = lock_meta(book)
@@ -100,8 +100,8 @@ def referent_exists(book, ref: str) -> bool:
     return False
 
 
-def question_resolve(*, principal: Principal, book_id, question_id, resolution: str, cites: str) -> OpenQuestion:
-    book, _ = lens_book(principal, book_id)
+def question_resolve(*, access: BookAccess, question_id, resolution: str, cites: str) -> OpenQuestion:
+    book, _ = lens_book(access)
     text = check_text(resolution, "resolution", 5000)
     with transaction.atomic():
         meta = lock_meta(book)
@@ -122,8 +122,8 @@ def question_resolve(*, principal: Principal, book_id, question_id, resolution: 
         return q
 
 
-def question_surface(*, principal: Principal, book_id, question_id) -> OpenQuestion:
-    book, _ = controller_book(principal, book_id)
+def question_surface(*, access: BookAccess, question_id) -> OpenQuestion:
+    book, _ = controller_book(access)
     with transaction.atomic():
         meta = lock_meta(book)
         q = _question(book, question_id)

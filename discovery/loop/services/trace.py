@@ -11,7 +11,7 @@ import re
 
 from django.db import transaction
 
-from discovery.access import Principal
+from discovery.access import BookAccess
 from novelgraph.errors import Conflict, Invalid
 
 from ..models import BackedBy, BlackboardArtifact, TraceEdge, TraceNode
@@ -23,8 +23,7 @@ KIND = re.compile(r"^[a-z0-9][a-z0-9-]{0,59}$")
 
 def trace_node_add(
     *,
-    principal: Principal,
-    book_id,
+    access: BookAccess,
     node_id: str,
     kind: str,
     label: str = "",
@@ -32,7 +31,7 @@ def trace_node_add(
     artifact: str | None = None,
     produced_by: str = "",
 ) -> TraceNode:
-    book, _ = lens_book(principal, book_id)
+    book, _ = lens_book(access)
     if not NODE_ID.match(node_id or ""):
         raise Invalid("node_id: letters, digits, '-', '_', '.', ':' (at most 100)", field="node_id")
     if not KIND.match(kind or ""):
@@ -61,8 +60,8 @@ def trace_node_add(
         return node
 
 
-def trace_edge_add(*, principal: Principal, book_id, from_id: str, to_id: str) -> TraceEdge:
-    book, _ = lens_book(principal, book_id)
+def trace_edge_add(*, access: BookAccess, from_id: str, to_id: str) -> TraceEdge:
+    book, _ = lens_book(access)
     for name, value in (("from", from_id), ("to", to_id)):
         if not NODE_ID.match(value or ""):
             raise Invalid(f"{name}: a node id (at most 100 characters)", field=name)
@@ -75,9 +74,9 @@ def trace_edge_add(*, principal: Principal, book_id, from_id: str, to_id: str) -
         return edge
 
 
-def trace_settings(*, principal: Principal, book_id, root: str | None = None, leaf_kind: str | None = None):
+def trace_settings(*, access: BookAccess, root: str | None = None, leaf_kind: str | None = None):
     """The controller names the graph's root node id and leaf kind."""
-    book, _ = controller_book(principal, book_id)
+    book, _ = controller_book(access)
     with transaction.atomic():
         meta = lock_meta(book)
         if root is not None:

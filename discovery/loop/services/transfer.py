@@ -27,7 +27,7 @@ from django.utils.dateparse import parse_datetime
 from approvals.chain import format_ts
 from approvals.models import Approval
 from approvals.selectors import decision_log_for
-from discovery.access import Principal
+from discovery.access import BookAccess
 from discovery.models import Book, StoryCharter
 from novelgraph.errors import Invalid
 
@@ -447,9 +447,9 @@ def _wipe(book: Book) -> None:
     OpenQuestion.objects.filter(book=book).delete()
 
 
-def loop_import(*, principal: Principal, book_id, data: bytes) -> dict:
+def loop_import(*, access: BookAccess, data: bytes) -> dict:
     """Replace the book's loop state from an export (controller only). Returns counts and what was skipped."""
-    book, _ = controller_book(principal, book_id)
+    book, _ = controller_book(access)
     files = _read_zip(data)
     reader = _Reader()
     ok = {name: (name in files and reader.file_ok(name, files[name])) for name in STATE_FILES}

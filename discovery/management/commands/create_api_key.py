@@ -1,9 +1,10 @@
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from discovery.access import api_key_create
-from discovery.models import ApiKey, Book
+from discovery.models import Book
 from novelgraph.errors import DomainError
+from novelgraph.roles import KEY_ROLES
+from novelgraph.services import api_key_create
 
 
 class Command(BaseCommand):
@@ -11,7 +12,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--username", required=True)
-        parser.add_argument("--role", required=True, choices=ApiKey.KeyRole.values)
+        parser.add_argument("--role", required=True, choices=[value for value, _ in KEY_ROLES])
         parser.add_argument(
             "--book",
             action="append",

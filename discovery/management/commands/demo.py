@@ -17,23 +17,27 @@ from django.core.management.base import BaseCommand
 from django.db import transaction
 
 from approvals.services import approval_decide
-from discovery.access import Principal
+from discovery.access import BookAccess, book_access
 from discovery.models import Book, Series
+from discovery.schemas import BookIn, CharterIn, ClaimIn, EntryIn, SeriesIn, ThrustIn, TurnIn
 from discovery.services import (
     book_create,
     charter_propose,
     claim_decide,
     claim_propose,
     claim_request_approval,
+    claim_target,
     discovery_start,
     dossier_create,
     scratchpad_append,
     series_create,
     thrust_propose,
-    turn_create,
+    turn_add,
 )
 from library.models import KnowledgeChunk
+from library.schemas import ResearchIn
 from library.services import research_decide, research_propose
+from novelgraph.auth import Principal
 
 SERIES_TITLE = "The Drowned Coast Mysteries"
 BOOK_TITLE = "The Lighthouse Letter"
@@ -93,32 +97,36 @@ class Command(BaseCommand):
     # --- The scene -----------------------------------------------------------
 
     def build(self, author, editor) -> Book:
-        me = Principal(user=author, key_role="author")
-        sol = Principal(user=author, key_role="sol")
-        terra = Principal(user=author, key_role="terra")
-        luna = Principal(user=author, key_role="luna")
-
+        person = Principal(user=author)
         series = Series.objects.filter(owner=author, title=SERIES_TITLE).first() or series_create(
-            principal=me,
-            title=SERIES_TITLE,
-            premise="Cases from a coast the sea is slowly taking back, each solved by someone who lives on its edge.",
-            publication_target="Three books, one a year from 2027",
+            principal=person,
+            payload=SeriesIn(
+                title=SERIES_TITLE,
+                premise=(
+                    "Cases from a coast the sea is slowly taking back, each solved by someone who lives on its edge."
+                ),
+                publication_target="Three books, one a year from 2027",
+            ),
         )
         book = book_create(
-            principal=me,
-            title=BOOK_TITLE,
-            series_id=series.pk,
-            premise=PREMISE,
-            genre_pack="mystery",
-            planned_order=1,
+            principal=person,
+            payload=BookIn(
+                title=BOOK_TITLE, series_id=series.pk, premise=PREMISE, genre_pack="mystery", planned_order=1
+            ),
         )
         book.editors.add(editor)
-        session, _ = discovery_start(principal=me, book=book)
+        # The author as herself, and Sol, Terra and Luna as her agent keys would act on this book.
+        me, sol, terra, luna = (
+            book_access(Principal(user=author, key_role=role), book) for role in ("author", "sol", "terra", "luna")
+        )
+        session, _ = discovery_start(access=me)
+
+        def turn(who: BookAccess, **fields):
+            return turn_add(access=who, session=session, payload=TurnIn(**fields))
 
         # The conversation: the author answers the opening question, Sol follows up.
-        t1 = turn_create(
-            principal=me,
-            session_id=session.pk,
+        t1 = turn(
+            me,
             role="author",
             content=(
                 "I want the reader to close the book uneasy about how much she trusted the narrator, "
@@ -138,9 +146,8 @@ class Command(BaseCommand):
                 },
             ],
         )
-        t2 = turn_create(
-            principal=sol,
-            session_id=session.pk,
+        t2 = turn(
+            sol,
             role="sol",
             content="Who wrote the letter: Mara herself, or someone who can imitate her hand?",
             observations=[
@@ -152,9 +159,8 @@ class Command(BaseCommand):
                 }
             ],
         )
-        t3 = turn_create(
-            principal=me,
-            session_id=session.pk,
+        t3 = turn(
+            me,
             role="author",
             content="Her sister Ines forged it, years ago, to warn her. Ines drowned the winter after.",
             observations=[
@@ -166,15 +172,9 @@ class Command(BaseCommand):
         fair_play = KnowledgeChunk.objects.filter(citation__icontains="fair").first()
 
         # The scratchpad: every kind from each of Sol, Terra and Luna, citing what moved them.
-        def note(who: Principal, kind: str, content: str, refs: list[dict], confidence: float | None = None):
-            return scratchpad_append(
-                principal=who,
-                session_id=session.pk,
-                kind=kind,
-                content=content,
-                confidence=confidence,
-                source_refs=refs,
-            )
+        def note(who: BookAccess, kind: str, content: str, refs: list[dict], confidence: float | None = None):
+            payload = EntryIn(kind=kind, content=content, confidence=confidence, source_refs=refs)
+            return scratchpad_append(access=who, session=session, payload=payload)
 
         l_obs = note(
             luna, "observation", "The author names two people: Mara (narrator) and Ines (sister).", [_ref("turn", t3)]
@@ -273,44 +273,54 @@ class Command(BaseCommand):
             "central_conflict": "The harbour master wants the drowning closed as an accident.",
         }
         thrust_propose(
-            principal=terra,
-            session_id=session.pk,
-            data={
-                "kind": "core",
-                "title": "The letter is a warning",
-                "main_thrust": "Mara must prevent the murder the letter describes before the spring tide.",
-                "reader_promise": ["a fair-play puzzle", "a race against the tide"],
-                "risks": ["the forgery reveal could feel like a cheat"],
-                **thrust_common,
-            },
+            access=terra,
+            session=session,
+            payload=ThrustIn(
+                **{
+                    "kind": "core",
+                    "title": "The letter is a warning",
+                    "main_thrust": "Mara must prevent the murder the letter describes before the spring tide.",
+                    "reader_promise": ["a fair-play puzzle", "a race against the tide"],
+                    "risks": ["the forgery reveal could feel like a cheat"],
+                    **thrust_common,
+                }
+            ),
         )
         thrust_propose(
-            principal=terra,
-            session_id=session.pk,
-            data={
-                "kind": "stretch",
-                "title": "Two timelines",
-                "main_thrust": "Ines writing the letter and Mara reading it, converging on one night.",
-                "reader_promise": ["dramatic irony", "a double reveal"],
-                **thrust_common,
-            },
+            access=terra,
+            session=session,
+            payload=ThrustIn(
+                **{
+                    "kind": "stretch",
+                    "title": "Two timelines",
+                    "main_thrust": "Ines writing the letter and Mara reading it, converging on one night.",
+                    "reader_promise": ["dramatic irony", "a double reveal"],
+                    **thrust_common,
+                }
+            ),
         )
         thrust_propose(
-            principal=terra,
-            session_id=session.pk,
-            data={
-                "kind": "wild",
-                "title": "The keeper is the murderer",
-                "main_thrust": "Mara discovers the letter describes a murder she will commit.",
-                "reader_promise": ["a devastating twist"],
-                "forecloses": ["a sequel with Mara as detective"],
-                **thrust_common,
-            },
+            access=terra,
+            session=session,
+            payload=ThrustIn(
+                **{
+                    "kind": "wild",
+                    "title": "The keeper is the murderer",
+                    "main_thrust": "Mara discovers the letter describes a murder she will commit.",
+                    "reader_promise": ["a devastating twist"],
+                    "forecloses": ["a sequel with Mara as detective"],
+                    **thrust_common,
+                }
+            ),
         )
 
+        def claim(who: BookAccess, **fields):
+            access, base = claim_target(who.principal, fields["scope"], fields["scope_id"])
+            return claim_propose(access=access, base=base, payload=ClaimIn(**fields))
+
         # Claims: one series canon (Sol asks for its promotion), book canon, and an approved one.
-        series_claim = claim_propose(
-            principal=sol,
+        series_claim = claim(
+            sol,
             scope="series",
             scope_id=str(series.pk),
             subject="The drowned coast",
@@ -320,13 +330,12 @@ class Command(BaseCommand):
             source_refs=[_ref("entry", t_obs)],
         )
         claim_request_approval(
-            principal=sol,
+            access=sol,
             claim_id=series_claim.pk,
-            book_id=book.pk,
             note="Series canon: every book's geography depends on it.",
         )
-        claim_propose(
-            principal=sol,
+        claim(
+            sol,
             scope="book",
             scope_id=str(book.pk),
             subject="Ines",
@@ -335,8 +344,8 @@ class Command(BaseCommand):
             provenance="agent-inferred",
             source_refs=[_ref("turn", t3)],
         )
-        forger = claim_propose(
-            principal=me,
+        forger = claim(
+            me,
             scope="book",
             scope_id=str(book.pk),
             subject="The letter",
@@ -346,65 +355,67 @@ class Command(BaseCommand):
             source_refs=[_ref("turn", t3)],
         )
         claim_decide(
-            principal=me,
+            access=me,
             claim_id=forger.pk,
-            book_id=book.pk,
             approve=True,
             rationale="I said so in turn 3; it is the spine of the book.",
         )
 
         # Research: one admitted (a decision in the log), one pending.
         tides = research_propose(
-            principal=sol,
-            book_id=book.pk,
-            url="https://tidesandcurrents.noaa.gov/",
-            title="Spring tide heights on exposed coasts",
-            claim="Spring tides run about 20% higher than mean high water on exposed coasts.",
-            citation="NOAA Tides & Currents, tide predictions",
-            excerpt="Spring tides occur near new and full moon, when the tidal range is greatest.",
+            access=sol,
+            payload=ResearchIn(
+                url="https://tidesandcurrents.noaa.gov/",
+                title="Spring tide heights on exposed coasts",
+                claim="Spring tides run about 20% higher than mean high water on exposed coasts.",
+                citation="NOAA Tides & Currents, tide predictions",
+                excerpt="Spring tides occur near new and full moon, when the tidal range is greatest.",
+            ),
         )
         research_decide(
-            principal=me,
-            research_id=tides.pk,
+            access=me,
+            item=tides,
             verdict="approve",
             rationale="A primary source; the tide clock in act three depends on it.",
         )
         research_propose(
-            principal=luna,
-            book_id=book.pk,
-            url="https://en.wikipedia.org/wiki/Lighthouse_keeper",
-            title="Lighthouse keepers' logbooks",
-            claim="Keepers logged the lamp's lighting and extinguishing times every night.",
-            citation="Wikipedia, 'Lighthouse keeper'",
+            access=luna,
+            payload=ResearchIn(
+                url="https://en.wikipedia.org/wiki/Lighthouse_keeper",
+                title="Lighthouse keepers' logbooks",
+                claim="Keepers logged the lamp's lighting and extinguishing times every night.",
+                citation="Wikipedia, 'Lighthouse keeper'",
+            ),
         )
 
         # Snapshots of what Sol and Luna were given (Luna gets no series canon).
-        dossier_create(principal=me, book=book, agent_role="sol")
-        dossier_create(principal=me, book=book, agent_role="luna")
+        dossier_create(access=me, agent_role="sol")
+        dossier_create(access=me, agent_role="luna")
 
         self.build_loop(book, me=me, sol=sol, terra=terra, luna=luna)
 
         # Last, Sol proposes the Story Charter: pending the author's decision.
         charter_propose(
-            principal=sol,
-            book=book,
-            data={
-                "main_thrust": (
-                    "Mara must prevent the murder her dead sister's letter describes before the spring tide."
-                ),
-                "reader_promise": ["a fair-play puzzle", "a race against the tide", "unease about the narrator"],
-                "protagonist": {"name": "Mara", "want": "to be believed", "need": "to stop hiding what she saw"},
-                "central_conflict": "The harbour master wants the drowning closed as an accident.",
-                "genre_contract": "Fair-play mystery: every clue on the page before the reveal.",
-                "ending_horizon": "The truth comes out; justice stays partial.",
-                "productive_unknowns": ["who the intended victim is"],
-                "rejected_directions": ["The keeper is the murderer (forecloses the series)"],
-            },
-            source_refs=[_ref("turn", t1), _ref("turn", t3), _ref("entry", t_hyp)],
+            access=sol,
+            payload=CharterIn(
+                **{
+                    "main_thrust": (
+                        "Mara must prevent the murder her dead sister's letter describes before the spring tide."
+                    ),
+                    "reader_promise": ["a fair-play puzzle", "a race against the tide", "unease about the narrator"],
+                    "protagonist": {"name": "Mara", "want": "to be believed", "need": "to stop hiding what she saw"},
+                    "central_conflict": "The harbour master wants the drowning closed as an accident.",
+                    "genre_contract": "Fair-play mystery: every clue on the page before the reveal.",
+                    "ending_horizon": "The truth comes out; justice stays partial.",
+                    "productive_unknowns": ["who the intended victim is"],
+                    "rejected_directions": ["The keeper is the murderer (forecloses the series)"],
+                    "source_refs": [_ref("turn", t1), _ref("turn", t3), _ref("entry", t_hyp)],
+                }
+            ),
         )
         return book
 
-    def build_loop(self, book: Book, *, me: Principal, sol: Principal, terra: Principal, luna: Principal) -> None:
+    def build_loop(self, book: Book, *, me: BookAccess, sol: BookAccess, terra: BookAccess, luna: BookAccess) -> None:
         """The loop at G1.5: G0 ratified by the author, G1 passed by the controller, a plan-tree with
         candidates, open questions, and a traceability graph with exactly one orphan."""
         from discovery.loop.models import LoopMeta, PlanNode
@@ -423,8 +434,7 @@ class Command(BaseCommand):
 
         loop_ensure(book=book)
         g0 = gate_request(
-            principal=sol,
-            book_id=book.pk,
+            access=sol,
             gate="G0",
             summary="Ratify the premise as the value seed: why this book exists.",
             decisions_requested=["Is the premise the book's reason to exist?"],
@@ -432,14 +442,13 @@ class Command(BaseCommand):
             reversibility_class="reversible",
         )
         approval_decide(
-            principal=me,
+            access=me,
             approval_id=g0["approval_id"],
             verdict="approve",
             rationale="Yes: the letter is the book's reason to exist.",
         )
         gate_request(
-            principal=sol,
-            book_id=book.pk,
+            access=sol,
             gate="G1",
             summary="Genre and series fit: a fair-play mystery opening the Drowned Coast series.",
             decisions_requested=["Does the book fit the series and the genre?"],
@@ -449,15 +458,13 @@ class Command(BaseCommand):
 
         root = PlanNode.objects.get(book=book, is_root=True)
         why = plan_node_add(
-            principal=sol,
-            book_id=book.pk,
+            access=sol,
             parent_id=root.pk,
             intent="Why did Ines write the letter?",
             altitude="plotline",
         )
         plan_node_add(
-            principal=sol,
-            book_id=book.pk,
+            access=sol,
             parent_id=root.pk,
             intent="How does the reader see the forgery coming?",
             altitude="subplot",
@@ -466,8 +473,7 @@ class Command(BaseCommand):
             activity="Give chapter 2 to two readers.",
         )
         warning = candidate_add(
-            principal=terra,
-            book_id=book.pk,
+            access=terra,
             node_id=why.pk,
             altitude="plotline",
             mechanic="fair-play mystery",
@@ -475,8 +481,7 @@ class Command(BaseCommand):
             riskiest_assumption="Readers accept a letter predicting the future without the supernatural.",
         )
         candidate_add(
-            principal=terra,
-            book_id=book.pk,
+            access=terra,
             node_id=why.pk,
             altitude="book",
             mechanic="two timelines",
@@ -484,8 +489,7 @@ class Command(BaseCommand):
             riskiest_assumption="The second timeline does not give the solution away.",
         )
         candidate_add(
-            principal=luna,
-            book_id=book.pk,
+            access=luna,
             node_id=why.pk,
             altitude="plotline",
             mechanic="unreliable narrator",
@@ -494,26 +498,23 @@ class Command(BaseCommand):
             rationale="Kept as a red herring.",
         )
         candidate_select(
-            principal=sol,
-            book_id=book.pk,
+            access=sol,
             node_id=why.pk,
             candidate_id=warning.pk,
             rationale="Closest to the author's turn 3 and keeps the puzzle fair.",
         )
 
         question_raise(
-            principal=luna,
-            book_id=book.pk,
+            access=luna,
             question="Is the tide table in chapter 9 consistent with the admitted research?",
             target_discipline="canon-integrity",
         )
         routed = question_raise(
-            principal=terra,
-            book_id=book.pk,
+            access=terra,
             question="Where does the reader first see Ines's handwriting?",
             target_discipline="reader-trust",
         )
-        question_route(principal=sol, book_id=book.pk, question_id=routed.pk, target_discipline="author")
+        question_route(access=sol, question_id=routed.pk, target_discipline="author")
 
         # Traceability: premise -> story question -> engine -> arc -> chapter, plus one orphan.
         nodes = [
@@ -526,8 +527,8 @@ class Command(BaseCommand):
             ("subplot-harbour", "subplot", "The harbour master's debt"),  # no producer, no consumer: the orphan
         ]
         for node_id, kind, label in nodes:
-            trace_node_add(principal=sol, book_id=book.pk, node_id=node_id, kind=kind, label=label, produced_by="sol")
-        trace_settings(principal=sol, book_id=book.pk, root="premise", leaf_kind="chapter")
+            trace_node_add(access=sol, node_id=node_id, kind=kind, label=label, produced_by="sol")
+        trace_settings(access=sol, root="premise", leaf_kind="chapter")
         for source, target in [
             ("premise", "story-question"),
             ("story-question", "engine"),
@@ -535,7 +536,7 @@ class Command(BaseCommand):
             ("arc-warning", "clue-handwriting"),
             ("clue-handwriting", "chapter-1"),
         ]:
-            trace_edge_add(principal=sol, book_id=book.pk, from_id=source, to_id=target)
+            trace_edge_add(access=sol, from_id=source, to_id=target)
 
         meta = LoopMeta.objects.get(book=book)
         if meta.gate != "G1.5":

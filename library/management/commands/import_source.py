@@ -3,8 +3,10 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
+from library.schemas import SourceImportIn
 from library.services import source_import, split_document
 from novelgraph.errors import DomainError
+from novelgraph.schemas import parse_form
 
 
 class Command(BaseCommand):
@@ -35,17 +37,19 @@ class Command(BaseCommand):
         expected = len(split_document(text, options["title"])) if text.strip() else 0
         try:
             with tqdm(total=expected, unit="chunk", desc="Importing", file=self.stderr, disable=None) as bar:
-                source = source_import(
-                    principal=None,
-                    title=options["title"],
-                    origin=options["origin"],
-                    license_note=options["license_note"],
-                    version=options["source_version"],
-                    text=text,
-                    topics=options["topics"],
-                    applicability=options["applicability"],
-                    progress=bar.update,
+                payload = parse_form(
+                    SourceImportIn,
+                    {
+                        "title": options["title"],
+                        "origin": options["origin"],
+                        "license_note": options["license_note"],
+                        "version": options["source_version"],
+                        "text": text,
+                        "topics": options["topics"],
+                        "applicability": options["applicability"],
+                    },
                 )
+                source = source_import(principal=None, payload=payload, progress=bar.update)
         except DomainError as exc:
             raise CommandError(f"{exc.field or 'import'}: {exc.message}") from exc
         count = source.chunks.count()

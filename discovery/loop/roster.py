@@ -1,0 +1,54 @@
+"""The loop's roster (LOOP.md, seed 002): who takes part, as data rather than code paths.
+
+Seeded by the loop's data migration and restored after every migrate and flush; both import
+it from here. Existing rows are left as staff edited them unless a migration overwrites.
+"""
+
+from __future__ import annotations
+
+from novelgraph.db import tables_exist
+
+ROSTER = [
+    # slug, name, kind, agent_role, required, required_at_gate, rerun_cost, description
+    ("discovery-lead", "Sol — discovery lead", "controller", "sol", True, "", 1.0,
+     "Controller: writes the loop's state, raises option cards; never the approver."),
+    ("explore-options", "Terra — explore options", "divergence", "terra", True, "", 2.0,
+     "Divergence: candidates that differ in altitude and mechanic; not-chosen kept with rationale."),
+    ("plan-validation", "Plan validation", "validation", "luna", True, "", 1.0,
+     "Validation: assumption, kill condition, real-world activity, validation status."),
+    ("canon-integrity", "Canon-integrity lens", "lens", "luna", True, "G2", 1.0,
+     "Contradictions with approved series canon, scratchpad leaking into canon, source licences, "
+     "decisive evidence without admitted research."),
+    ("reader-trust", "Reader-trust lens", "lens", "terra", True, "G2", 1.0,
+     "Promises with payoffs, fair-play visibility, genre obligations, arcs that end."),
+    ("research", "Research lens (the literary library)", "lens", "luna", False, "", 1.0,
+     "Optional: detect and degrade when the literary library is absent."),
+    ("ux", "UX / reading-experience lens", "lens", "terra", False, "", 1.0, "Optional: detect and degrade."),
+    ("architecture", "Architecture lens", "lens", "terra", False, "", 1.0, "Optional: detect and degrade."),
+]  # fmt: skip
+
+
+def seed_roster(RosterEntry, *, overwrite: bool) -> None:
+    upsert = RosterEntry.objects.update_or_create if overwrite else RosterEntry.objects.get_or_create
+    for slug, name, kind, agent, required, gate, cost, description in ROSTER:
+        upsert(
+            slug=slug,
+            defaults={
+                "name": name,
+                "kind": kind,
+                "agent_role": agent,
+                "required": required,
+                "required_at_gate": gate,
+                "rerun_cost": cost,
+                "description": description,
+            },
+        )
+
+
+def seed_roster_after_migrate(sender, using: str = "default", **kwargs) -> None:
+    """``post_migrate``: the roster rows exist (after a flush in tests, too); staff's edits are kept."""
+    if not tables_exist(using, "loop_rosterentry"):
+        return
+    from .models import RosterEntry
+
+    seed_roster(RosterEntry, overwrite=False)

@@ -1,0 +1,87 @@
+"""The append-only scratchpad (seed 000): provisional thinking, in creation order, never promoted."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.db import transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from novelgraph.errors import Conflict, Invalid
+from novelgraph.roles import AgentRole
+
+from ..access import BookAccess, Cap, refusal
+from ..models import DiscoverySession, Handoff, ScratchpadEntry
+from ..refs import validate_source_refs
+from ..schemas import EntryIn
+from .sessions import locked_session
+
+
+def scratchpad_writer_role(access: BookAccess) -> str:
+    """The agent role that may append to the book's scratchpad, or a 403.
+
+    Terra and Luna hold scratchpad:write; Sol's discovery:write covers discovery records, so it
+    may append too. People write turns, not scratchpad entries.
+    """
+    if access.role not in AgentRole.values:
+        raise refusal(access.role, Cap.SCRATCHPAD_WRITE, "people write turns; agents write the scratchpad")
+    access.require(Cap.SCRATCHPAD_WRITE, Cap.DISCOVERY_WRITE)
+    return access.role
+
+
+def append_entry(
+    *,
+    session: DiscoverySession,
+    agent_role: str,
+    kind: str,
+    content: str,
+    confidence: float | None,
+    source_refs: list[dict],
+    handoff: Handoff | None = None,
+) -> ScratchpadEntry:
+    """Append under the session lock (the caller holds it): the next sequence is max + 1."""
+    last = ScratchpadEntry.objects.filter(session=session).aggregate(m=Max("sequence"))["m"] or 0
+    return ScratchpadEntry.objects.create(
+        id=uuid.uuid4(),
+        session=session,
+        sequence=last + 1,
+        agent_role=agent_role,
+        kind=kind,
+        content=content,
+        confidence=confidence,
+        source_refs=source_refs,
+        handoff=handoff,
+        created_at=timezone.now(),
+    )
+
+
+def scratchpad_append(*, access: BookAccess, session: DiscoverySession, payload: EntryIn) -> ScratchpadEntry:
+    """Append one provisional entry to a session's scratchpad (append-only; never deduplicated).
+
+    Needs scratchpad:write (Terra, Luna) or, for Sol, discovery:write. Every typed source
+    reference must resolve to something of the book the caller may read. A digest must cite at
+    least one earlier entry of the same session. Nothing here changes a status or creates a
+    claim: repetition is only more entries.
+    """
+    agent_role = scratchpad_writer_role(access)
+    with transaction.atomic():
+        session = locked_session(session)
+        if session.status == DiscoverySession.Status.CLOSED:
+            raise Conflict("this session is closed", code="session_not_open")
+        refs = validate_source_refs(access, [r.dict() for r in payload.source_refs])
+        if payload.kind == ScratchpadEntry.Kind.DIGEST:
+            cited = [r["id"] for r in refs if r["type"] == "entry"]
+            if not ScratchpadEntry.objects.filter(pk__in=cited, session=session).exists():
+                raise Invalid(
+                    "a digest must cite at least one earlier entry of this session (a source ref of type entry)",
+                    field="source_refs",
+                )
+        return append_entry(
+            session=session,
+            agent_role=agent_role,
+            kind=payload.kind,
+            content=payload.content,
+            confidence=payload.confidence,
+            source_refs=refs,
+        )
