@@ -37,6 +37,8 @@ from .schemas import (
     HandoffIn,
     HandoffOut,
     HandoffResultIn,
+    QuestionOut,
+    QuestionSetIn,
     RequestApprovalIn,
     ScratchpadFilter,
     SeriesIn,
@@ -178,6 +180,27 @@ def scratchpad_append(request: HttpRequest, session_id: uuid.UUID, payload: Entr
 def scratchpad_list(request: HttpRequest, session_id: uuid.UUID, filters: Query[ScratchpadFilter]):
     _, session = _session_access(request, session_id, Cap.SCRATCHPAD_READ)
     return scratchpad_for(session=session, kind=filters.kind, agent_role=filters.agent_role)
+
+
+@router.post(
+    "/sessions/{session_id}/question",
+    response={201: QuestionOut, **ERRORS},
+    summary="Sol puts the next question to the author, citing what prompted it (discovery:write)",
+)
+def question_set(request: HttpRequest, session_id: uuid.UUID, payload: QuestionSetIn):
+    access, session = _session_access(request, session_id)
+    return Status(201, services.question_set(access=access, session=session, payload=payload))
+
+
+@router.get(
+    "/sessions/{session_id}/questions",
+    response={200: list[QuestionOut], **ERRORS},
+    summary="Every question put to the author in this session, oldest first (discovery:read)",
+)
+@paginate
+def question_list(request: HttpRequest, session_id: uuid.UUID):
+    _, session = _session_access(request, session_id, Cap.DISCOVERY_READ)
+    return session.questions.order_by("sequence")
 
 
 @router.post(

@@ -1,6 +1,6 @@
 from django.apps import AppConfig
 
-APPEND_ONLY = ("discovery_scratchpadentry", "discovery_contextdossier")
+APPEND_ONLY = ("discovery_scratchpadentry", "discovery_contextdossier", "discovery_sessionquestion")
 
 
 class DiscoveryConfig(AppConfig):

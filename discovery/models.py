@@ -8,10 +8,13 @@ Models hold data and what the database can check. Every write and rule lives in
 
 from __future__ import annotations
 
+import uuid
+
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
+from django.utils import timezone
 
 from novelgraph.db import TimeStampedModel, choices_check, enum_check
 from novelgraph.roles import ANY_ROLE, AgentRole, choices_of
@@ -102,6 +105,37 @@ class DiscoverySession(TimeStampedModel):
         return f"Discovery of {self.book} ({self.status})"
 
 
+class SessionQuestion(models.Model):
+    """A question Sol put to the author, citing what prompted it. Append-only: the session's
+    ``current_question`` is the newest; the earlier ones stay as the conversation's history."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    session = models.ForeignKey(DiscoverySession, on_delete=models.PROTECT, related_name="questions")
+    sequence = models.PositiveIntegerField()
+    question = models.TextField(max_length=5_000)
+    source_refs = models.JSONField(default=list)
+    asked_by = models.CharField(max_length=10, choices=ANY_ROLE)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        ordering = ["session", "sequence"]
+        constraints = [
+            models.UniqueConstraint(fields=["session", "sequence"], name="session_question_unique_sequence"),
+            choices_check("asked_by", ANY_ROLE, "session_question_asked_by_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return self.question[:80]
+
+    def save(self, *args, **kwargs):
+        if not self._state.adding:
+            raise ValidationError("Questions put to the author are kept as they were asked.")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        raise ValidationError("Questions put to the author are kept as they were asked.")
+
+
 # Who speaks in the conversation: the people, and Sol for the coordinator's own turns.
 TURN_SPEAKERS = choices_of("author", "editor", "sol")
 
@@ -184,6 +218,8 @@ class ScratchpadEntry(models.Model):
     content = models.TextField(max_length=20_000)
     confidence = models.FloatField(null=True, blank=True)
     source_refs = models.JSONField(default=list, blank=True)
+    # Where the thought comes from, when the agent says so (literary-guidance cites the chunk it draws on).
+    provenance = models.CharField(max_length=20, choices=Provenance.choices, null=True, blank=True)
     handoff = models.ForeignKey(
         "Handoff",
         null=True,
@@ -201,6 +237,10 @@ class ScratchpadEntry(models.Model):
             enum_check("kind", ScratchpadEntryKind, "scratchpad_kind_valid"),
             enum_check("agent_role", AgentRole, "scratchpad_role_valid"),
             confidence_check("scratchpad_confidence_0_1"),
+            models.CheckConstraint(
+                condition=Q(provenance__isnull=True) | Q(provenance__in=Provenance.values),
+                name="scratchpad_provenance_valid",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -25,6 +25,7 @@ from .models import (
     ScratchpadEntry,
     ScratchpadEntryKind,
     Series,
+    SessionQuestion,
     ThrustCandidate,
     ThrustCandidateKind,
     Turn,
@@ -81,6 +82,16 @@ class EntryIn(Schema):
     content: Text(limit(ScratchpadEntry, "content"))
     confidence: Confidence | None = None
     source_refs: SourceRefs = Field(default_factory=list)
+    provenance: Provenance | None = Field(
+        None, description="where the thought comes from; literary-guidance cites the library chunk it draws on"
+    )
+
+
+class QuestionSetIn(Schema):
+    """Sol's next question for the author, citing the turn, entry or observation that prompted it."""
+
+    question: Text(limit(SessionQuestion, "question"))
+    source_refs: Annotated[list[SourceRef], Field(min_length=1, max_length=MAX_LIST_ITEMS)]
 
 
 class ScratchpadFilter(Schema):
@@ -268,7 +279,18 @@ class EntryOut(Schema):
     content: str
     confidence: float | None
     source_refs: list[dict]
+    provenance: str | None
     handoff_id: uuid.UUID | None
+    created_at: datetime
+
+
+class QuestionOut(Schema):
+    id: uuid.UUID
+    session_id: uuid.UUID
+    sequence: int
+    question: str
+    source_refs: list[dict]
+    asked_by: str
     created_at: datetime
 
 

@@ -214,6 +214,7 @@ SCRATCHPAD_COLUMNS = (
     "content",
     "confidence",
     "source_refs",
+    "provenance",
     "handoff_id",
     "created_at",
 )

@@ -184,6 +184,8 @@ API_EXPECTED: dict[str, tuple[int, ...]] = {
     "POST /sessions/{session_id}/scratchpad": (401, 404, 201, 201, 201, 403, 403),
     "GET /sessions/{session_id}/scratchpad": (401, 404, 200, 200, 200, 200, 200),
     "POST /sessions/{session_id}/thrusts": (401, 404, 403, 201, 201, 403, 201),
+    "POST /sessions/{session_id}/question": (401, 404, 403, 403, 422, 403, 422),
+    "GET /sessions/{session_id}/questions": (401, 404, 200, 200, 200, 200, 200),
     "POST /books/{book_id}/charters": (401, 404, 403, 201, 201, 403, 201),
     "POST /charters/{charter_id}/resolve": (401, 404, 403, 403, 403, 403, 200),
     "POST /claims": (401, 404, 403, 403, 201, 403, 201),

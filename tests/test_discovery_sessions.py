@@ -15,6 +15,8 @@ from discovery.models import (
     DiscoverySession,
     KnowledgeLink,
     Observation,
+    ScratchpadEntry,
+    SessionQuestion,
     ThrustCandidate,
     Turn,
 )
@@ -22,7 +24,7 @@ from novelgraph.services import api_key_create
 
 from .conftest import Api
 from .discovery_support import assert_forbidden, start, thrust_body
-from .factories import BookFactory, ScratchpadEntryFactory, TurnFactory
+from .factories import BookFactory, KnowledgeChunkFactory, ScratchpadEntryFactory, TurnFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -219,3 +221,57 @@ def test_the_view_of_a_book_not_yet_started_is_empty_and_reading_writes_nothing(
     assert response.status_code == 200
     assert response.json()["session"] is None and response.json()["turns"] == []
     assert not DiscoverySession.objects.exists() and not KnowledgeLink.objects.exists()
+
+
+# --- Sol keeps the question moving (seed 000: "choose the next consequential question") ---------
+
+
+def test_sol_sets_the_next_question_citing_the_turn_that_prompted_it(sol_api, author_api, book):
+    session_id = author_api.post(f"/books/{book.pk}/discovery").json()["session_id"]
+    turn = author_api.post(
+        f"/sessions/{session_id}/turns", {"role": "author", "content": "The keeper lies to the coroner."}
+    ).json()
+
+    asked = sol_api.post(
+        f"/sessions/{session_id}/question",
+        {"question": "What does she hide from the coroner?", "source_refs": [{"type": "turn", "id": turn["id"]}]},
+    )
+
+    assert asked.status_code == 201 and asked.json()["sequence"] == 1 and asked.json()["asked_by"] == "sol"
+    view = author_api.get(f"/books/{book.pk}/discovery").json()
+    assert view["session"]["current_question"] == "What does she hide from the coroner?"
+    history = author_api.get(f"/sessions/{session_id}/questions").json()["items"]
+    assert [q["question"] for q in history] == ["What does she hide from the coroner?"]
+
+
+def test_a_question_without_a_citation_or_from_a_lens_is_refused(sol_api, luna_api, author_api, book):
+    session_id = author_api.post(f"/books/{book.pk}/discovery").json()["session_id"]
+    bare = sol_api.post(f"/sessions/{session_id}/question", {"question": "Why?", "source_refs": []})
+    assert bare.status_code == 422 and bare.json()["field"] == "source_refs"
+    free = sol_api.post(
+        f"/sessions/{session_id}/question", {"question": "Why?", "source_refs": [{"type": "other", "id": "a hunch"}]}
+    )
+    assert free.status_code == 422 and free.json()["field"] == "source_refs"
+    turn = author_api.post(f"/sessions/{session_id}/turns", {"role": "author", "content": "A turn."}).json()
+    refused = luna_api.post(
+        f"/sessions/{session_id}/question", {"question": "Why?", "source_refs": [{"type": "turn", "id": turn["id"]}]}
+    )
+    assert refused.status_code == 403 and "discovery:write" in refused.json()["detail"]
+    assert not SessionQuestion.objects.exists()
+
+
+def test_literary_guidance_in_the_scratchpad_cites_its_chunk_and_agents_never_write_author_stated(
+    luna_api, author_api, book
+):
+    session_id = author_api.post(f"/books/{book.pk}/discovery").json()["session_id"]
+    chunk = KnowledgeChunkFactory(citation="Fair play", content="Show every clue before the reveal.")
+    body = {"kind": "observation", "content": "Every clue must be visible first.", "provenance": "literary-guidance"}
+    missing = luna_api.post(f"/sessions/{session_id}/scratchpad", body)
+    assert missing.status_code == 422 and missing.json()["field"] == "source_refs"
+    cited = luna_api.post(
+        f"/sessions/{session_id}/scratchpad", {**body, "source_refs": [{"type": "chunk", "id": str(chunk.pk)}]}
+    )
+    assert cited.status_code == 201 and cited.json()["provenance"] == "literary-guidance"
+    forged = luna_api.post(f"/sessions/{session_id}/scratchpad", {**body, "provenance": "author-stated"})
+    assert forged.status_code == 422 and forged.json()["field"] == "provenance"
+    assert ScratchpadEntry.objects.filter(session_id=session_id).count() == 1

@@ -7,7 +7,7 @@ from .dossiers import dossier_content, dossier_create, dossier_readable, dossier
 from .handoffs import handoff_create, handoff_return
 from .knowledge import ensure_knowledge_bases
 from .scratchpad import scratchpad_append
-from .sessions import discovery_start, thrust_propose, turn_add
+from .sessions import discovery_start, question_set, thrust_propose, turn_add
 
 __all__ = [
     "book_create",
@@ -27,6 +27,7 @@ __all__ = [
     "ensure_knowledge_bases",
     "handoff_create",
     "handoff_return",
+    "question_set",
     "scratchpad_append",
     "series_create",
     "thrust_propose",

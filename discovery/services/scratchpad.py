@@ -12,10 +12,10 @@ from novelgraph.errors import Conflict, Invalid
 from novelgraph.roles import AgentRole
 
 from ..access import BookAccess, Cap, refusal
-from ..models import DiscoverySession, Handoff, ScratchpadEntry
+from ..models import DiscoverySession, Handoff, Provenance, ScratchpadEntry
 from ..refs import validate_source_refs
 from ..schemas import EntryIn
-from .sessions import locked_session
+from .sessions import locked_session, refuse_agent_author_stated
 
 
 def scratchpad_writer_role(access: BookAccess) -> str:
@@ -39,6 +39,7 @@ def append_entry(
     confidence: float | None,
     source_refs: list[dict],
     handoff: Handoff | None = None,
+    provenance: str | None = None,
 ) -> ScratchpadEntry:
     """Append under the session lock (the caller holds it): the next sequence is max + 1."""
     last = ScratchpadEntry.objects.filter(session=session).aggregate(m=Max("sequence"))["m"] or 0
@@ -51,6 +52,7 @@ def append_entry(
         content=content,
         confidence=confidence,
         source_refs=source_refs,
+        provenance=provenance,
         handoff=handoff,
         created_at=timezone.now(),
     )
@@ -62,9 +64,19 @@ def scratchpad_append(*, access: BookAccess, session: DiscoverySession, payload:
     Needs scratchpad:write (Terra, Luna) or, for Sol, discovery:write. Every typed source
     reference must resolve to something of the book the caller may read. A digest must cite at
     least one earlier entry of the same session. Nothing here changes a status or creates a
-    claim: repetition is only more entries.
+    claim: repetition is only more entries. Provenance, when given, says where the thought comes from:
+    never ``author-stated`` from an agent, and ``literary-guidance`` cites the chunk it draws on.
     """
     agent_role = scratchpad_writer_role(access)
+    if payload.provenance is not None:
+        refuse_agent_author_stated(access, payload.provenance, field="provenance")
+        if payload.provenance == Provenance.LITERARY_GUIDANCE and not any(
+            ref.type == "chunk" for ref in payload.source_refs
+        ):
+            raise Invalid(
+                "literary guidance cites the library chunk it draws on (a source ref of type chunk)",
+                field="source_refs",
+            )
     with transaction.atomic():
         session = locked_session(session)
         if session.status == DiscoverySession.Status.CLOSED:
@@ -84,4 +96,5 @@ def scratchpad_append(*, access: BookAccess, session: DiscoverySession, payload:
             content=payload.content,
             confidence=payload.confidence,
             source_refs=refs,
+            provenance=payload.provenance,
         )

@@ -9,8 +9,18 @@ from novelgraph.db import lock_row
 from novelgraph.errors import Conflict, Forbidden, Invalid
 
 from ..access import BookAccess, Cap, refusal
-from ..models import TURN_SPEAKERS, Book, DiscoverySession, Observation, Provenance, ThrustCandidate, Turn
-from ..schemas import ThrustIn, TurnIn
+from ..models import (
+    TURN_SPEAKERS,
+    Book,
+    DiscoverySession,
+    Observation,
+    Provenance,
+    SessionQuestion,
+    ThrustCandidate,
+    Turn,
+)
+from ..refs import validate_source_refs
+from ..schemas import QuestionSetIn, ThrustIn, TurnIn
 from ..selectors import OPEN_SESSION_STATUSES
 from .knowledge import ensure_knowledge_bases
 
@@ -106,3 +116,32 @@ def thrust_propose(*, access: BookAccess, session: DiscoverySession, payload: Th
             session.status = DiscoverySession.Status.CHARTER_PROPOSED
             session.save(update_fields=["status", "updated_at"])
     return thrust
+
+
+def question_set(*, access: BookAccess, session: DiscoverySession, payload: QuestionSetIn) -> SessionQuestion:
+    """Sol (or the author) puts the next consequential question to the author, citing what prompted it.
+
+    Needs discovery:write (the controller's capability: Sol, the author). The question becomes the
+    session's current question; the earlier ones stay in its history. At least one typed citation
+    (a turn, an entry, an observation, a claim, a charter...) that the role may read.
+    """
+    access.require(Cap.DISCOVERY_WRITE)
+    with transaction.atomic():
+        session = locked_session(session)
+        writable(session)
+        refs = validate_source_refs(access, [r.dict() for r in payload.source_refs])
+        if all(ref["type"] == "other" for ref in refs):
+            raise Invalid(
+                "a question cites the turn or entry that prompted it, not only free text", field="source_refs"
+            )
+        last = SessionQuestion.objects.filter(session=session).aggregate(m=Max("sequence"))["m"] or 0
+        asked = SessionQuestion.objects.create(
+            session=session,
+            sequence=last + 1,
+            question=payload.question,
+            source_refs=refs,
+            asked_by=access.role,
+        )
+        session.current_question = payload.question
+        session.save(update_fields=["current_question", "updated_at"])
+    return asked
