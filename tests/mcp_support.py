@@ -29,8 +29,10 @@ from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.db import connection
 from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client as mcp_stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult
 
 from discovery import services
@@ -52,13 +54,20 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def mcp(key: str | None, fn: Callable[[Client], Awaitable[Any]]) -> Any:
-    """Run ``fn(client)`` with an SDK client connected in-process as ``key``."""
+    """Run ``fn(client)`` with an SDK client connected in-process as ``key``; an MCP error is raised
+    as itself (not inside the client's task group)."""
 
     async def go():
         async with Client(build_server(key_source(key))) as client:
-            return await fn(client)
+            try:
+                return await fn(client)
+            except MCPError as exc:
+                return exc
 
-    return async_to_sync(go)()
+    result = async_to_sync(go)()
+    if isinstance(result, MCPError):
+        raise result
+    return result
 
 
 def tool_names(key: str) -> set[str]:
@@ -79,7 +88,9 @@ def outcome(result: CallToolResult) -> tuple[Any, dict]:
 
 
 class ClientThread:
-    """One SDK client, entered and left in its own event loop thread; ``run`` calls into it."""
+    """One SDK client, entered and left in its own event loop thread; ``run`` calls into it.
+
+    Connecting starts at once (several can connect side by side); ``connected()`` waits for it."""
 
     def __init__(self, make_client: Callable[[], AbstractAsyncContextManager]):
         self.loop = asyncio.new_event_loop()
@@ -90,10 +101,6 @@ class ClientThread:
         self._make_client = make_client
         self.thread = threading.Thread(target=self.loop.run_until_complete, args=(self._main(),), daemon=True)
         self.thread.start()
-        if not self.ready.wait(120):
-            raise TimeoutError("the MCP client did not connect")
-        if self.error is not None:
-            raise self.error
 
     async def _main(self) -> None:
         self._stop = asyncio.Event()
@@ -102,18 +109,26 @@ class ClientThread:
                 self.client = client
                 self.ready.set()
                 await self._stop.wait()
-        except BaseException as exc:  # reported to the fixture that waits for the connection
+        except BaseException as exc:  # reported to whoever waits for the connection
             self.error = exc
             self.ready.set()
 
+    def connected(self) -> ClientThread:
+        if not self.ready.wait(180):
+            raise TimeoutError("the MCP client did not connect")
+        if self.error is not None:
+            raise self.error
+        return self
+
     def run(self, fn: Callable[[Any], Awaitable[Any]], timeout: float = 120) -> Any:
-        return asyncio.run_coroutine_threadsafe(fn(self.client), self.loop).result(timeout)
+        return asyncio.run_coroutine_threadsafe(fn(self.connected().client), self.loop).result(timeout)
 
     def close(self) -> None:
         if self._stop is not None:
             self.loop.call_soon_threadsafe(self._stop.set)
         self.thread.join(60)
-        self.loop.close()
+        if not self.thread.is_alive():
+            self.loop.close()
 
 
 # --- Transports ---------------------------------------------------------------------------------
@@ -141,8 +156,10 @@ def stdio_parameters(key: str | None) -> StdioServerParameters:
     )
 
 
-def stdio_client(key: str | None) -> Client:
-    return Client(stdio_parameters(key), read_timeout_seconds=120)
+def stdio_client(key: str | None, errlog=None) -> Client:
+    """An SDK client that starts the stdio command (its standard error to ``errlog``, a file)."""
+    transport = mcp_stdio_client(stdio_parameters(key), errlog=errlog or sys.stderr)
+    return Client(transport, read_timeout_seconds=120)
 
 
 class _HttpClient:
