@@ -18,11 +18,12 @@ migrate: setup
 	$(PY) manage.py migrate --noinput
 
 # migrate (the curated library is seeded by a migration), ensure the local author, load the
-# demo mystery when there are no books yet, print how to log in, serve.
+# demo mystery when there are no books yet, print how to log in, serve (ASGI: the site, the
+# API and the MCP server's streamable HTTP at /mcp).
 run: migrate
 	$(PY) manage.py ensure_local_author
 	$(PY) manage.py demo --if-empty
-	$(PY) manage.py runserver 127.0.0.1:8000
+	$(PY) -m uvicorn novelgraph.asgi:application --host 127.0.0.1 --port 8000
 
 test: setup
 	$(PY) -m pytest $(PYTEST_ARGS)

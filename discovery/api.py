@@ -37,12 +37,12 @@ from .schemas import (
     HandoffIn,
     HandoffOut,
     HandoffResultIn,
-    QuestionOut,
     QuestionSetIn,
     RequestApprovalIn,
     ScratchpadFilter,
     SeriesIn,
     SeriesOut,
+    SessionQuestionOut,
     StartOut,
     ThrustIn,
     ThrustOut,
@@ -184,7 +184,7 @@ def scratchpad_list(request: HttpRequest, session_id: uuid.UUID, filters: Query[
 
 @router.post(
     "/sessions/{session_id}/question",
-    response={201: QuestionOut, **ERRORS},
+    response={201: SessionQuestionOut, **ERRORS},
     summary="Sol puts the next question to the author, citing what prompted it (discovery:write)",
 )
 def question_set(request: HttpRequest, session_id: uuid.UUID, payload: QuestionSetIn):
@@ -194,7 +194,7 @@ def question_set(request: HttpRequest, session_id: uuid.UUID, payload: QuestionS
 
 @router.get(
     "/sessions/{session_id}/questions",
-    response={200: list[QuestionOut], **ERRORS},
+    response={200: list[SessionQuestionOut], **ERRORS},
     summary="Every question put to the author in this session, oldest first (discovery:read)",
 )
 @paginate

@@ -284,7 +284,7 @@ class EntryOut(Schema):
     created_at: datetime
 
 
-class QuestionOut(Schema):
+class SessionQuestionOut(Schema):
     id: uuid.UUID
     session_id: uuid.UUID
     sequence: int

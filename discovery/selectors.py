@@ -238,3 +238,12 @@ def scratchpad_for(*, session: DiscoverySession, kind: str | None = None, agent_
     if agent_role:
         entries = entries.filter(agent_role=agent_role)
     return scratchpad_rows(entries)
+
+
+def handoffs_open_to(access: BookAccess) -> QuerySet[Handoff]:
+    """The book's open handoffs addressed to the caller's role, oldest first (none for a person)."""
+    return (
+        Handoff.objects.filter(book=access.book, to_role=access.role, status=Handoff.Status.OPEN)
+        .select_related("book")
+        .order_by("created_at")
+    )

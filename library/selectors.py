@@ -28,6 +28,14 @@ def chunks_of(source: KnowledgeSource) -> QuerySet[KnowledgeChunk]:
     return KnowledgeChunk.objects.filter(source=source).order_by("position", "created_at")
 
 
+def chunk_get(chunk_id: Any) -> KnowledgeChunk:
+    """One library chunk with its source."""
+    try:
+        return KnowledgeChunk.objects.select_related("source").get(pk=chunk_id)
+    except (KnowledgeChunk.DoesNotExist, ValidationError, ValueError, TypeError):
+        raise NotFound("chunk not found") from None
+
+
 def research_of(book: Book) -> QuerySet[ResearchItem]:
     """A book's research, newest first."""
     return ResearchItem.objects.filter(book=book).select_related("approval").order_by("-created_at")

@@ -1,0 +1,245 @@
+"""The MCP twin of the REST authorisation matrix: every tool, called by every agent caller.
+
+Callers, in this order (refused ones first, so the permitted ones act on an untouched scene):
+
+    foreign (Sol of another author), scoped (Sol limited to another of the author's books),
+    luna, terra, sol
+
+Each cell is the expected outcome: ``OK`` (and then the row the call wrote is checked: who wrote
+it, what it says) or the status of the refusal. Every call is also made through the matching REST
+route, inside a savepoint that is rolled back, and the two must agree: a success where REST
+succeeds, and otherwise the same status with the same message, code and field. A tool offered to a
+role is one its capabilities allow; a tool not offered is refused by its service, naming the
+capability, exactly as the REST route refuses it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from django.db import transaction
+from django.test import Client
+
+from approvals.models import Approval
+from discovery.access import capabilities_of
+from discovery.loop.models import Candidate, LoopMeta, OpenQuestion, OptionCard, PlanNode
+from discovery.models import (
+    ContextDossier,
+    DiscoverySession,
+    Handoff,
+    KnowledgeClaim,
+    ScratchpadEntry,
+    SessionQuestion,
+    StoryCharter,
+    ThrustCandidate,
+)
+from novelgraph.mcp.tools import TOOLS, TOOLS_BY_NAME
+
+from .discovery_support import charter_body, thrust_body
+from .mcp_support import agent_keys, build_mcp_scene, call, outcome, tool_names
+
+pytestmark = pytest.mark.django_db
+
+CALLERS = ["foreign", "scoped", "luna", "terra", "sol"]
+OK = "ok"
+LOOP_CONTROLLER = (404, 404, 403, 403, OK)
+
+MCP_EXPECTED: dict[str, tuple] = {
+    "dossier_take": (404, 404, OK, OK, OK),
+    "library_search": (OK, OK, OK, OK, OK),
+    "scratchpad_append": (404, 404, OK, OK, OK),
+    "handoff_return": (404, 404, OK, 403, 403),
+    "thrust_propose": (404, 404, 403, OK, OK),
+    "charter_propose": (404, 404, 403, OK, OK),
+    "claim_propose": (404, 404, 403, 403, OK),
+    "claim_request_approval": (404, 404, 403, 403, OK),
+    "question_set": (404, 404, 403, 403, OK),
+    "handoff_create": (404, 404, 403, 403, OK),
+    "loop_gate_request": LOOP_CONTROLLER,
+    "loop_round_advance": LOOP_CONTROLLER,
+    "loop_cost_spend": LOOP_CONTROLLER,
+    "loop_node_add": LOOP_CONTROLLER,
+    "loop_node_update": LOOP_CONTROLLER,
+    "loop_candidate_select": LOOP_CONTROLLER,
+    "loop_question_route": LOOP_CONTROLLER,
+    "loop_question_surface": LOOP_CONTROLLER,
+    "loop_trace_settings": LOOP_CONTROLLER,
+}
+
+
+def arguments(tool: str, ids: dict, caller: str) -> dict:
+    """A valid call of ``tool`` on the scene's book (distinct text per caller, to tell rows apart)."""
+    book, session = ids["book_id"], ids["session_id"]
+    return {
+        "dossier_take": {"book_id": book},
+        "library_search": {"q": "fair play", "limit": 3},
+        "scratchpad_append": {"session_id": session, "kind": "question", "content": f"Whom does {caller} doubt?"},
+        "handoff_return": {"handoff_id": ids["handoff_id"], "facts": [{"text": f"{caller}: the lamp was lit."}]},
+        "thrust_propose": {"session_id": session, **thrust_body(title=f"{caller}'s thrust")},
+        "charter_propose": {"book_id": book, **charter_body(main_thrust=f"{caller}: a keeper proves a murder.")},
+        "claim_propose": {
+            "scope": "book",
+            "scope_id": book,
+            "subject": "Mara",
+            "predicate": f"distrusts ({caller})",
+            "value": "the harbour master",
+            "provenance": "agent-proposed",
+        },
+        "claim_request_approval": {"claim_id": ids["claim_id"], "book_id": book, "note": f"from {caller}"},
+        "question_set": {
+            "session_id": session,
+            "question": f"{caller}: who should the reader distrust first?",
+            "source_refs": [{"type": "turn", "id": ids["turn_id"]}],
+        },
+        "handoff_create": {"book_id": book, "to_role": "luna", "decision": f"{caller}: which places recur?"},
+        "loop_gate_request": {
+            "book_id": book,
+            "gate": "G0",
+            "summary": "Ratify the premise.",
+            "decisions_requested": ["Is this why the book exists?"],
+            "reversibility_class": "reversible",
+        },
+        "loop_round_advance": {"book_id": book},
+        "loop_cost_spend": {"book_id": book, "amount": 1.5, "lens": "sol"},
+        "loop_node_add": {"book_id": book, "parent_id": ids["node_id"], "intent": f"{caller}: the keeper's alibi"},
+        "loop_node_update": {"book_id": book, "node_id": ids["node_id"], "intent": f"{caller}: a drowning"},
+        "loop_candidate_select": {
+            "book_id": book,
+            "node_id": ids["node_id"],
+            "candidate_id": ids["candidate_id"],
+            "rationale": "The strongest engine.",
+        },
+        "loop_question_route": {
+            "book_id": book,
+            "question_id": ids["question_id"],
+            "target_discipline": "explore-options",
+        },
+        "loop_question_surface": {"book_id": book, "question_id": ids["question_id"]},
+        "loop_trace_settings": {"book_id": book, "leaf_kind": "scene"},
+    }[tool]
+
+
+def written(tool: str, body: dict, role: str, ids: dict) -> None:
+    """What a successful call left in the database, asserted (not only that it 'worked')."""
+    book = ids["book_id"]
+    if tool == "dossier_take":
+        dossier = ContextDossier.objects.get(pk=body["id"])
+        assert (str(dossier.book_id), dossier.agent_role) == (book, role)
+        assert body["content"]["capabilities"] == sorted(c.value for c in capabilities_of(role))
+    elif tool == "library_search":
+        assert body["results"] and all("fair" in r["content"].lower() for r in body["results"])
+    elif tool == "scratchpad_append":
+        entry = ScratchpadEntry.objects.get(pk=body["id"])
+        assert (entry.agent_role, entry.content, str(entry.session_id)) == (
+            role,
+            f"Whom does {role} doubt?",
+            ids["session_id"],
+        )
+    elif tool == "handoff_return":
+        handoff = Handoff.objects.get(pk=ids["handoff_id"])
+        assert handoff.status == "returned"
+        assert [(e.agent_role, e.kind, e.content) for e in handoff.result_entries.all()] == [
+            (role, "observation", f"{role}: the lamp was lit.")
+        ]
+    elif tool == "thrust_propose":
+        thrust = ThrustCandidate.objects.get(pk=body["id"])
+        assert (thrust.proposed_by, thrust.status, thrust.title) == (role, "proposed", f"{role}'s thrust")
+    elif tool == "charter_propose":
+        charter = StoryCharter.objects.select_related("approval").get(pk=body["id"])
+        assert (charter.proposed_by, charter.status, charter.approval.status) == (role, "proposed", "pending")
+        assert charter.approval.requested_by_role == role
+    elif tool == "claim_propose":
+        claim = KnowledgeClaim.objects.get(pk=body["id"])
+        assert (claim.proposed_by, claim.status, claim.predicate) == (role, "proposed", f"distrusts ({role})")
+    elif tool == "claim_request_approval":
+        approval = Approval.objects.get(pk=body["approval_id"])
+        assert (approval.kind, approval.status, approval.requested_by_role) == ("canon-promotion", "pending", role)
+        assert approval.subject_id == ids["claim_id"]
+        assert KnowledgeClaim.objects.get(pk=ids["claim_id"]).status == "proposed", "requesting decides nothing"
+    elif tool == "question_set":
+        asked = SessionQuestion.objects.get(pk=body["id"])
+        assert asked.asked_by == role
+        assert DiscoverySession.objects.get(pk=ids["session_id"]).current_question == asked.question
+    elif tool == "handoff_create":
+        handoff = Handoff.objects.select_related("dossier").get(pk=body["id"])
+        assert (handoff.from_role, handoff.to_role, handoff.status) == (role, "luna", "open")
+        assert handoff.dossier.agent_role == "luna"
+    elif tool == "loop_gate_request":
+        card = OptionCard.objects.get(pk=body["card"]["id"])
+        assert (body["outcome"], card.gate, card.status, card.raised_by) == ("awaiting-human", "G0", "pending", role)
+        assert LoopMeta.objects.get(book_id=book).gate == "G0", "asking moves no gate"
+    elif tool == "loop_round_advance":
+        assert body["round"] == LoopMeta.objects.get(book_id=book).round == 1
+    elif tool == "loop_cost_spend":
+        assert body["cost_spent"] == LoopMeta.objects.get(book_id=book).cost_spent == 1.5
+    elif tool == "loop_node_add":
+        node = PlanNode.objects.get(pk=body["id"])
+        assert (str(node.parent_id), node.intent) == (ids["node_id"], f"{role}: the keeper's alibi")
+    elif tool == "loop_node_update":
+        assert PlanNode.objects.get(pk=ids["node_id"]).intent == f"{role}: a drowning"
+    elif tool == "loop_candidate_select":
+        assert body["selected"] is True
+        assert Candidate.objects.get(pk=ids["candidate_id"]).status == "selected"
+    elif tool == "loop_question_route":
+        question = OpenQuestion.objects.get(pk=ids["question_id"])
+        assert (question.status, question.target_discipline) == ("routed", "explore-options")
+    elif tool == "loop_question_surface":
+        assert OpenQuestion.objects.get(pk=ids["question_id"]).status == "surfaced"
+    elif tool == "loop_trace_settings":
+        assert body["leaf_kind"] == LoopMeta.objects.get(book_id=book).leaf_kind == "scene"
+    else:  # pragma: no cover - a new tool needs its check here
+        raise AssertionError(f"no check for {tool}")
+
+
+def rest_twin(tool: str, key: str, args: dict, role: str):
+    """The same call through the REST route, rolled back; returns the response. (The dossier route's
+    body names the role, which the tool takes from the key.)"""
+    method, path = TOOLS_BY_NAME[tool].route.split(" ", 1)
+    names = re.findall(r"{(\w+)}", path)
+    url = "/api/v1" + re.sub(r"{(\w+)}", lambda m: str(args[m.group(1)]), path)
+    body = {k: v for k, v in args.items() if k not in names}
+    if tool == "dossier_take":
+        body["agent_role"] = role
+    headers = {"HTTP_AUTHORIZATION": f"Bearer {key}"}
+    with transaction.atomic():
+        if method == "GET":
+            response = Client().get(url, body, **headers)
+        else:
+            response = Client().generic(method, url, json.dumps(body), content_type="application/json", **headers)
+        transaction.set_rollback(True)
+    return response
+
+
+def test_every_tool_has_a_row_and_no_tool_decides():
+    assert set(MCP_EXPECTED) == {tool.name for tool in TOOLS}
+    assert not any(tool.route.endswith(("/resolve", "/promote", "/reject", "/admit", "/verdict")) for tool in TOOLS)
+
+
+@pytest.mark.parametrize("tool", [tool.name for tool in TOOLS])
+def test_every_tool_answers_each_agent_caller_as_expected_and_as_its_rest_route(tool, author, book):
+    ids = build_mcp_scene(author, book)
+    keys = agent_keys(author, book)
+    observed = []
+    for caller in CALLERS:
+        role = "sol" if caller in {"foreign", "scoped"} else caller
+        args = arguments(tool, ids, caller if caller in {"luna", "terra", "sol"} else role)
+        rest = rest_twin(tool, keys[caller], args, role)
+        status, body = outcome(call(keys[caller], tool, args))
+        observed.append(status)
+        assert (tool in tool_names(keys[caller])) == TOOLS_BY_NAME[tool].offered_to(role)
+        if status == OK:
+            assert rest.status_code in (200, 201), (tool, caller, rest.content)
+            written(tool, body, role, ids)
+        else:
+            assert rest.status_code == status, (tool, caller, rest.content, body)
+            rest_body = rest.json()
+            assert {k: body.get(k) for k in ("detail", "code", "field")} == {
+                k: rest_body.get(k) for k in ("detail", "code", "field")
+            }, (tool, caller)
+            if status == 403:
+                assert re.search(r"\b(lacks [a-z]+:[a-z]+|only \w+ returns this handoff)", body["detail"]), body
+            if caller in {"luna", "terra", "sol"} and not TOOLS_BY_NAME[tool].offered_to(role):
+                assert status == 403, f"{tool} is refused to {role} by its service, naming the capability"
+    assert tuple(observed) == MCP_EXPECTED[tool], f"{tool}: expected {MCP_EXPECTED[tool]}, got {tuple(observed)}"
