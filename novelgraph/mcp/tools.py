@@ -43,7 +43,7 @@ from discovery.loop.schemas import (
     SelectOut,
     TraceSettingsIn,
 )
-from discovery.loop.schemas import SessionQuestionOut as LoopQuestionOut
+from discovery.loop.schemas import QuestionOut as LoopQuestionOut
 from discovery.schemas import (
     ApprovalRefOut,
     CharterCreatedOut,
