@@ -1,7 +1,7 @@
 """Safe defaults that sit in front of every view.
 
-- :class:`ContentSecurityPolicyMiddleware`: every response carries a Content-Security-Policy
-  that allows only the site's own scripts, styles and images (no inline script or style).
+- ``CONTENT_SECURITY_POLICY``: the policy django-csp puts on every response (settings.py):
+  only the site's own scripts, styles and images (no inline script or style).
 - :class:`RequestSizeLimitMiddleware`: a body larger than the limit is refused with 413
   before anything reads it (JSON for the API, a page for the browser).
 - :class:`ThrottledModelBackend` and :class:`ThrottledLoginView`: after too many failed
@@ -29,24 +29,13 @@ from django.views.defaults import bad_request as django_bad_request
 from .models import LoginFailure
 
 # --- Content-Security-Policy ------------------------------------------------
+# Sent by django-csp (``csp.middleware.CSPMiddleware``) from ``settings.CONTENT_SECURITY_POLICY``;
+# this is the policy it sends, as one header value (django-csp may order the directives differently).
 
 CONTENT_SECURITY_POLICY = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "object-src 'none'; base-uri 'self'; frame-ancestors 'none'; form-action 'self'"
 )
-
-
-class ContentSecurityPolicyMiddleware:
-    """Add the site's Content-Security-Policy to every response that does not set its own."""
-
-    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
-        self.get_response = get_response
-        self.policy = getattr(settings, "NOVELGRAPH_CONTENT_SECURITY_POLICY", CONTENT_SECURITY_POLICY)
-
-    def __call__(self, request: HttpRequest) -> HttpResponse:
-        response = self.get_response(request)
-        response.headers.setdefault("Content-Security-Policy", self.policy)
-        return response
 
 
 # --- Request size ---------------------------------------------------------------
