@@ -30,12 +30,15 @@ from .selectors import (
 from .services import VERDICT_NEEDS_CONSTRAINT, approval_decide
 
 PER_PAGE = 50
+# A page number beyond this is the last page anyone could have: larger numbers (20 digits and more)
+# would reach the database as an offset it cannot hold.
+MAX_PAGE = 1_000_000
 APPROVALS_CHANGED = "approvals-changed"
 
 
 def _page_number(request: HttpRequest) -> int:
     try:
-        return max(1, int(request.GET.get("page", "1")))
+        return min(MAX_PAGE, max(1, int(request.GET.get("page", "1"))))
     except ValueError:
         return 1
 

@@ -6,7 +6,9 @@
   before anything reads it (JSON for the API, a page for the browser).
 - :class:`ThrottledModelBackend` and :class:`ThrottledLoginView`: after too many failed
   logins for one username from one address, logins are refused for a while (HTTP 429 on
-  the login page). Failures are rows in the database, so every server worker sees them.
+  the login page). Each attempt reserves its slot in the database (an atomic count-and-insert
+  under a lock on the pair) before its password is checked, so every server worker and
+  process sees them and no burst of simultaneous attempts checks more than the limit.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.backends import ModelBackend
 from django.contrib.auth.views import LoginView
 from django.core.exceptions import PermissionDenied, RequestDataTooBig
-from django.db import transaction
+from django.db import connections, transaction
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.utils import timezone
@@ -94,7 +96,16 @@ def client_ip(request: HttpRequest) -> str:
 
 
 def _normal(username: str) -> str:
-    return (username or "").strip().lower()[:150]
+    """The throttle's key for a username: case-folded, trimmed, without NUL characters.
+
+    A NUL cannot be stored (or even looked up) on PostgreSQL; dropping it also means
+    ``"ada\x00"`` counts against ``ada`` rather than being a fresh name.
+    """
+    return (username or "").replace("\x00", "").strip().lower()[:150]
+
+
+def _window_start():
+    return timezone.now() - timedelta(seconds=settings.NOVELGRAPH_LOGIN_FAILURE_WINDOW)
 
 
 def login_retry_after(*, username: str, ip: str) -> int:
@@ -115,12 +126,38 @@ def login_retry_after(*, username: str, ip: str) -> int:
     return max(1, math.ceil((recent[-1] + window - now).total_seconds()))
 
 
-def login_failure_record(*, username: str, ip: str) -> None:
-    """Record one failed login and prune failures that have left the window."""
-    with transaction.atomic():
-        cutoff = timezone.now() - timedelta(seconds=settings.NOVELGRAPH_LOGIN_FAILURE_WINDOW)
-        LoginFailure.objects.filter(at__lte=cutoff).delete()
-        LoginFailure.objects.create(username=_normal(username), ip=ip)
+def _lock_pair(username: str, ip: str) -> None:
+    """Serialise attempts on one username+address until the end of the current transaction.
+
+    PostgreSQL: a transaction-level advisory lock on the pair (other pairs are not held up).
+    SQLite: nothing to do; every write transaction here is ``BEGIN IMMEDIATE`` (settings), which
+    takes the database's single write lock before the count, so count-and-reserve is already atomic.
+    """
+    connection = connections[LoginFailure.objects.db]
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            pair = f"novelgraph-login:{username}|{ip}"
+            cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [pair])
+
+
+def login_attempt_reserve(*, username: str, ip: str) -> bool:
+    """Take one of the pair's attempts before its password is checked; False when none is left.
+
+    Counting the recent failures and recording this attempt happen in one transaction under a
+    lock on the pair, so however many attempts arrive at once (threads, processes, hosts), at most
+    ``NOVELGRAPH_LOGIN_FAILURE_LIMIT`` passwords are checked per window. The reservation is recorded
+    as a failure up front: an attempt whose check never finishes (a killed worker) still counts.
+    A successful login then forgets the pair's failures (:func:`login_failures_clear`).
+    """
+    key = _normal(username)
+    with transaction.atomic(using=LoginFailure.objects.db):
+        _lock_pair(key, ip)
+        recent = LoginFailure.objects.filter(username=key, ip=ip, at__gt=_window_start()).count()
+        if recent >= settings.NOVELGRAPH_LOGIN_FAILURE_LIMIT:
+            return False
+        LoginFailure.objects.filter(at__lte=_window_start()).delete()  # prune what left the window
+        LoginFailure.objects.create(username=key, ip=ip)
+    return True
 
 
 def login_failures_clear(*, username: str, ip: str) -> None:
@@ -141,12 +178,12 @@ class ThrottledModelBackend(ModelBackend):
         if request is None or not username:
             return super().authenticate(request, username=username, password=password, **kwargs)
         ip = client_ip(request)
-        if login_retry_after(username=username, ip=ip):
+        if "\x00" in username:
+            return None  # no user has one (the forms refuse it first; PostgreSQL cannot even look it up)
+        if not login_attempt_reserve(username=username, ip=ip):
             raise PermissionDenied("too many failed logins")
         user = super().authenticate(request, username=username, password=password, **kwargs)
-        if user is None:
-            login_failure_record(username=username, ip=ip)
-        else:
+        if user is not None:
             login_failures_clear(username=username, ip=ip)
         return user
 

@@ -209,6 +209,8 @@ LOGGING = {
     },
 }
 
-# API lists: `@paginate` (limit/offset) answers {"items": [...], "count": N}; a limit above the maximum is a 422.
+# API lists: `@paginate` (limit/offset) answers {"items": [...], "count": N}; a limit above the maximum, or an
+# offset above a billion (novelgraph.pagination), is a 422 naming the parameter.
+NINJA_PAGINATION_CLASS = "novelgraph.pagination.BoundedLimitOffsetPagination"
 NINJA_PAGINATION_PER_PAGE = 50
 NINJA_PAGINATION_MAX_LIMIT = 200

@@ -9,6 +9,7 @@ from django.views.decorators.http import require_POST
 
 from discovery.access import api_key_create, api_key_revoke
 from discovery.models import ApiKey, Book
+from discovery.services.common import check_text
 from novelgraph.errors import DomainError
 
 
@@ -33,9 +34,10 @@ def keys(request: HttpRequest) -> HttpResponse:
     """GET: your keys. POST: create one (role, name, optional books you own); the key is shown once."""
     if request.method != "POST":
         return _page(request)
-    name = request.POST.get("name", "").strip()
-    if len(name) > 100:
-        return _page(request, error=DomainError("a name has at most 100 characters", field="name"), status=422)
+    try:
+        name = check_text(request.POST.get("name", ""), "name", max_length=100, required=False)
+    except DomainError as exc:  # too long, or a NUL character (PostgreSQL cannot store one; SQLite must not)
+        return _page(request, error=exc, status=422)
     book_ids = request.POST.getlist("books")
     books = list(Book.objects.filter(owner=request.user, pk__in=_valid_uuids(book_ids)))
     if len(books) != len(set(book_ids)):
