@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import io
 import math
 from collections.abc import Callable
 from datetime import timedelta
@@ -45,7 +46,11 @@ CONTENT_SECURITY_POLICY = (
 
 def body_limit_for(request: HttpRequest) -> int:
     """The largest body accepted: file uploads (multipart) get the upload limit, everything else the data limit."""
-    if request.META.get("CONTENT_TYPE", "").startswith("multipart/"):
+    return _limit_for_environ(request.META)
+
+
+def _limit_for_environ(environ: dict) -> int:
+    if environ.get("CONTENT_TYPE", "").startswith("multipart/"):
         return settings.NOVELGRAPH_MAX_UPLOAD_BYTES
     return settings.DATA_UPLOAD_MAX_MEMORY_SIZE
 
@@ -59,11 +64,41 @@ def too_large_response(request: HttpRequest, limit: int, size: int | None = None
     return render(request, "413.html", {"limit": limit, "size": size}, status=413)
 
 
+CHUNKED_TOO_LARGE = "novelgraph.chunked_body_too_large"
+
+
+class ChunkedBodyMiddleware:
+    """WSGI middleware: give Django a chunked request body (``Transfer-Encoding: chunked``).
+
+    Django reads exactly ``CONTENT_LENGTH`` bytes of a body, and a chunked request has none, so
+    under gunicorn (which decodes the chunks) Django saw an empty body: a valid small body was
+    refused and an oversized one answered 422 "body: Field required". Here the decoded body is
+    read up to the limit plus one byte: within the limit it is handed on with its real length;
+    beyond it nothing more is read and :class:`RequestSizeLimitMiddleware` answers 413.
+    """
+
+    def __init__(self, application):
+        self.application = application
+
+    def __call__(self, environ, start_response):
+        chunked = "chunked" in environ.get("HTTP_TRANSFER_ENCODING", "").lower()
+        if chunked and not environ.get("CONTENT_LENGTH"):
+            limit = _limit_for_environ(environ)
+            body = environ["wsgi.input"].read(limit + 1)
+            if len(body) > limit:
+                environ[CHUNKED_TOO_LARGE] = True
+                body = b""
+            environ["wsgi.input"] = io.BytesIO(body)
+            environ["CONTENT_LENGTH"] = str(len(body))
+        return self.application(environ, start_response)
+
+
 class RequestSizeLimitMiddleware:
     """Refuse a body whose declared length exceeds the limit, before any view or middleware reads it.
 
-    Bodies without a Content-Length (chunked) are still capped by Django while reading; that
-    raises ``RequestDataTooBig``, which :func:`bad_request` and the API's handler turn into a 413.
+    A chunked body over the limit was flagged by :class:`ChunkedBodyMiddleware` (the WSGI entry
+    point); any other body without a declared length is still capped by Django while reading,
+    which raises ``RequestDataTooBig``: :func:`bad_request` and the API's handler make that a 413.
     """
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
@@ -75,6 +110,8 @@ class RequestSizeLimitMiddleware:
         except ValueError:
             size = 0
         limit = body_limit_for(request)
+        if request.META.get(CHUNKED_TOO_LARGE):
+            return too_large_response(request, limit)
         if size > limit:
             return too_large_response(request, limit, size)
         return self.get_response(request)
