@@ -336,8 +336,12 @@ def library_search(
     applicability: str | None = None,
     topic: str | None = None,
 ) -> search_index.SearchResponse:
-    """Search the library. Rule: literary:read (not book-scoped)."""
+    """Search the library. Rule: literary:read (not book-scoped). A NUL character is bad input
+    (no stored text has one, and PostgreSQL refuses it even in a query): 422 naming the field."""
     require(principal, Cap.LITERARY_READ)
+    for field, value in (("q", query), ("applicability", applicability), ("topic", topic)):
+        if value and "\x00" in value:
+            raise Invalid(f"{field} contains a NUL character", field=field)
     return search_index.search(query, limit=limit, applicability=applicability, topic=topic)
 
 

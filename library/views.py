@@ -7,7 +7,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from discovery.access import principal_for_user
+from novelgraph.errors import Invalid
 
+from . import search as search_index
 from .search import MAX_QUERY_CHARS
 from .services import library_search
 
@@ -25,13 +27,18 @@ def search_page(request: HttpRequest) -> HttpResponse:
     q = request.GET.get("q", "")[:MAX_QUERY_CHARS]
     applicability = request.GET.get("applicability", "")[:100].strip()
     topic = request.GET.get("topic", "")[:100].strip()
-    response = library_search(
-        principal=principal_for_user(request.user),
-        query=q,
-        limit=PAGE_LIMIT,
-        applicability=applicability or None,
-        topic=topic or None,
-    )
+    error, status = None, 200
+    try:
+        response = library_search(
+            principal=principal_for_user(request.user),
+            query=q,
+            limit=PAGE_LIMIT,
+            applicability=applicability or None,
+            topic=topic or None,
+        )
+    except Invalid as exc:  # e.g. a NUL character: shown inline, nothing searched
+        error, status = exc, 422
+        response = search_index.SearchResponse(mode=search_index.resolve_mode(), results=[])
     context = {
         "q": q,
         "applicability": applicability,
@@ -39,7 +46,8 @@ def search_page(request: HttpRequest) -> HttpResponse:
         "mode": response.mode,
         "mode_label": MODE_LABELS.get(response.mode, response.mode),
         "results": response.results,
-        "searched": bool(q.strip()),
+        "searched": bool(q.strip()) and error is None,
+        "error": error,
     }
     template = "library/search.html#results" if request.htmx else "library/search.html"
-    return render(request, template, context)
+    return render(request, template, context, status=status)
