@@ -1,4 +1,7 @@
 from django.contrib import admin, messages
+from django.db import models as db_models
+
+from novelgraph.forms import BoundedModelMultipleChoiceField
 
 from .access import api_key_revoke
 from .models import (
@@ -46,6 +49,8 @@ class BookAdmin(admin.ModelAdmin):
     search_fields = ["title", "premise"]
     prepopulated_fields = {"slug": ["title"]}
     filter_horizontal = ["editors"]
+    # editors=<a 20-digit number> is a form error, not a database overflow (novelgraph.forms).
+    formfield_overrides = {db_models.ManyToManyField: {"form_class": BoundedModelMultipleChoiceField}}
 
 
 @admin.register(Chapter)

@@ -230,3 +230,22 @@ def test_every_form_survives_random_and_hostile_input(author, book, sol_api, lun
     if failures:
         sys.stderr.write(f"forms fuzz seed {SEED}\n")
     assert failures == [], f"seed {SEED}: {failures[:5]}"
+
+
+@pytest.mark.django_db
+def test_the_admin_refuses_an_editor_id_no_column_can_hold(author):
+    """Found by the forms fuzz: Django sent editors=9223372036854775808 to the database (a 500)."""
+    from discovery.models import Book
+
+    author.is_staff = author.is_superuser = True
+    author.save()
+    client = Client()
+    assert client.login(username=author.username, password=PASSWORD)
+    body = {"owner": author.pk, "title": "Huge", "slug": "huge", "genre_pack": "mystery", "planned_order": "",
+            "editors": ["9223372036854775808"]}  # fmt: skip
+
+    response = client.post("/admin/discovery/book/add/", body)
+
+    assert response.status_code == 200
+    assert "is not a valid value" in response.content.decode()
+    assert not Book.objects.filter(title="Huge").exists()
