@@ -249,3 +249,16 @@ def test_the_admin_refuses_an_editor_id_no_column_can_hold(author):
     assert response.status_code == 200
     assert "is not a valid value" in response.content.decode()
     assert not Book.objects.filter(title="Huge").exists()
+
+
+@pytest.mark.django_db
+def test_a_nul_in_a_library_search_is_an_inline_error(author_browser):
+    """Found by the forms fuzz: PostgreSQL refused the NUL inside the search query (a 500)."""
+    response = author_browser.get("/library/", {"q": "fair\x00play"})
+
+    assert response.status_code == 422
+    html = response.content.decode()
+    assert "q contains a NUL character" in html and 'role="alert"' in html
+    partial = author_browser.get("/library/", {"q": "x", "topic": "\x00"}, HTTP_HX_REQUEST="true")
+    assert partial.status_code == 422
+    assert "topic contains a NUL character" in partial.content.decode()

@@ -8,6 +8,7 @@ are the database's, not a Python lock.
 
 from __future__ import annotations
 
+import http.client
 import json
 import threading
 
@@ -187,7 +188,7 @@ class Burst:
         for path, body, key, ok, value in calls:
             try:
                 status, answer = self.server.post_json(path, body, key)
-            except OSError:
+            except (OSError, http.client.HTTPException):
                 return  # the server is gone: what was not acknowledged may or may not have landed
             if status != ok:
                 with self.lock:
