@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import io
+import logging
 import math
 from collections.abc import Callable
 from datetime import timedelta
@@ -23,13 +24,15 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.backends import ModelBackend
 from django.contrib.auth.views import LoginView
 from django.core.exceptions import PermissionDenied, RequestDataTooBig
-from django.db import connections, transaction
+from django.db import DatabaseError, connections, transaction
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.utils import timezone
 from django.views.defaults import bad_request as django_bad_request
 
 from .models import LoginFailure
+
+logger = logging.getLogger(__name__)
 
 # --- Content-Security-Policy ------------------------------------------------
 # Sent by django-csp (``csp.middleware.CSPMiddleware``) from ``settings.CONTENT_SECURITY_POLICY``;
@@ -192,9 +195,22 @@ def login_attempt_reserve(*, username: str, ip: str) -> bool:
         recent = LoginFailure.objects.filter(username=key, ip=ip, at__gt=_window_start()).count()
         if recent >= settings.NOVELGRAPH_LOGIN_FAILURE_LIMIT:
             return False
-        LoginFailure.objects.filter(at__lte=_window_start()).delete()  # prune what left the window
         LoginFailure.objects.create(username=key, ip=ip)
+    _prune_old_failures()
     return True
+
+
+def _prune_old_failures() -> None:
+    """Forget failures that left the window (every pair's), outside the pair's lock.
+
+    Best effort: two prunes racing over the same old rows may make one of them lose a lock
+    conflict; the rows go on the next attempt, and the attempt itself is unaffected.
+    """
+    try:
+        with transaction.atomic(using=LoginFailure.objects.db):
+            LoginFailure.objects.filter(at__lte=_window_start()).delete()
+    except DatabaseError:
+        logger.warning("pruning old login failures failed; they are pruned on a later attempt", exc_info=True)
 
 
 def login_failures_clear(*, username: str, ip: str) -> None:
