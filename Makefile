@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test setup migrate bench lint browser-deps clean
+.PHONY: run test fuzz setup migrate bench lint browser-deps clean
 
 $(STAMP): requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,14 @@ run: migrate
 
 test: setup
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# Fuzz every API operation (author, Sol, Luna keys) and every browser form on SQLite, then PostgreSQL
+# (FUZZ_DATABASE_URL, default the local server): FUZZ_EXAMPLES per operation, a random seed printed
+# for replay (FUZZ_SEED=N). Fails on any 5xx.
+FUZZ_EXAMPLES ?= 50
+FUZZ_SEED ?=
+fuzz: setup
+	$(PY) scripts/fuzz.py --examples $(FUZZ_EXAMPLES) $(if $(FUZZ_SEED),--seed $(FUZZ_SEED))
 
 bench: setup
 	$(PY) -m bench.run_all $(BENCH_ARGS)

@@ -44,7 +44,7 @@ HttpUrl = Annotated[Text(limit(ResearchItem, "url")), AfterValidator(_http_url)]
 
 
 class SearchParams(Schema):
-    q: str = Field("", max_length=MAX_QUERY_CHARS, description="Words to find, in any order. Blank: no results.")
+    q: Text(MAX_QUERY_CHARS, required=False) = Field("", description="Words to find, in any order. Blank: no results.")
     limit: int = Field(DEFAULT_LIMIT, ge=1, le=MAX_LIMIT)
     applicability: Text(100, required=False) | None = Field(None, description="Only chunks listing this applicability")
     topic: Text(100, required=False) | None = Field(None, description="Only chunks listing this topic")

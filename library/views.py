@@ -13,12 +13,13 @@ from django.views.decorators.http import require_POST
 from discovery.access import BookAccess, Cap, page_access
 from discovery.views import book_links
 from novelgraph.auth import principal_for_user
-from novelgraph.errors import DomainError, NotFound
+from novelgraph.errors import DomainError, Invalid, NotFound
 from novelgraph.schemas import parse_form
 
+from . import search as search_index
 from . import services
 from .models import ResearchItem
-from .schemas import ResearchDecideIn
+from .schemas import ResearchDecideIn, SearchParams
 from .search import MAX_QUERY_CHARS
 from .selectors import research_of
 
@@ -33,27 +34,33 @@ MODE_LABELS = {
 @login_required
 def search_page(request: HttpRequest) -> HttpResponse:
     """Search the library as you type; a plain GET form without JavaScript."""
-    q = request.GET.get("q", "")[:MAX_QUERY_CHARS]
-    applicability = request.GET.get("applicability", "")[:100].strip()
-    topic = request.GET.get("topic", "")[:100].strip()
-    response = services.library_search(
-        principal=principal_for_user(request.user),
-        query=q,
-        limit=PAGE_LIMIT,
-        applicability=applicability or None,
-        topic=topic or None,
-    )
+    raw = {key: request.GET.get(key, "") for key in ("q", "applicability", "topic")}
+    error, status = None, 200
+    try:
+        params = parse_form(SearchParams, {**raw, "q": raw["q"][:MAX_QUERY_CHARS], "limit": PAGE_LIMIT})
+        response = services.library_search(
+            principal=principal_for_user(request.user),
+            query=params.q,
+            limit=params.limit,
+            applicability=params.applicability or None,
+            topic=params.topic or None,
+        )
+    except Invalid as exc:  # e.g. a NUL character: shown inline, nothing searched
+        error, status = exc, 422
+        params = None
+        response = search_index.SearchResponse(mode=search_index.resolve_mode(), results=[])
     context = {
-        "q": q,
-        "applicability": applicability,
-        "topic": topic,
+        "q": raw["q"][:MAX_QUERY_CHARS],
+        "applicability": raw["applicability"][:100].strip(),
+        "topic": raw["topic"][:100].strip(),
         "mode": response.mode,
         "mode_label": MODE_LABELS.get(response.mode, response.mode),
         "results": response.results,
-        "searched": bool(q.strip()),
+        "searched": bool(params and params.q) and error is None,
+        "error": error,
     }
     template = "library/search.html#results" if request.htmx else "library/search.html"
-    return render(request, template, context)
+    return render(request, template, context, status=status)
 
 
 # --- A book's research ----------------------------------------------------------

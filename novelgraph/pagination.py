@@ -1,5 +1,11 @@
-"""The API's one paging scheme: ``?limit=&offset=`` with both bounded, so no input reaches the
-database as a number it cannot hold (an offset of twenty digits is a 422 naming ``offset``)."""
+"""The API's page parameters: ``limit`` (1..200) and ``offset``, both bounded.
+
+ninja's ``LimitOffsetPagination`` leaves ``offset`` unbounded; a 20-digit offset then reaches the
+database, which cannot hold it (SQLite "datatype mismatch", PostgreSQL "bigint out of range") and
+the request fails with a 500. Here an offset above ``MAX_OFFSET`` is bad input: a 422 naming
+``offset``, like every other out-of-range parameter. The bound is far above any real list
+(a billion rows) and far below what the databases can count (``offset + limit`` stays a 64-bit integer).
+"""
 
 from __future__ import annotations
 
@@ -10,7 +16,7 @@ from ninja.pagination import LimitOffsetPagination
 MAX_OFFSET = 1_000_000_000
 
 
-class Paging(LimitOffsetPagination):
+class BoundedLimitOffsetPagination(LimitOffsetPagination):
     class Input(Schema):
         limit: int = Field(settings.NINJA_PAGINATION_PER_PAGE, ge=1, le=settings.NINJA_PAGINATION_MAX_LIMIT)
         offset: int = Field(0, ge=0, le=MAX_OFFSET)

@@ -106,8 +106,9 @@ class ValidationErrorOut(Error):
     errors: list[FieldError] = []
 
 
-# Declare on routes: response={200: Out, **ERRORS}
-ERRORS = {401: Error, 403: Error, 404: Error, 409: Error, 422: ValidationErrorOut}
+# Declare on routes: response={200: Out, **ERRORS}. 413: any request whose body is over the limit
+# (novelgraph.security.RequestSizeLimitMiddleware answers it before the route runs).
+ERRORS = {401: Error, 403: Error, 404: Error, 409: Error, 413: Error, 422: ValidationErrorOut}
 
 
 def field_of(loc: tuple | list) -> str:
@@ -128,3 +129,10 @@ def parse_form(schema: type[S], data: dict) -> S:
         field = field_of(first.get("loc", ()))
         message = first.get("msg", "invalid")
         raise Invalid(f"{field}: {message}", field=field) from None
+
+
+class ApiKeyIn(Schema):
+    """A key as its owner asks for it on the keys page (the API never creates keys)."""
+
+    role: str
+    name: Text(100, required=False) = ""

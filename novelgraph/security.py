@@ -1,16 +1,20 @@
 """Safe defaults that sit in front of every view.
 
-- :class:`ContentSecurityPolicyMiddleware`: every response carries a Content-Security-Policy
-  that allows only the site's own scripts, styles and images (no inline script or style).
+- ``CONTENT_SECURITY_POLICY``: the policy django-csp puts on every response (settings.py):
+  only the site's own scripts, styles and images (no inline script or style).
 - :class:`RequestSizeLimitMiddleware`: a body larger than the limit is refused with 413
   before anything reads it (JSON for the API, a page for the browser).
 - :class:`ThrottledModelBackend` and :class:`ThrottledLoginView`: after too many failed
   logins for one username from one address, logins are refused for a while (HTTP 429 on
-  the login page). Failures are rows in the database, so every server worker sees them.
+  the login page). Each attempt reserves its slot in the database (an atomic count-and-insert
+  under a lock on the pair) before its password is checked, so every server worker and
+  process sees them and no burst of simultaneous attempts checks more than the limit.
 """
 
 from __future__ import annotations
 
+import io
+import logging
 import math
 from collections.abc import Callable
 from datetime import timedelta
@@ -20,7 +24,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.backends import ModelBackend
 from django.contrib.auth.views import LoginView
 from django.core.exceptions import PermissionDenied, RequestDataTooBig
-from django.db import transaction
+from django.db import DatabaseError, connections, transaction
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.utils import timezone
@@ -28,7 +32,11 @@ from django.views.defaults import bad_request as django_bad_request
 
 from .models import LoginFailure
 
+logger = logging.getLogger(__name__)
+
 # --- Content-Security-Policy ------------------------------------------------
+# Sent by django-csp (``csp.middleware.CSPMiddleware``) from ``settings.CONTENT_SECURITY_POLICY``;
+# this is the policy it sends, as one header value (django-csp may order the directives differently).
 
 CONTENT_SECURITY_POLICY = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -36,25 +44,16 @@ CONTENT_SECURITY_POLICY = (
 )
 
 
-class ContentSecurityPolicyMiddleware:
-    """Add the site's Content-Security-Policy to every response that does not set its own."""
-
-    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
-        self.get_response = get_response
-        self.policy = getattr(settings, "NOVELGRAPH_CONTENT_SECURITY_POLICY", CONTENT_SECURITY_POLICY)
-
-    def __call__(self, request: HttpRequest) -> HttpResponse:
-        response = self.get_response(request)
-        response.headers.setdefault("Content-Security-Policy", self.policy)
-        return response
-
-
 # --- Request size ---------------------------------------------------------------
 
 
 def body_limit_for(request: HttpRequest) -> int:
     """The largest body accepted: file uploads (multipart) get the upload limit, everything else the data limit."""
-    if request.META.get("CONTENT_TYPE", "").startswith("multipart/"):
+    return _limit_for_environ(request.META)
+
+
+def _limit_for_environ(environ: dict) -> int:
+    if environ.get("CONTENT_TYPE", "").startswith("multipart/"):
         return settings.NOVELGRAPH_MAX_UPLOAD_BYTES
     return settings.DATA_UPLOAD_MAX_MEMORY_SIZE
 
@@ -68,11 +67,41 @@ def too_large_response(request: HttpRequest, limit: int, size: int | None = None
     return render(request, "413.html", {"limit": limit, "size": size}, status=413)
 
 
+CHUNKED_TOO_LARGE = "novelgraph.chunked_body_too_large"
+
+
+class ChunkedBodyMiddleware:
+    """WSGI middleware: give Django a chunked request body (``Transfer-Encoding: chunked``).
+
+    Django reads exactly ``CONTENT_LENGTH`` bytes of a body, and a chunked request has none, so
+    under gunicorn (which decodes the chunks) Django saw an empty body: a valid small body was
+    refused and an oversized one answered 422 "body: Field required". Here the decoded body is
+    read up to the limit plus one byte: within the limit it is handed on with its real length;
+    beyond it nothing more is read and :class:`RequestSizeLimitMiddleware` answers 413.
+    """
+
+    def __init__(self, application):
+        self.application = application
+
+    def __call__(self, environ, start_response):
+        chunked = "chunked" in environ.get("HTTP_TRANSFER_ENCODING", "").lower()
+        if chunked and not environ.get("CONTENT_LENGTH"):
+            limit = _limit_for_environ(environ)
+            body = environ["wsgi.input"].read(limit + 1)
+            if len(body) > limit:
+                environ[CHUNKED_TOO_LARGE] = True
+                body = b""
+            environ["wsgi.input"] = io.BytesIO(body)
+            environ["CONTENT_LENGTH"] = str(len(body))
+        return self.application(environ, start_response)
+
+
 class RequestSizeLimitMiddleware:
     """Refuse a body whose declared length exceeds the limit, before any view or middleware reads it.
 
-    Bodies without a Content-Length (chunked) are still capped by Django while reading; that
-    raises ``RequestDataTooBig``, which :func:`bad_request` and the API's handler turn into a 413.
+    A chunked body over the limit was flagged by :class:`ChunkedBodyMiddleware` (the WSGI entry
+    point); any other body without a declared length is still capped by Django while reading,
+    which raises ``RequestDataTooBig``: :func:`bad_request` and the API's handler make that a 413.
     """
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
@@ -84,6 +113,8 @@ class RequestSizeLimitMiddleware:
         except ValueError:
             size = 0
         limit = body_limit_for(request)
+        if request.META.get(CHUNKED_TOO_LARGE):
+            return too_large_response(request, limit)
         if size > limit:
             return too_large_response(request, limit, size)
         return self.get_response(request)
@@ -105,7 +136,16 @@ def client_ip(request: HttpRequest) -> str:
 
 
 def _normal(username: str) -> str:
-    return (username or "").strip().lower()[:150]
+    """The throttle's key for a username: case-folded, trimmed, without NUL characters.
+
+    A NUL cannot be stored (or even looked up) on PostgreSQL; dropping it also means
+    ``"ada\x00"`` counts against ``ada`` rather than being a fresh name.
+    """
+    return (username or "").replace("\x00", "").strip().lower()[:150]
+
+
+def _window_start():
+    return timezone.now() - timedelta(seconds=settings.NOVELGRAPH_LOGIN_FAILURE_WINDOW)
 
 
 def login_retry_after(*, username: str, ip: str) -> int:
@@ -126,12 +166,51 @@ def login_retry_after(*, username: str, ip: str) -> int:
     return max(1, math.ceil((recent[-1] + window - now).total_seconds()))
 
 
-def login_failure_record(*, username: str, ip: str) -> None:
-    """Record one failed login and prune failures that have left the window."""
-    with transaction.atomic():
-        cutoff = timezone.now() - timedelta(seconds=settings.NOVELGRAPH_LOGIN_FAILURE_WINDOW)
-        LoginFailure.objects.filter(at__lte=cutoff).delete()
-        LoginFailure.objects.create(username=_normal(username), ip=ip)
+def _lock_pair(username: str, ip: str) -> None:
+    """Serialise attempts on one username+address until the end of the current transaction.
+
+    PostgreSQL: a transaction-level advisory lock on the pair (other pairs are not held up).
+    SQLite: nothing to do; every write transaction here is ``BEGIN IMMEDIATE`` (settings), which
+    takes the database's single write lock before the count, so count-and-reserve is already atomic.
+    """
+    connection = connections[LoginFailure.objects.db]
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            pair = f"novelgraph-login:{username}|{ip}"
+            cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [pair])
+
+
+def login_attempt_reserve(*, username: str, ip: str) -> bool:
+    """Take one of the pair's attempts before its password is checked; False when none is left.
+
+    Counting the recent failures and recording this attempt happen in one transaction under a
+    lock on the pair, so however many attempts arrive at once (threads, processes, hosts), at most
+    ``NOVELGRAPH_LOGIN_FAILURE_LIMIT`` passwords are checked per window. The reservation is recorded
+    as a failure up front: an attempt whose check never finishes (a killed worker) still counts.
+    A successful login then forgets the pair's failures (:func:`login_failures_clear`).
+    """
+    key = _normal(username)
+    with transaction.atomic(using=LoginFailure.objects.db):
+        _lock_pair(key, ip)
+        recent = LoginFailure.objects.filter(username=key, ip=ip, at__gt=_window_start()).count()
+        if recent >= settings.NOVELGRAPH_LOGIN_FAILURE_LIMIT:
+            return False
+        LoginFailure.objects.create(username=key, ip=ip)
+    _prune_old_failures()
+    return True
+
+
+def _prune_old_failures() -> None:
+    """Forget failures that left the window (every pair's), outside the pair's lock.
+
+    Best effort: two prunes racing over the same old rows may make one of them lose a lock
+    conflict; the rows go on the next attempt, and the attempt itself is unaffected.
+    """
+    try:
+        with transaction.atomic(using=LoginFailure.objects.db):
+            LoginFailure.objects.filter(at__lte=_window_start()).delete()
+    except DatabaseError:
+        logger.warning("pruning old login failures failed; they are pruned on a later attempt", exc_info=True)
 
 
 def login_failures_clear(*, username: str, ip: str) -> None:
@@ -152,12 +231,12 @@ class ThrottledModelBackend(ModelBackend):
         if request is None or not username:
             return super().authenticate(request, username=username, password=password, **kwargs)
         ip = client_ip(request)
-        if login_retry_after(username=username, ip=ip):
+        if "\x00" in username:
+            return None  # no user has one (the forms refuse it first; PostgreSQL cannot even look it up)
+        if not login_attempt_reserve(username=username, ip=ip):
             raise PermissionDenied("too many failed logins")
         user = super().authenticate(request, username=username, password=password, **kwargs)
-        if user is None:
-            login_failure_record(username=username, ip=ip)
-        else:
+        if user is not None:
             login_failures_clear(username=username, ip=ip)
         return user
 

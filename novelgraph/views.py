@@ -13,6 +13,7 @@ from .auth import principal_for_user
 from .errors import DomainError
 from .models import ApiKey
 from .roles import KEY_ROLES
+from .schemas import ApiKeyIn, parse_form
 from .services import api_key_create, api_key_revoke
 
 
@@ -37,15 +38,16 @@ def keys(request: HttpRequest) -> HttpResponse:
     """GET: your keys. POST: create one (role, name, optional books you own); the key is shown once."""
     if request.method != "POST":
         return _page(request)
-    name = request.POST.get("name", "").strip()
-    if len(name) > 100:
-        return _page(request, error=DomainError("a name has at most 100 characters", field="name"), status=422)
+    try:  # too long, or a NUL character (PostgreSQL cannot store one; SQLite must not)
+        payload = parse_form(ApiKeyIn, {"name": request.POST.get("name", ""), "role": request.POST.get("role", "")})
+    except DomainError as exc:
+        return _page(request, error=exc, status=422)
     book_ids = request.POST.getlist("books")
     books = list(books_visible_to(principal_for_user(request.user)).filter(pk__in=_valid_uuids(book_ids)))
     if len(books) != len(set(book_ids)):
         return _page(request, error=DomainError("choose only books you own or edit", field="books"), status=422)
     try:
-        key, raw = api_key_create(owner=request.user, role=request.POST.get("role", ""), books=books, name=name)
+        key, raw = api_key_create(owner=request.user, role=payload.role, books=books, name=payload.name)
     except DomainError as exc:
         return _page(request, error=exc, status=422)
     return _page(request, raw_key=raw, created=key, status=201)

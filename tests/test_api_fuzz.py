@@ -1,9 +1,14 @@
 """Fuzzing the API from its own OpenAPI schema (schemathesis, in-process through the WSGI app).
 
-For every operation, with an author key and with an agent key (Sol), a bounded number of
-generated requests: no 5xx, every response conforms to the schema (status, content type, body),
-and every error is the JSON error shape ``{"detail": str, "code": str, ...}``. Path parameters
-are the ids of a real scene, so the generated bodies and queries reach the services.
+For every operation, with an author key and with agent keys, a bounded number of generated
+requests: no 5xx, every response conforms to the schema (status, content type, body), and every
+error is the JSON error shape ``{"detail": str, "code": str, ...}``. Path parameters are the ids
+of a real scene, so the generated bodies and queries reach the services.
+
+In the suite: 12 examples per operation (``NOVELGRAPH_FUZZ_EXAMPLES``), keys author and sol
+(``NOVELGRAPH_FUZZ_ROLES``), a fixed seed. ``make fuzz`` (scripts/fuzz.py) runs many more with a
+random seed (``pytest --hypothesis-seed=N``, printed for replay) for author, Sol and Luna, and
+counts every answer (``NOVELGRAPH_FUZZ_REPORT``).
 """
 
 from __future__ import annotations
@@ -29,6 +34,10 @@ from novelgraph.wsgi import application
 from .security_scene import build_scene
 
 MAX_EXAMPLES = int(os.environ.get("NOVELGRAPH_FUZZ_EXAMPLES", "12"))
+ROLES = [r.strip() for r in os.environ.get("NOVELGRAPH_FUZZ_ROLES", "author,sol").split(",") if r.strip()]
+# A seed given on the command line (--hypothesis-seed, as make fuzz does) replaces the fixed one.
+SEEDED = os.environ.get("NOVELGRAPH_FUZZ_SEED", "") != ""
+REPORT = os.environ.get("NOVELGRAPH_FUZZ_REPORT")
 
 
 @pytest.fixture
@@ -52,10 +61,7 @@ schema = schemathesis.openapi.from_wsgi("/api/v1/openapi.json", application, con
 @pytest.fixture
 def fuzz_scene(author, book, sol_api, request):
     ids = build_scene(book, sol_api)
-    keys = {
-        "author": api_key_create(owner=author, role="author")[1],
-        "sol": api_key_create(owner=author, role="sol")[1],
-    }
+    keys = {role: api_key_create(owner=author, role=role)[1] for role in ROLES}
     # After the scene: Django's test Client reconnects the signal after each of its requests.
     request.getfixturevalue("keep_the_test_connection_open")
     return ids, keys
@@ -74,7 +80,7 @@ FUZZ_SETTINGS = settings(
     max_examples=MAX_EXAMPLES,
     deadline=None,
     database=None,
-    derandomize=True,
+    derandomize=not SEEDED,
     suppress_health_check=list(HealthCheck),
 )
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
@@ -85,19 +91,30 @@ def call_and_check(case, key: str, ids: dict) -> None:
         if name in ids:
             case.path_parameters[name] = str(ids[name])
     response = case.call(headers={"Authorization": f"Bearer {key}"})
+    if REPORT:
+        _record(f"api {response.status_code}")
     case.validate_response(response, checks=CHECKS)
     assert_error_shape(response)
 
 
-@schema.parametrize()
-@FUZZ_SETTINGS
-def test_the_api_survives_generated_requests_with_an_author_key(case, fuzz_scene):
-    ids, keys = fuzz_scene
-    call_and_check(case, keys["author"], ids)
+def _record(line: str) -> None:
+    fd = os.open(REPORT, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        os.write(fd, f"{line}\n".encode())
+    finally:
+        os.close(fd)
 
 
-@schema.parametrize()
-@FUZZ_SETTINGS
-def test_the_api_survives_generated_requests_with_an_agent_key(case, fuzz_scene):
-    ids, keys = fuzz_scene
-    call_and_check(case, keys["sol"], ids)
+def _fuzz_test_for(role: str):
+    @schema.parametrize()
+    @FUZZ_SETTINGS
+    def test(case, fuzz_scene):
+        ids, keys = fuzz_scene
+        call_and_check(case, keys[role], ids)
+
+    test.__name__ = f"test_the_api_survives_generated_requests_with_a_{role}_key"
+    return test
+
+
+for _role in ROLES:
+    globals()[f"test_the_api_survives_generated_requests_with_a_{_role}_key"] = _fuzz_test_for(_role)

@@ -1,4 +1,6 @@
-"""Backups: a consistent copy of the SQLite database taken while the app runs, restorable, with its log intact."""
+"""Backups: a consistent copy of the SQLite database taken while the app runs, restorable, with its log intact.
+
+PostgreSQL (pg_dump, pg_restore) is tests/test_backup_postgresql.py."""
 
 from __future__ import annotations
 
@@ -150,12 +152,6 @@ def test_a_backup_taken_while_another_connection_writes_is_consistent(book, auth
         thread.join()
     for copy in copies:
         assert verify_rows(book.pk, _restored_log(copy, book.pk)).ok
-
-
-@pytest.mark.skipif(connection.vendor == "sqlite", reason="PostgreSQL only")
-def test_on_postgresql_the_command_explains_pg_dump_and_fails(db):
-    with pytest.raises(CommandError, match="pg_dump"):
-        call_command("backup", stdout=StringIO())
 
 
 @pytest.mark.skipif(os.environ.get("DATABASE_URL", "") != "", reason="SQLite file; run once, in the SQLite pass")

@@ -72,6 +72,15 @@ def test_an_unknown_role_is_refused_inline(author_browser):
     assert not ApiKey.objects.exists()
 
 
+def test_a_nul_in_a_key_name_is_refused_inline_and_nothing_is_stored(author_browser, author):
+    response = author_browser.post("/keys/", {"name": "Sol\x00laptop", "role": "sol"})
+
+    assert response.status_code == 422
+    assert "name contains a NUL character" in response.content.decode()
+    assert 'role="alert"' in response.content.decode()
+    assert not ApiKey.objects.filter(owner=author).exists()
+
+
 def test_revoking_a_key_on_the_page_locks_it_out_at_once(author_browser, author, book):
     raw = raw_key_in(author_browser.post("/keys/", {"role": "terra"}).content.decode())
     key = ApiKey.objects.get(owner=author)

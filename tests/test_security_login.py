@@ -98,3 +98,23 @@ def test_the_admin_login_is_throttled_by_the_same_rule(browser, author):
 
     assert not logged_in(browser)
     assert LoginFailure.objects.filter(username="ada").count() == 5
+
+
+def test_a_nul_in_the_username_is_a_form_error_never_a_500(browser, author):
+    """PostgreSQL cannot look up a NUL; the form refuses it and the throttle never queries it."""
+    response = attempt(browser, "ada\x00", "wrong")
+
+    assert response.status_code == 200
+    assert "Null characters are not allowed" in response.content.decode()
+    assert not logged_in(browser)
+
+
+def test_a_nul_in_the_username_does_not_escape_the_throttle(browser, author):
+    for _ in range(5):
+        attempt(browser, "ada", "wrong")
+
+    response = attempt(browser, "ada\x00", PASSWORD)
+
+    assert response.status_code == 429, "“ada\\x00” is throttled as “ada”"
+    assert "Too many failed attempts" in response.content.decode()
+    assert attempt(browser, "\x00", "wrong").status_code == 200

@@ -2,13 +2,14 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from novelgraph.backup import BackupUnsupported, sqlite_backup
+from novelgraph.backup import BackupUnsupported, database_backup
 
 
 class Command(BaseCommand):
     help = (
-        "Take a consistent copy of the SQLite database while the app runs (SQLite online backup API), "
-        "into var/backups/ with a timestamp. On PostgreSQL, explains how to use pg_dump and fails."
+        "Take a consistent copy of the database while the app runs, into var/backups/ with a timestamp: "
+        "SQLite's online backup API (.sqlite3), or pg_dump --format=custom on PostgreSQL (.dump; "
+        "restore with pg_restore --clean --if-exists)."
     )
     requires_system_checks = []
 
@@ -18,7 +19,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, output, database, **options):
         try:
-            path = sqlite_backup(using=database, output=output)
+            path = database_backup(using=database, output=output)
         except (BackupUnsupported, FileExistsError, RuntimeError) as exc:
             raise CommandError(str(exc))
         size = path.stat().st_size
