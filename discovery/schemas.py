@@ -11,7 +11,7 @@ from ninja import Field, Schema
 from pydantic import AfterValidator, StrictBool
 
 from novelgraph.roles import AgentRole
-from novelgraph.schemas import LONG_TEXT, MAX_LIST_ITEMS, JsonValue, Text, TextList, limit
+from novelgraph.schemas import LONG_TEXT, MAX_LIST_ITEMS, JsonValue, Text, TextList, input_error, limit
 
 from .models import (
     Book,
@@ -115,7 +115,7 @@ class ThrustIn(Schema):
 
 def _a_described_protagonist(value: Any) -> Any:
     if not isinstance(value, dict) or not value:
-        raise ValueError("must be an object describing the protagonist")
+        raise input_error("must be an object describing the protagonist")
     return value
 
 
@@ -154,7 +154,7 @@ class EvidenceIn(Schema):
 
 def _not_empty(value: Any) -> Any:
     if value is None or (isinstance(value, str) and not value.strip()):
-        raise ValueError("must not be empty")
+        raise input_error("must not be empty")
     return value
 
 

@@ -13,7 +13,7 @@ from pydantic import AfterValidator, TypeAdapter
 from pydantic import ValidationError as PydanticValidationError
 
 from novelgraph.errors import Invalid
-from novelgraph.schemas import LONG_TEXT, Labels, Text, limit
+from novelgraph.schemas import LONG_TEXT, Labels, Text, input_error, limit
 
 from .models import KnowledgeChunk, KnowledgeSource, ResearchItem
 from .search import DEFAULT_LIMIT, MAX_LIMIT, MAX_QUERY_CHARS
@@ -33,9 +33,9 @@ def _http_url(url: str) -> str:
     try:
         parts = urlsplit(url)
     except ValueError:
-        raise ValueError("is not a valid URL") from None
+        raise input_error("is not a valid URL") from None
     if parts.scheme.lower() not in {"http", "https"} or not parts.netloc or any(ch.isspace() for ch in url):
-        raise ValueError("must be an http or https address")
+        raise input_error("must be an http or https address")
     scheme, rest = url.split(":", 1)
     return f"{scheme.lower()}:{rest}"
 

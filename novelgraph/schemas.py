@@ -14,6 +14,7 @@ from django.db.models import Model
 from ninja import Schema
 from pydantic import AfterValidator, BeforeValidator, Field, StringConstraints
 from pydantic import ValidationError as PydanticValidationError
+from pydantic_core import PydanticCustomError
 
 from .errors import Invalid
 
@@ -30,9 +31,14 @@ def limit(model: type[Model], field: str) -> int:
     return model._meta.get_field(field).max_length
 
 
+def input_error(message: str) -> PydanticCustomError:
+    """A validation error worded as the API words errors: ``"<field>: <message>"``, with no prefix."""
+    return PydanticCustomError("invalid", message)
+
+
 def _no_nul(value: str) -> str:
     if "\x00" in value:
-        raise ValueError("must not contain a NUL character")
+        raise input_error("contains a NUL character")
     return value
 
 
@@ -56,11 +62,11 @@ def _json_checked(value: Any) -> Any:
     try:
         encoded = json.dumps(value, allow_nan=False)
     except (TypeError, ValueError):
-        raise ValueError("must be JSON") from None
+        raise input_error("must be JSON") from None
     if len(encoded) > MAX_JSON_CHARS:
-        raise ValueError(f"is larger than {MAX_JSON_CHARS} characters of JSON")
+        raise input_error(f"is larger than {MAX_JSON_CHARS} characters of JSON")
     if "\\u0000" in encoded:
-        raise ValueError("must not contain a NUL character")
+        raise input_error("contains a NUL character")
     return value
 
 

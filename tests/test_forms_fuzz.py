@@ -233,32 +233,13 @@ def test_every_form_survives_random_and_hostile_input(author, book, sol_api, lun
 
 
 @pytest.mark.django_db
-def test_the_admin_refuses_an_editor_id_no_column_can_hold(author):
-    """Found by the forms fuzz: Django sent editors=9223372036854775808 to the database (a 500)."""
-    from discovery.models import Book
-
-    author.is_staff = author.is_superuser = True
-    author.save()
-    client = Client()
-    assert client.login(username=author.username, password=PASSWORD)
-    body = {"owner": author.pk, "title": "Huge", "slug": "huge", "genre_pack": "mystery", "planned_order": "",
-            "editors": ["9223372036854775808"]}  # fmt: skip
-
-    response = client.post("/admin/discovery/book/add/", body)
-
-    assert response.status_code == 200
-    assert "is not a valid value" in response.content.decode()
-    assert not Book.objects.filter(title="Huge").exists()
-
-
-@pytest.mark.django_db
 def test_a_nul_in_a_library_search_is_an_inline_error(author_browser):
     """Found by the forms fuzz: PostgreSQL refused the NUL inside the search query (a 500)."""
     response = author_browser.get("/library/", {"q": "fair\x00play"})
 
     assert response.status_code == 422
     html = response.content.decode()
-    assert "q contains a NUL character" in html and 'role="alert"' in html
+    assert "q: contains a NUL character" in html and 'role="alert"' in html
     partial = author_browser.get("/library/", {"q": "x", "topic": "\x00"}, HTTP_HX_REQUEST="true")
     assert partial.status_code == 422
-    assert "topic contains a NUL character" in partial.content.decode()
+    assert "topic: contains a NUL character" in partial.content.decode()

@@ -76,7 +76,7 @@ def test_a_nul_in_a_key_name_is_refused_inline_and_nothing_is_stored(author_brow
     response = author_browser.post("/keys/", {"name": "Sol\x00laptop", "role": "sol"})
 
     assert response.status_code == 422
-    assert "name contains a NUL character" in response.content.decode()
+    assert "name: contains a NUL character" in response.content.decode()
     assert 'role="alert"' in response.content.decode()
     assert not ApiKey.objects.filter(owner=author).exists()
 

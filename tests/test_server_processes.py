@@ -16,9 +16,11 @@ import pytest
 
 from approvals.models import Approval, DecisionLogEntry
 from approvals.selectors import decision_log_verify
-from discovery.access import principal_for_key
+from discovery.access import book_access
 from discovery.models import Book, Observation, ScratchpadEntry, Turn
+from library.schemas import ResearchIn
 from library.services import research_propose
+from novelgraph.auth import principal_for_key
 
 from .factories import DiscoverySessionFactory
 from .live_gunicorn import Server, gunicorn
@@ -28,15 +30,16 @@ WAIT = 120  # seconds: a bound on waiting for the burst, never an assertion abou
 
 
 def _proposals(sol_key: str, book, n: int, tag: str) -> list:
-    sol = principal_for_key(sol_key)
+    sol = book_access(principal_for_key(sol_key), book)
     return [
         research_propose(
-            principal=sol,
-            book_id=book.pk,
-            url=f"https://example.org/{tag}/{i}",
-            title=f"Tide table {tag} {i}",
-            claim=f"High water on day {i} was at 06:{i % 60:02d}.",
-            citation=f"Almanac p. {i}",
+            access=sol,
+            payload=ResearchIn(
+                url=f"https://example.org/{tag}/{i}",
+                title=f"Tide table {tag} {i}",
+                claim=f"High water on day {i} was at 06:{i % 60:02d}.",
+                citation=f"Almanac p. {i}",
+            ),
         ).approval_id
         for i in range(n)
     ]
