@@ -203,3 +203,17 @@ def apply_grant(meta: LoopMeta, card: OptionCard, text: str) -> dict:
         setattr(meta, key, value)
     meta.save()
     return {"previous": previous, "granted": grant}
+
+
+def cost_charge(*, book, amount: float) -> LoopMeta:
+    """Charge work already done (an agent run) to the book's cost budget. Call inside the transaction
+    that records the work. Never refused, since the work happened; as with ``cost_spend``, reaching the
+    budget stalls the loop and concentration pauses it, so the next piece of work waits for the author."""
+    meta = lock_meta(book)
+    if amount <= 0:
+        return meta
+    meta.cost_spent += amount
+    meta.save()
+    if meta.status not in {LoopStatus.PAUSED_AT_BOUND, LoopStatus.STALLED_AT_CAP, LoopStatus.HANDED_OFF}:
+        check_spend_bounds(meta)
+    return meta
