@@ -460,10 +460,13 @@ def luna_contradictions(context: dict) -> dict:
         if entry["kind"] == "contradiction"
     }
     found: list[dict] = []
+    standing = 0
 
     def add(side: dict, side_type: str, side_text: str, claim: dict) -> None:
+        nonlocal standing
         pair = frozenset({side["id"], claim["id"]})
         if pair in named:
+            standing += 1
             return
         named.add(pair)
         found.append(
@@ -504,9 +507,12 @@ def luna_contradictions(context: dict) -> dict:
         ],
     }
     if context.get("handoff"):
-        facts = [{"text": c["content"], "source_refs": c["source_refs"]} for c in found] or [
-            {"text": f"Nothing contradicts the {len(canon)} approved canon claim(s) Luna may read."}
-        ]
+        nothing = (
+            f"No new contradiction: the {standing} already named still stand."
+            if standing
+            else f"Nothing contradicts the {len(canon)} approved canon claim(s) Luna may read."
+        )
+        facts = [{"text": c["content"], "source_refs": c["source_refs"]} for c in found] or [{"text": nothing}]
         plan["result"] = {"facts": facts}
     return plan
 
