@@ -41,6 +41,9 @@ def assert_the_discovery_reached_a_proposed_charter(book, scene: dict, *, provid
     # Sol waited for the author's first answer, then asked, citing what prompted each question.
     first, second, third = scene["sol_runs"]
     assert not first.outputs.filter(type="question").exists()
+    # Sol handed work on through handoffs, each answered by a run of the target role.
+    assert set(second.children.values_list("task", flat=True)) == {"guidance", "thrusts", "contradictions"}
+    assert third.children.filter(task="charter").exists()
     session = DiscoverySession.objects.get(pk=scene["session_id"])
     questions = list(session.questions.order_by("sequence"))
     assert len(questions) == 2 and session.current_question == questions[-1].question != OPENING_QUESTION

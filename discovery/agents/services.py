@@ -156,9 +156,12 @@ def _cost(tokens: int) -> float:
     return round(options["RUN_COST"] + tokens / 1000 * options["COST_PER_1K_TOKENS"], 4)
 
 
-def _settle(run: AgentRun, *, status: str, began: float, tokens: int, notes: list[str], reason: str = "") -> None:
-    """Record how the run ended and charge its cost (call inside a transaction)."""
-    cost = _cost(tokens)
+def _settle(
+    run: AgentRun, *, status: str, began: float, tokens: int, notes: list[str], reason: str = "", worked: bool = True
+) -> None:
+    """Record how the run ended and charge its cost (call inside a transaction). A run that never
+    started work (the loop was paused) costs nothing."""
+    cost = _cost(tokens) if worked else 0.0
     AgentRun.objects.filter(pk=run.pk).update(
         status=status,
         reason=reason[:5_000],
@@ -172,9 +175,17 @@ def _settle(run: AgentRun, *, status: str, began: float, tokens: int, notes: lis
     cost_charge(book=run.book, amount=cost)
 
 
-def _fail(run: AgentRun, reason: str, *, began: float, tokens: int) -> None:
+def _fail(run: AgentRun, reason: str, *, began: float, tokens: int, worked: bool) -> None:
     with transaction.atomic():
-        _settle(run, status=RunStatus.FAILED, began=began, tokens=tokens, notes=["Nothing was written."], reason=reason)
+        _settle(
+            run,
+            status=RunStatus.FAILED,
+            began=began,
+            tokens=tokens,
+            notes=["Nothing was written."],
+            reason=reason,
+            worked=worked,
+        )
 
 
 def agent_run_execute(*, run_id: Any) -> AgentRun | None:
@@ -183,12 +194,13 @@ def agent_run_execute(*, run_id: Any) -> AgentRun | None:
     run = _claim(run_id)
     if run is None:
         return AgentRun.objects.filter(pk=run_id).first()
-    began, tokens = time.monotonic(), 0
+    began, tokens, worked = time.monotonic(), 0, False
     try:
         access = agent_access(run)
         meta = LoopMeta.objects.filter(book=run.book).first()
         if meta is not None:
             refuse_when_paused(meta)
+        worked = True
         dossier = dossier_store(book=run.book, agent_role=run.role, requested_by=run.requested_by)
         extras = looked_up(access, run)
         AgentRun.objects.filter(pk=run.pk).update(dossier=dossier, looked_up=extras)
@@ -207,13 +219,14 @@ def agent_run_execute(*, run_id: Any) -> AgentRun | None:
             )
             _settle(run, status=RunStatus.DONE, began=began, tokens=tokens, notes=[*plan.notes, *notes])
     except ProviderError as exc:
-        _fail(run, f"{run.provider} provider: {exc}", began=began, tokens=exc.tokens or tokens)
+        _fail(run, f"{run.provider} provider: {exc}", began=began, tokens=exc.tokens or tokens, worked=worked)
     except DomainError as exc:
         where = f" ({exc.field})" if exc.field else ""
-        _fail(run, f"refused{where}: {exc.message}", began=began, tokens=tokens)
+        _fail(run, f"refused{where}: {exc.message}", began=began, tokens=tokens, worked=worked)
     except Exception as exc:
         logger.exception("agent run %s failed", run.pk)
-        _fail(run, f"internal error ({exc.__class__.__name__}); nothing was written", began=began, tokens=tokens)
+        reason = f"internal error ({exc.__class__.__name__}); nothing was written"
+        _fail(run, reason, began=began, tokens=tokens, worked=worked)
     return AgentRun.objects.get(pk=run.pk)
 
 
