@@ -138,4 +138,6 @@ def lock_row(model: type[models.Model], pk) -> None:
     IMMEDIATE and so already holds the database's write lock. Call inside ``transaction.atomic``.
     """
     if connections["default"].vendor != "sqlite":
-        model.objects.select_for_update().filter(pk=pk).values_list("pk").first()
+        # Ordered by pk alone: a default ordering across a nullable relation (Book by series title) would
+        # join it, and PostgreSQL refuses FOR UPDATE on the nullable side of an outer join.
+        model.objects.select_for_update().filter(pk=pk).order_by("pk").values_list("pk").first()

@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import OperationalError, transaction
 from django.utils import timezone
 from pydantic import ValidationError as PydanticValidationError
 
@@ -151,6 +151,24 @@ def _claim(run_id: Any) -> AgentRun | None:
     return run
 
 
+# Deadlock detected, serialization failure: PostgreSQL aborted the transaction so that another could
+# go on. A run's writes are all or nothing, so trying them again is safe.
+TRANSIENT_SQLSTATES = {"40P01", "40001"}
+ATTEMPTS = 4
+
+
+def with_retries(write):
+    """``write()`` (one transaction), tried again when the database aborted it for a deadlock."""
+    for attempt in range(1, ATTEMPTS + 1):
+        try:
+            return write()
+        except OperationalError as exc:
+            if getattr(exc.__cause__, "sqlstate", None) not in TRANSIENT_SQLSTATES or attempt == ATTEMPTS:
+                raise
+            time.sleep(0.05 * attempt)
+    return None
+
+
 def _cost(tokens: int) -> float:
     options = settings.NOVELGRAPH_AGENTS
     return round(options["RUN_COST"] + tokens / 1000 * options["COST_PER_1K_TOKENS"], 4)
@@ -176,6 +194,10 @@ def _settle(
 
 
 def _fail(run: AgentRun, reason: str, *, began: float, tokens: int, worked: bool) -> None:
+    with_retries(lambda: _record_failure(run, reason, began=began, tokens=tokens, worked=worked))
+
+
+def _record_failure(run: AgentRun, reason: str, *, began: float, tokens: int, worked: bool) -> None:
     with transaction.atomic():
         _settle(
             run,
@@ -201,7 +223,7 @@ def agent_run_execute(*, run_id: Any) -> AgentRun | None:
         if meta is not None:
             refuse_when_paused(meta)
         worked = True
-        dossier = dossier_store(book=run.book, agent_role=run.role, requested_by=run.requested_by)
+        dossier = with_retries(lambda: dossier_store(book=run.book, agent_role=run.role, requested_by=run.requested_by))
         extras = looked_up(access, run)
         AgentRun.objects.filter(pk=run.pk).update(dossier=dossier, looked_up=extras)
         context = run_context(access, run, dossier.content, extras)
@@ -211,13 +233,17 @@ def agent_run_execute(*, run_id: Any) -> AgentRun | None:
         )
         tokens = reply.tokens
         plan = validated_plan(run.task, reply.data)
-        with transaction.atomic():
-            outputs, notes = APPLY[run.task](access, run, plan)
-            AgentRunOutput.objects.bulk_create(
-                AgentRunOutput(run=run, type=kind, object_id=str(object_id), position=i)
-                for i, (kind, object_id) in enumerate(outputs)
-            )
-            _settle(run, status=RunStatus.DONE, began=began, tokens=tokens, notes=[*plan.notes, *notes])
+
+        def write() -> None:
+            with transaction.atomic():
+                outputs, notes = APPLY[run.task](access, run, plan)
+                AgentRunOutput.objects.bulk_create(
+                    AgentRunOutput(run=run, type=kind, object_id=str(object_id), position=i)
+                    for i, (kind, object_id) in enumerate(outputs)
+                )
+                _settle(run, status=RunStatus.DONE, began=began, tokens=tokens, notes=[*plan.notes, *notes])
+
+        with_retries(write)
     except ProviderError as exc:
         _fail(run, f"{run.provider} provider: {exc}", began=began, tokens=exc.tokens or tokens, worked=worked)
     except DomainError as exc:
