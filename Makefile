@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test setup migrate bench lint browser-deps clean
+.PHONY: run worker test setup migrate bench lint browser-deps clean
 
 $(STAMP): requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -18,11 +18,19 @@ migrate: setup
 	$(PY) manage.py migrate --noinput
 
 # migrate (the curated library is seeded by a migration), ensure the local author, load the
-# demo mystery when there are no books yet, print how to log in, serve.
+# demo mystery when there are no books yet, print how to log in, serve; the agents' worker runs
+# beside the server and stops with it.
 run: migrate
 	$(PY) manage.py ensure_local_author
 	$(PY) manage.py demo --if-empty
+	@echo "Agents: a worker (python manage.py db_worker) runs Sol's, Terra's and Luna's runs beside the server."
+	$(PY) manage.py db_worker --no-reload --verbosity 0 & worker=$$!; \
+	trap 'kill $$worker 2>/dev/null' EXIT INT TERM; \
 	$(PY) manage.py runserver 127.0.0.1:8000
+
+# The agents' worker alone (run as many as you like against one PostgreSQL database).
+worker: migrate
+	$(PY) manage.py db_worker --no-reload
 
 test: setup
 	$(PY) -m pytest $(PYTEST_ARGS)

@@ -5,7 +5,10 @@ offline runs and the author's turns; every run stays inside its role's capabilit
 
 from __future__ import annotations
 
+from io import StringIO
+
 import pytest
+from django.core.management import call_command
 
 from approvals.models import Approval, DecisionLogEntry
 from discovery.access import capabilities_of
@@ -13,6 +16,7 @@ from discovery.agents.models import AgentRun
 from discovery.loop.models import LoopMeta, OptionCard
 from discovery.models import (
     OPENING_QUESTION,
+    Book,
     DiscoverySession,
     Handoff,
     KnowledgeClaim,
@@ -20,8 +24,10 @@ from discovery.models import (
     StoryCharter,
     ThrustCandidate,
 )
+from novelgraph.services import api_key_create
 
-from .agents_support import ask_sol, discover_a_new_book
+from .agents_support import ask_sol, discover_a_new_book, work_off_queue
+from .conftest import Api
 
 pytestmark = pytest.mark.django_db
 
@@ -124,3 +130,24 @@ def test_sol_raises_the_current_gates_card_when_its_preconditions_hold(author_ap
     assert card.gate == "G0" and book.premise in card.summary and card.raised_by == "sol"
     assert {(o.type, o.object_id) for o in run.outputs.all()} >= {("card", str(card.pk))}
     assert LoopMeta.objects.get(book=book).status == "awaiting-human"
+
+
+def test_every_task_makes_progress_on_the_demo_book(client):
+    call_command("demo", stdout=StringIO())
+    demo = Book.objects.get(title="The Lighthouse Letter")
+    api = Api(client, api_key_create(owner=demo.owner, role="author")[1])
+    for task, fields in (
+        ("next-question", {}),
+        ("guidance", {"topic": "planting fair clues before the reveal"}),
+        ("contradictions", {}),
+        ("thrusts", {}),
+        ("charter", {}),
+    ):
+        response = api.post(f"/books/{demo.pk}/agent-runs", {"task": task, **fields})
+        assert response.status_code == 202, (task, response.content)
+
+    work_off_queue()
+
+    runs = AgentRun.objects.filter(book=demo)
+    assert [(r.task, r.reason) for r in runs if r.status != "done"] == []
+    assert runs.filter(outputs__isnull=False).distinct().count() >= 4

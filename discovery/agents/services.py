@@ -227,10 +227,7 @@ def agent_run_execute(*, run_id: Any) -> AgentRun | None:
         extras = looked_up(access, run)
         AgentRun.objects.filter(pk=run.pk).update(dossier=dossier, looked_up=extras)
         context = run_context(access, run, dossier.content, extras)
-        plan_schema = PLANS[run.task]
-        reply = provider_for(run.provider, run.model).plan(
-            run.task, context, role=run.role, schema=plan_schema.model_json_schema()
-        )
+        reply = provider_for(run.provider, run.model).plan(run.task, context, role=run.role)
         tokens = reply.tokens
         plan = validated_plan(run.task, reply.data)
 

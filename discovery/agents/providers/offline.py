@@ -481,22 +481,23 @@ def luna_contradictions(context: dict) -> dict:
             }
         )
 
+    # Canon indexed by the names an observation key may use, and by (subject, predicate).
+    by_name: dict[str, list[tuple[dict, str]]] = {}
+    by_pair: dict[tuple[str, str], list[tuple[dict, str]]] = {}
+    for claim in canon:
+        subject, predicate, value = _norm(claim["subject"]), _norm(claim["predicate"]), _norm(claim["value"])
+        for name in {predicate, subject, f"{subject} {predicate}"}:
+            by_name.setdefault(name, []).append((claim, value))
+        by_pair.setdefault((subject, predicate), []).append((claim, value))
     for obs in observations:
-        key = _norm(obs["key"])
-        for claim in canon:
-            names = {
-                _norm(claim["predicate"]),
-                _norm(claim["subject"]),
-                _norm(f"{claim['subject']} {claim['predicate']}"),
-            }
-            if key in names and _norm(obs["value"]) != _norm(claim["value"]):
+        value = _norm(obs["value"])
+        for claim, canon_value in by_name.get(_norm(obs["key"]), []):
+            if value != canon_value:
                 add(obs, "observation", f"The observation '{obs['key']}: {obs['value']}'", claim)
     for proposed in context.get("proposed_claims") or []:
-        for claim in canon:
-            same = _norm(proposed["subject"]) == _norm(claim["subject"]) and _norm(proposed["predicate"]) == _norm(
-                claim["predicate"]
-            )
-            if same and _norm(proposed["value"]) != _norm(claim["value"]):
+        value = _norm(proposed["value"])
+        for claim, canon_value in by_pair.get((_norm(proposed["subject"]), _norm(proposed["predicate"])), []):
+            if value != canon_value:
                 add(proposed, "claim", f"The proposed claim '{_claim_text(proposed)}'", claim)
     found = found[:10]
     plan: dict = {
@@ -697,5 +698,5 @@ class OfflineProvider:
     name = "offline"
     model = OFFLINE_MODEL
 
-    def plan(self, task: str, context: dict, *, role: str = "", schema: dict | None = None) -> Reply:
+    def plan(self, task: str, context: dict, *, role: str = "") -> Reply:
         return Reply(data=plan_for(task, context))

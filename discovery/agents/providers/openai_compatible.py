@@ -9,6 +9,7 @@ reply that is empty, too large or not JSON) is a ``ProviderError``: the run fail
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 
@@ -50,6 +51,14 @@ TASK_BRIEF = {
         "author has not confirmed under productive_unknowns."
     ),
 }
+
+
+@functools.cache
+def plan_schema(task: str) -> dict:
+    """The JSON schema of the task's plan (the API's input schemas inside), built once per process."""
+    from ..schemas import PLANS
+
+    return PLANS[task].model_json_schema()
 
 
 def messages_for(task: str, role: str, schema: dict, context: dict) -> list[dict]:
@@ -117,9 +126,10 @@ class OpenAICompatibleProvider:
             return {"response_format": {"type": "json_object"}}
         return {}
 
-    def plan(self, task: str, context: dict, *, role: str, schema: dict) -> Reply:
+    def plan(self, task: str, context: dict, *, role: str) -> Reply:
         import openai
 
+        schema = plan_schema(task)
         try:
             completion = self._client().chat.completions.create(
                 model=self.model,
