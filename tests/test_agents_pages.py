@@ -125,3 +125,14 @@ def test_the_runs_page_shows_every_run_its_dossier_and_why_a_failed_one_wrote_no
     assert f'href="/books/{book.pk}/dossiers/{done.dossier_id}/"' in html
     assert "Why it failed" in html and "this handoff was already returned" in html
     assert html.count('class="agent-run"') == 4  # two in the panel, two in the details
+
+
+def test_the_review_page_says_which_run_asked_for_the_decision(author_browser, author_api, book, started):
+    start_run(author_api, book, "charter")
+    work_off_queue()
+    run = AgentRun.objects.get()
+    approval_id = run.outputs.get(type="approval").object_id
+
+    html = author_browser.get(f"/review/{approval_id}/").content.decode()
+
+    assert "terra</span>'s run (offline · rules-1" in html and f"#details-{run.pk}" in html
