@@ -120,6 +120,14 @@ class AgentRun(TimeStampedModel):
     def handoff_id(self) -> str | None:
         return (self.input or {}).get("handoff_id")
 
+    @property
+    def written_summary(self) -> str:
+        """What the run wrote, counted by kind: "1 question, 2 handoffs, 2 queued runs"."""
+        counts: dict[str, int] = {}
+        for output in self.outputs.all():
+            counts[output.type] = counts.get(output.type, 0) + 1
+        return ", ".join(f"{n} {OUTPUT_NAMES[kind][n != 1]}" for kind, n in counts.items())
+
 
 class OutputType(models.TextChoices):
     ENTRY = "entry", "Scratchpad entry"
@@ -130,6 +138,19 @@ class OutputType(models.TextChoices):
     CHARTER = "charter", "Story Charter version"
     CARD = "card", "Option card"
     RUN = "run", "Queued run"
+
+
+# How each kind of output is counted in a sentence: (one, several).
+OUTPUT_NAMES = {
+    OutputType.ENTRY: ("scratchpad entry", "scratchpad entries"),
+    OutputType.QUESTION: ("question", "questions"),
+    OutputType.HANDOFF: ("handoff", "handoffs"),
+    OutputType.APPROVAL: ("approval request", "approval requests"),
+    OutputType.THRUST: ("thrust candidate", "thrust candidates"),
+    OutputType.CHARTER: ("charter version", "charter versions"),
+    OutputType.CARD: ("option card", "option cards"),
+    OutputType.RUN: ("queued run", "queued runs"),
+}
 
 
 class AgentRunOutput(models.Model):

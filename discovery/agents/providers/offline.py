@@ -386,7 +386,6 @@ def _advice(content: str) -> str:
 
 
 def luna_guidance(context: dict) -> dict:
-    handoff = context.get("handoff") or {}
     library = context.get("library") or {}
     hits = library.get("hits") or []
     title = context["book"]["title"]
@@ -439,7 +438,7 @@ def luna_guidance(context: dict) -> dict:
     return {
         "observations": observations,
         "result": {"facts": facts, "inferences": inferences, "questions": questions},
-        "notes": [f"Searched the library for: {_short(handoff.get('decision', ''), 200)}"],
+        "notes": [f"Searched the library for: {', '.join(library.get('query_words') or [])}"],
     }
 
 
