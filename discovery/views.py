@@ -29,7 +29,6 @@ from . import services
 from .access import BookAccess, Cap, books_visible_to, page_access
 from .agents.models import AgentRun
 from .agents.selectors import produced_by
-from .agents.views import agents_panel
 from .loop.models import LoopMeta
 from .loop.selectors import gate_steps
 from .models import Book, KnowledgeClaim, ScratchpadEntry, ScratchpadEntryKind, SessionQuestion, Turn
@@ -224,7 +223,6 @@ def book_detail(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
             "entry_count": len(view["scratchpad"]),
             "asked": asked,
             "question_run": question_run,
-            "agents": agents_panel(request, access),
         },
     )
 
@@ -273,7 +271,6 @@ def _render_scratchpad(
         "composer_error": composer_error,
         "composer_url": reverse("discovery:turn_add", args=[book.pk]),
         "draft": draft,
-        "agents": agents_panel(request, access),
         "agents_ran": AgentRun.objects.filter(book=book).exists(),
     }
     template = "discovery/scratchpad.html"

@@ -16,6 +16,7 @@ from typing import Any
 from django.conf import settings
 from django.db import OperationalError, transaction
 from django.utils import timezone
+from django_tasks import task
 from pydantic import ValidationError as PydanticValidationError
 
 from discovery.access import BookAccess, Cap
@@ -113,8 +114,6 @@ def agent_run_start(*, access: BookAccess, payload: AgentRunIn, parent: AgentRun
             requested_by_role=access.role,
             parent=parent,
         )
-        from .tasks import run_agent
-
         result = run_agent.enqueue(str(run.pk))
         run.task_result_id = str(result.id)
         run.save(update_fields=["task_result_id", "updated_at"])
@@ -350,3 +349,18 @@ APPLY = {
     AgentTask.THRUSTS: apply_thrusts,
     AgentTask.CHARTER: apply_charter,
 }
+
+
+# --- Background work ---------------------------------------------------------------------------
+
+
+@task()
+def run_agent(run_id: str) -> str:
+    """The background task of a queued run (django-tasks; ``python manage.py db_worker`` runs it).
+
+    The database backend stores it in the transaction that records the run; each worker claims a
+    task with ``SELECT ... FOR UPDATE SKIP LOCKED`` and ``agent_run_execute`` moves the run from
+    queued to running under its row lock, so however many workers share the database, a run runs once.
+    """
+    run = agent_run_execute(run_id=run_id)
+    return run.status if run is not None else "missing"

@@ -76,7 +76,8 @@ def _finished(watch: str, runs: list[AgentRun]) -> bool:
 
 
 def _runs_fragment(request: HttpRequest, access: BookAccess, *, error=None, status: int = 200) -> HttpResponse:
-    limit = int(request.GET.get("limit") or request.POST.get("limit") or PANEL_RUNS)
+    asked = request.GET.get("limit") or request.POST.get("limit") or ""
+    limit = int(asked) if asked.isdigit() else PANEL_RUNS
     context = agents_panel(request, access, error=error, limit=max(1, min(limit, 200)))
     response = render(request, "agents/_panel.html#runs", {"agents": context}, status=status)
     if _finished(request.GET.get("watch", ""), context["runs"]):
