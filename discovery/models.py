@@ -261,7 +261,9 @@ class ThrustCandidateKind(models.TextChoices):
     WILD = "wild", "Wild"
 
 
-class ThrustCandidateStatus(models.TextChoices):
+class CandidateStatus(models.TextChoices):
+    """A candidate direction (a story thrust, a divergence candidate of the loop): not-chosen ones are kept."""
+
     PROPOSED = "proposed", "Proposed"
     SELECTED = "selected", "Selected"
     REJECTED = "rejected", "Rejected"
@@ -271,7 +273,7 @@ class ThrustCandidateStatus(models.TextChoices):
 class ThrustCandidate(TimeStampedModel):
     Kind = ThrustCandidateKind
 
-    Status = ThrustCandidateStatus
+    Status = CandidateStatus
 
     session = models.ForeignKey(DiscoverySession, on_delete=models.PROTECT, related_name="thrusts")
     proposed_by = models.CharField(max_length=10, choices=ANY_ROLE)
@@ -292,7 +294,7 @@ class ThrustCandidate(TimeStampedModel):
         ordering = ["created_at"]
         constraints = [
             enum_check("kind", ThrustCandidateKind, "thrust_kind_valid"),
-            enum_check("status", ThrustCandidateStatus, "thrust_status_valid"),
+            enum_check("status", CandidateStatus, "thrust_status_valid"),
             choices_check("proposed_by", ANY_ROLE, "thrust_proposed_by_valid"),
         ]
 

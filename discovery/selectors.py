@@ -131,6 +131,12 @@ def withheld_claims(books, caps: frozenset[Cap], role: str) -> dict[str, str]:
     }
 
 
+def canon_bases(bases: list[dict]) -> list[dict]:
+    """The bases whose approved claims are canon: every base but the shared literary one, which holds
+    staff-curated craft guidance, never a fact about this book."""
+    return [base for base in bases if base["scope"] != KnowledgeBase.Scope.LITERARY]
+
+
 def readable_bases(bases: list[dict], caps: frozenset[Cap]) -> tuple[list[dict], list[dict]]:
     """Split bases into those ``caps`` may read and those withheld."""
     given, withheld = [], []

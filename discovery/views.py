@@ -34,7 +34,7 @@ from .loop.selectors import gate_steps
 from .models import Book, KnowledgeClaim, ScratchpadEntry, ScratchpadEntryKind, SessionQuestion, Turn
 from .refs import resolve_source_refs
 from .schemas import DossierIn, TurnIn
-from .selectors import current_session, discovery_view, scratchpad_for
+from .selectors import canon_bases, current_session, discovery_view, scratchpad_for
 
 RECENT_ACTIVITY = 12
 
@@ -188,7 +188,9 @@ def book_detail(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
     bases = view["knowledge_bases"]
     claims_by_base: dict[str, list[dict]] = {}
     for claim in (
-        KnowledgeClaim.objects.filter(base_id__in=[b["id"] for b in bases], status=KnowledgeClaim.Status.APPROVED)
+        KnowledgeClaim.objects.filter(
+            base_id__in=[b["id"] for b in canon_bases(bases)], status=KnowledgeClaim.Status.APPROVED
+        )
         .order_by("created_at")
         .values("id", "base_id", "subject", "predicate", "value", "provenance")
     ):

@@ -12,8 +12,6 @@ from django.db.models import Q
 
 from novelgraph.db import TimeStampedModel, enum_check
 
-from .seed import CURATED_ORIGIN  # noqa: F401  (re-exported)
-
 
 class KnowledgeSource(TimeStampedModel):
     """One coherent origin: an edition, article, note set."""

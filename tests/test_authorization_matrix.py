@@ -4,10 +4,23 @@ Built FROM the API's OpenAPI document and the project's URL patterns: a route wi
 ``API_EXPECTED`` / ``PAGE_EXPECTED`` fails ``test_every_route_has_an_entry``. Callers, in this
 order (refused callers first, so the permitted ones act on an untouched scene):
 
-    anon, other (the author of another book), luna, terra, sol, editor (of the book), author
+    anon        no key
+    revoked     the author's personal key, revoked
+    other       the author of another book (her personal key)
+    staff       a superuser's personal key (staff curate the library; they own no book)
+    elsewhere   the author's personal key limited to her other book
+    luna_else   the author's Luna key limited to her other book
+    luna, terra, sol   the author's agent keys
+    editor      the book's editor (personal key)
+    author      the book's author (personal key)
 
-Each cell is the expected status. Another author's book is invisible: for her every route about the
-book is 404 (never 403), and no response she gets — lists included — contains the book's id or title.
+Each cell is the expected status. Beyond the status, every call is checked for what it let the
+caller see and change:
+- anon and revoked get 401 everywhere;
+- to every caller who may not touch the book (other, staff, elsewhere, luna_else) it is invisible:
+  nothing about it answers 2xx, and no response contains its id or title;
+- no response to Luna contains the book's series canon (she lacks series:read);
+- a refused call (any 4xx) and every GET leave the database exactly as it was (every table hashed).
 To regenerate the table after an intended change: ``NOVELGRAPH_MATRIX_RECORD=1 pytest <this file> -s``,
 then review every changed cell before pasting it.
 """
@@ -24,13 +37,17 @@ import pytest
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
+from discovery.models import KnowledgeBase, KnowledgeLink
 from novelgraph.api import api
-from novelgraph.services import api_key_create
+from novelgraph.services import api_key_create, api_key_revoke
 
-from .factories import PASSWORD, ResearchItemFactory
+from .dbstate import rows_written
+from .factories import PASSWORD, BookFactory, KnowledgeClaimFactory, ResearchItemFactory, UserFactory
 from .security_scene import build_scene
 
-CALLERS = ["anon", "other", "luna", "terra", "sol", "editor", "author"]
+CALLERS = ["anon", "revoked", "other", "staff", "elsewhere", "luna_else", "luna", "terra", "sol", "editor", "author"]
+STRANGERS = {"other", "staff", "elsewhere", "luna_else"}
+SERIES_SECRET = "the lamp was lit by the drowned"
 RECORD = os.environ.get("NOVELGRAPH_MATRIX_RECORD") == "1"
 
 
@@ -135,13 +152,26 @@ def scene(author, editor, outsider, book, other_book, sol_api):
         if made.status_code == 201:
             ids["candidate_id"] = made.json()["id"]
     ids["item_id"] = ResearchItemFactory(book=book).pk
+    # Series canon that Luna must never read, with a promotion waiting for the author.
+    series = KnowledgeBase.objects.create(scope="series", owner_id=str(book.series_id), name="Series canon")
+    KnowledgeLink.objects.create(book=book, base=series, relation="series-canon")
+    secret = KnowledgeClaimFactory(base=series, subject="The lamp", predicate="was lit by", value=SERIES_SECRET)
+    assert sol_api.post(f"/claims/{secret.pk}/request-approval", {"book_id": str(book.pk)}).status_code == 201
+    elsewhere = BookFactory(owner=author, title="The author's other book")
+    staff = UserFactory(username="root", is_staff=True, is_superuser=True)
+    revoked, revoked_raw = api_key_create(owner=author, role="author")
+    api_key_revoke(key=revoked)
     keys = {
+        "revoked": revoked_raw,
+        "other": api_key_create(owner=outsider, role="author")[1],
+        "staff": api_key_create(owner=staff, role="author")[1],
+        "elsewhere": api_key_create(owner=author, role="author", books=[elsewhere])[1],
+        "luna_else": api_key_create(owner=author, role="luna", books=[elsewhere])[1],
         "luna": api_key_create(owner=author, role="luna")[1],
         "terra": api_key_create(owner=author, role="terra")[1],
         "sol": api_key_create(owner=author, role="sol")[1],
         "editor": api_key_create(owner=editor, role="author")[1],
         "author": api_key_create(owner=author, role="author")[1],
-        "other": api_key_create(owner=outsider, role="author")[1],
     }
     ids["key_id"] = api_key_create(owner=author, role="luna")[0].pk
     return ids, keys, book
@@ -164,114 +194,158 @@ def fill(path: str, ids: dict) -> str:
     return re.sub(r"[{<]([^}>]+)[}>]", value, path)
 
 
+def body_text(response) -> str:
+    """The body of a response, streamed or not (read once, then kept on the response)."""
+    if not hasattr(response, "_matrix_text"):
+        raw = b"".join(response.streaming_content) if response.streaming else response.content
+        response._matrix_text = raw.decode(errors="replace")
+    return response._matrix_text
+
+
 def assert_no_leak(response, book) -> None:
-    text = response.content.decode(errors="replace")
+    text = body_text(response)
     assert str(book.pk) not in text and book.title not in text, f"leaks the book: {text[:300]}"
 
 
 # --- The expected table (recorded, then reviewed) -------------------------------------------------
 
-# Columns: anon, other, luna, terra, sol, editor, author
+# Columns: anon, revoked, other, staff, elsewhere, luna_else, luna, terra, sol, editor, author
 API_EXPECTED: dict[str, tuple[int, ...]] = {
-    "GET /me": (401, 200, 200, 200, 200, 200, 200),
-    "POST /series": (401, 201, 403, 403, 403, 201, 201),
-    "POST /books": (401, 201, 403, 403, 403, 201, 201),
-    "GET /books": (401, 200, 200, 200, 200, 200, 200),
-    "GET /books/{book_id}": (401, 404, 200, 200, 200, 200, 200),
-    "POST /books/{book_id}/discovery": (401, 404, 403, 403, 200, 403, 200),
-    "GET /books/{book_id}/discovery": (401, 404, 200, 200, 200, 200, 200),
-    "POST /sessions/{session_id}/turns": (401, 404, 403, 403, 403, 403, 201),
-    "POST /sessions/{session_id}/scratchpad": (401, 404, 201, 201, 201, 403, 403),
-    "GET /sessions/{session_id}/scratchpad": (401, 404, 200, 200, 200, 200, 200),
-    "POST /sessions/{session_id}/thrusts": (401, 404, 403, 201, 201, 403, 201),
-    "POST /sessions/{session_id}/question": (401, 404, 403, 403, 422, 403, 422),
-    "GET /sessions/{session_id}/questions": (401, 404, 200, 200, 200, 200, 200),
-    "POST /books/{book_id}/charters": (401, 404, 403, 201, 201, 403, 201),
-    "POST /charters/{charter_id}/resolve": (401, 404, 403, 403, 403, 403, 200),
-    "POST /claims": (401, 404, 403, 403, 201, 403, 201),
-    "POST /claims/{claim_id}/request-approval": (401, 404, 403, 403, 201, 403, 403),
-    "POST /claims/{claim_id}/promote": (401, 404, 403, 403, 403, 403, 200),
-    "POST /claims/{claim_id}/reject": (401, 404, 403, 403, 403, 403, 409),
-    "POST /books/{book_id}/dossiers": (401, 404, 201, 403, 403, 403, 201),
-    "GET /books/{book_id}/dossiers": (401, 404, 200, 200, 200, 200, 200),
-    "GET /dossiers/{dossier_id}": (401, 404, 200, 403, 403, 200, 200),
-    "POST /books/{book_id}/handoffs": (401, 404, 403, 403, 201, 403, 201),
-    "POST /handoffs/{handoff_id}/result": (401, 404, 422, 422, 422, 422, 422),
-    "GET /handoffs/{handoff_id}": (401, 404, 200, 200, 200, 200, 200),
-    "GET /books/{book_id}/loop": (401, 404, 200, 200, 200, 200, 200),
-    "GET /books/{book_id}/loop/nodes": (401, 404, 200, 200, 200, 200, 200),
-    "POST /books/{book_id}/loop/nodes": (401, 404, 403, 403, 201, 403, 201),
-    "PATCH /books/{book_id}/loop/nodes/{node_id}": (401, 404, 403, 403, 200, 403, 200),
-    "GET /books/{book_id}/loop/nodes/{node_id}/candidates": (401, 404, 200, 200, 200, 200, 200),
-    "POST /books/{book_id}/loop/nodes/{node_id}/candidates": (401, 404, 422, 422, 422, 403, 422),
-    "POST /books/{book_id}/loop/nodes/{node_id}/select": (401, 404, 403, 403, 200, 403, 409),
-    "GET /books/{book_id}/loop/questions": (401, 404, 200, 200, 200, 200, 200),
-    "POST /books/{book_id}/loop/questions": (401, 404, 201, 201, 201, 403, 201),
-    "POST /books/{book_id}/loop/questions/{question_id}/route": (401, 404, 403, 403, 200, 403, 200),
-    "POST /books/{book_id}/loop/questions/{question_id}/resolve": (401, 404, 422, 422, 422, 403, 422),
-    "POST /books/{book_id}/loop/questions/{question_id}/surface": (401, 404, 403, 403, 200, 403, 200),
-    "GET /books/{book_id}/loop/trace/nodes": (401, 404, 200, 200, 200, 200, 200),
-    "POST /books/{book_id}/loop/trace/nodes": (401, 404, 201, 409, 409, 403, 409),
-    "GET /books/{book_id}/loop/trace/edges": (401, 404, 200, 200, 200, 200, 200),
-    "POST /books/{book_id}/loop/trace/edges": (401, 404, 201, 409, 409, 403, 409),
-    "POST /books/{book_id}/loop/trace/settings": (401, 404, 403, 403, 200, 403, 200),
-    "GET /books/{book_id}/loop/lint": (401, 404, 200, 200, 200, 200, 200),
-    "GET /books/{book_id}/loop/cascade-preview": (401, 422, 422, 422, 422, 422, 422),
-    "GET /books/{book_id}/loop/artifacts": (401, 404, 200, 200, 200, 200, 200),
-    "POST /books/{book_id}/loop/artifacts": (401, 404, 201, 201, 201, 403, 201),
-    "GET /books/{book_id}/loop/reviews": (401, 404, 200, 200, 200, 200, 200),
-    "POST /books/{book_id}/loop/reviews": (401, 422, 422, 422, 422, 422, 422),
-    "GET /books/{book_id}/loop/reruns": (401, 404, 200, 200, 200, 200, 200),
-    "POST /books/{book_id}/loop/reruns/{rerun_id}/done": (401, 404, 404, 404, 404, 403, 404),
-    "POST /books/{book_id}/loop/rounds": (401, 404, 403, 403, 200, 403, 200),
-    "POST /books/{book_id}/loop/cost": (401, 404, 403, 403, 200, 403, 200),
-    "GET /books/{book_id}/loop/cards": (401, 404, 200, 200, 200, 200, 200),
-    "POST /books/{book_id}/loop/gates/{gate}/request": (401, 404, 403, 403, 201, 403, 409),
-    "POST /books/{book_id}/loop/approvals/{approval_id}/verdict": (401, 404, 403, 403, 403, 403, 404),
-    "GET /books/{book_id}/loop/export": (401, 404, 200, 200, 200, 200, 200),
-    "POST /books/{book_id}/agent-runs": (401, 404, 403, 403, 202, 403, 202),
-    "GET /books/{book_id}/agent-runs": (401, 404, 200, 200, 200, 200, 200),
-    "GET /agent-runs/{run_id}": (401, 404, 200, 404, 404, 200, 200),
-    "POST /books/{book_id}/loop/import": (401, 422, 422, 422, 422, 422, 422),
-    "GET /library/search": (401, 200, 200, 200, 200, 200, 200),
-    "GET /library/sources": (401, 200, 200, 200, 200, 200, 200),
-    "POST /library/sources": (401, 201, 403, 403, 403, 409, 409),
-    "GET /library/sources/{source_id}": (401, 200, 200, 200, 200, 200, 200),
-    "POST /library/sources/{source_id}/chunks": (401, 201, 403, 403, 403, 201, 201),
-    "POST /books/{book_id}/research": (401, 404, 201, 201, 201, 403, 201),
-    "GET /books/{book_id}/research": (401, 404, 200, 200, 200, 200, 200),
-    "POST /research/{research_id}/admit": (401, 404, 403, 403, 403, 403, 200),
-    "POST /research/{research_id}/reject": (401, 404, 403, 403, 403, 403, 409),
-    "GET /approvals": (401, 200, 200, 200, 200, 200, 200),
-    "GET /approvals/{approval_id}": (401, 404, 200, 200, 200, 200, 200),
-    "POST /approvals/{approval_id}/verdict": (401, 404, 403, 403, 403, 403, 422),
-    "GET /books/{book_id}/decision-log": (401, 404, 200, 200, 200, 200, 200),
-    "GET /books/{book_id}/decision-log/verify": (401, 404, 200, 200, 200, 200, 200),
-    "GET /books/{book_id}/decision-log/export": (401, 404, 200, 200, 200, 200, 200),
+    "GET /me": (401, 401, 200, 200, 200, 200, 200, 200, 200, 200, 200),
+    "POST /series": (401, 401, 201, 201, 403, 403, 403, 403, 403, 201, 201),
+    "POST /books": (401, 401, 201, 201, 403, 403, 403, 403, 403, 201, 201),
+    "GET /books": (401, 401, 200, 200, 200, 200, 200, 200, 200, 200, 200),
+    "GET /books/{book_id}": (401, 401, 404, 404, 404, 404, 200, 200, 200, 200, 200),
+    "POST /books/{book_id}/discovery": (401, 401, 404, 404, 404, 404, 403, 403, 200, 403, 200),
+    "GET /books/{book_id}/discovery": (401, 401, 404, 404, 404, 404, 200, 200, 200, 200, 200),
+    "POST /sessions/{session_id}/turns": (401, 401, 404, 404, 404, 404, 403, 403, 403, 403, 201),
+    "POST /sessions/{session_id}/scratchpad": (401, 401, 404, 404, 404, 404, 201, 201, 201, 403, 403),
+    "GET /sessions/{session_id}/scratchpad": (401, 401, 404, 404, 404, 404, 200, 200, 200, 200, 200),
+    "POST /sessions/{session_id}/question": (401, 401, 404, 404, 404, 404, 403, 403, 422, 403, 422),
+    "GET /sessions/{session_id}/questions": (401, 401, 404, 404, 404, 404, 200, 200, 200, 200, 200),
+    "POST /sessions/{session_id}/thrusts": (401, 401, 404, 404, 404, 404, 403, 201, 201, 403, 201),
+    "POST /books/{book_id}/charters": (401, 401, 404, 404, 404, 404, 403, 201, 201, 403, 201),
+    "POST /charters/{charter_id}/resolve": (401, 401, 404, 404, 404, 404, 403, 403, 403, 403, 200),
+    "POST /claims": (401, 401, 404, 404, 404, 404, 403, 403, 201, 403, 201),
+    "POST /claims/{claim_id}/request-approval": (401, 401, 404, 404, 404, 404, 403, 403, 201, 403, 403),
+    "POST /claims/{claim_id}/promote": (401, 401, 404, 404, 404, 404, 403, 403, 403, 403, 200),
+    "POST /claims/{claim_id}/reject": (401, 401, 404, 404, 404, 404, 403, 403, 403, 403, 409),
+    "POST /books/{book_id}/dossiers": (401, 401, 404, 404, 404, 404, 201, 403, 403, 403, 201),
+    "GET /books/{book_id}/dossiers": (401, 401, 404, 404, 404, 404, 200, 200, 200, 200, 200),
+    "GET /dossiers/{dossier_id}": (401, 401, 404, 404, 404, 404, 200, 403, 403, 200, 200),
+    "POST /books/{book_id}/handoffs": (401, 401, 404, 404, 404, 404, 403, 403, 201, 403, 201),
+    "POST /handoffs/{handoff_id}/result": (401, 401, 404, 404, 404, 404, 422, 422, 422, 422, 422),
+    "GET /handoffs/{handoff_id}": (401, 401, 404, 404, 404, 404, 200, 200, 200, 200, 200),
+    "GET /books/{book_id}/loop": (401, 401, 404, 404, 404, 404, 200, 200, 200, 200, 200),
+    "GET /books/{book_id}/loop/nodes": (401, 401, 404, 404, 404, 404, 200, 200, 200, 200, 200),
+    "POST /books/{book_id}/loop/nodes": (401, 401, 404, 404, 404, 404, 403, 403, 201, 403, 201),
+    "PATCH /books/{book_id}/loop/nodes/{node_id}": (401, 401, 404, 404, 404, 404, 403, 403, 200, 403, 200),
+    "GET /books/{book_id}/loop/nodes/{node_id}/candidates": (401, 401, 404, 404, 404, 404, 200, 200, 200, 200, 200),
+    "POST /books/{book_id}/loop/nodes/{node_id}/candidates": (401, 401, 404, 404, 404, 404, 422, 422, 422, 403, 422),
+    "POST /books/{book_id}/loop/nodes/{node_id}/select": (401, 401, 404, 404, 404, 404, 403, 403, 200, 403, 409),
+    "GET /books/{book_id}/loop/questions": (401, 401, 404, 404, 404, 404, 200, 200, 200, 200, 200),
+    "POST /books/{book_id}/loop/questions": (401, 401, 404, 404, 404, 404, 201, 201, 201, 403, 201),
+    "POST /books/{book_id}/loop/questions/{question_id}/route": (401, 401, 404, 404, 404, 404, 403, 403, 200, 403, 200),
+    "POST /books/{book_id}/loop/questions/{question_id}/resolve": (
+        401,
+        401,
+        404,
+        404,
+        404,
+        404,
+        422,
+        422,
+        422,
+        403,
+        422,
+    ),
+    "POST /books/{book_id}/loop/questions/{question_id}/surface": (
+        401,
+        401,
+        404,
+        404,
+        404,
+        404,
+        403,
+        403,
+        200,
+        403,
+        200,
+    ),
+    "GET /books/{book_id}/loop/trace/nodes": (401, 401, 404, 404, 404, 404, 200, 200, 200, 200, 200),
+    "POST /books/{book_id}/loop/trace/nodes": (401, 401, 404, 404, 404, 404, 201, 409, 409, 403, 409),
+    "GET /books/{book_id}/loop/trace/edges": (401, 401, 404, 404, 404, 404, 200, 200, 200, 200, 200),
+    "POST /books/{book_id}/loop/trace/edges": (401, 401, 404, 404, 404, 404, 201, 409, 409, 403, 409),
+    "POST /books/{book_id}/loop/trace/settings": (401, 401, 404, 404, 404, 404, 403, 403, 200, 403, 200),
+    "GET /books/{book_id}/loop/lint": (401, 401, 404, 404, 404, 404, 200, 200, 200, 200, 200),
+    "GET /books/{book_id}/loop/cascade-preview": (401, 401, 422, 422, 422, 422, 422, 422, 422, 422, 422),
+    "GET /books/{book_id}/loop/artifacts": (401, 401, 404, 404, 404, 404, 200, 200, 200, 200, 200),
+    "POST /books/{book_id}/loop/artifacts": (401, 401, 404, 404, 404, 404, 201, 201, 201, 403, 201),
+    "GET /books/{book_id}/loop/reviews": (401, 401, 404, 404, 404, 404, 200, 200, 200, 200, 200),
+    "POST /books/{book_id}/loop/reviews": (401, 401, 422, 422, 422, 422, 422, 422, 422, 422, 422),
+    "GET /books/{book_id}/loop/reruns": (401, 401, 404, 404, 404, 404, 200, 200, 200, 200, 200),
+    "POST /books/{book_id}/loop/reruns/{rerun_id}/done": (401, 401, 404, 404, 404, 404, 404, 404, 404, 403, 404),
+    "POST /books/{book_id}/loop/rounds": (401, 401, 404, 404, 404, 404, 403, 403, 200, 403, 200),
+    "POST /books/{book_id}/loop/cost": (401, 401, 404, 404, 404, 404, 403, 403, 200, 403, 200),
+    "GET /books/{book_id}/loop/cards": (401, 401, 404, 404, 404, 404, 200, 200, 200, 200, 200),
+    "POST /books/{book_id}/loop/gates/{gate}/request": (401, 401, 404, 404, 404, 404, 403, 403, 201, 403, 409),
+    "POST /books/{book_id}/loop/approvals/{approval_id}/verdict": (
+        401,
+        401,
+        404,
+        404,
+        404,
+        404,
+        403,
+        403,
+        403,
+        403,
+        404,
+    ),
+    "GET /books/{book_id}/loop/export": (401, 401, 404, 404, 404, 404, 200, 200, 200, 200, 200),
+    "POST /books/{book_id}/agent-runs": (401, 401, 404, 404, 404, 404, 403, 403, 202, 403, 202),
+    "GET /books/{book_id}/agent-runs": (401, 401, 404, 404, 404, 404, 200, 200, 200, 200, 200),
+    "GET /agent-runs/{run_id}": (401, 401, 404, 404, 404, 404, 200, 404, 404, 200, 200),
+    "POST /books/{book_id}/loop/import": (401, 401, 422, 422, 422, 422, 422, 422, 422, 422, 422),
+    "GET /library/search": (401, 401, 200, 200, 200, 200, 200, 200, 200, 200, 200),
+    "GET /library/sources": (401, 401, 200, 200, 200, 200, 200, 200, 200, 200, 200),
+    "POST /library/sources": (401, 401, 201, 409, 409, 403, 403, 403, 403, 409, 409),
+    "GET /library/sources/{source_id}": (401, 401, 200, 200, 200, 200, 200, 200, 200, 200, 200),
+    "POST /library/sources/{source_id}/chunks": (401, 401, 201, 201, 201, 403, 403, 403, 403, 201, 201),
+    "POST /books/{book_id}/research": (401, 401, 404, 404, 404, 404, 201, 201, 201, 403, 201),
+    "GET /books/{book_id}/research": (401, 401, 404, 404, 404, 404, 200, 200, 200, 200, 200),
+    "POST /research/{research_id}/admit": (401, 401, 404, 404, 404, 404, 403, 403, 403, 403, 200),
+    "POST /research/{research_id}/reject": (401, 401, 404, 404, 404, 404, 403, 403, 403, 403, 409),
+    "GET /approvals": (401, 401, 200, 200, 200, 200, 200, 200, 200, 200, 200),
+    "GET /approvals/{approval_id}": (401, 401, 404, 404, 404, 404, 200, 200, 200, 200, 200),
+    "POST /approvals/{approval_id}/verdict": (401, 401, 404, 404, 404, 404, 403, 403, 403, 403, 422),
+    "GET /books/{book_id}/decision-log": (401, 401, 404, 404, 404, 404, 200, 200, 200, 200, 200),
+    "GET /books/{book_id}/decision-log/verify": (401, 401, 404, 404, 404, 404, 200, 200, 200, 200, 200),
+    "GET /books/{book_id}/decision-log/export": (401, 401, 404, 404, 404, 404, 200, 200, 200, 200, 200),
 }
-# Columns: anon, other, editor, author (browser sessions)
+# Columns: anon, other, staff, editor, author (browser sessions)
 PAGE_EXPECTED: dict[str, tuple[int, ...]] = {
-    "/login/": (200, 200, 200, 200),
-    "/logout/": (405, 405, 405, 405),
-    "/keys/": (302, 200, 200, 200),
-    "/keys/<uuid:key_id>/revoke/": (302, 405, 405, 405),
-    "/review/": (302, 200, 200, 200),
-    "/review/<uuid:approval_id>/": (302, 404, 200, 200),
-    "/review/books/<uuid:book_id>/log/": (302, 404, 200, 200),
-    "/library/": (302, 200, 200, 200),
-    "/books/<uuid:book_id>/loop/": (302, 404, 200, 200),
-    "/books/<uuid:book_id>/agents/": (302, 404, 200, 200),
-    "/books/<uuid:book_id>/agents/start/": (302, 405, 405, 405),
-    "/": (302, 200, 200, 200),
-    "/books/<uuid:book_id>/": (302, 404, 200, 200),
-    "/books/<uuid:book_id>/discovery/start/": (302, 405, 405, 405),
-    "/books/<uuid:book_id>/scratchpad/": (302, 404, 200, 200),
-    "/books/<uuid:book_id>/turns/": (302, 405, 405, 405),
-    "/books/<uuid:book_id>/dossiers/": (302, 404, 200, 200),
-    "/books/<uuid:book_id>/dossiers/new/": (302, 405, 405, 405),
-    "/books/<uuid:book_id>/dossiers/<uuid:dossier_id>/": (302, 404, 200, 200),
-    "/books/<uuid:book_id>/research/": (302, 404, 200, 200),
-    "/books/<uuid:book_id>/research/<uuid:item_id>/decide/": (302, 405, 405, 405),
+    "/login/": (200, 200, 200, 200, 200),
+    "/logout/": (405, 405, 405, 405, 405),
+    "/keys/": (302, 200, 200, 200, 200),
+    "/keys/<uuid:key_id>/revoke/": (302, 405, 405, 405, 405),
+    "/review/": (302, 200, 200, 200, 200),
+    "/review/<uuid:approval_id>/": (302, 404, 404, 200, 200),
+    "/review/books/<uuid:book_id>/log/": (302, 404, 404, 200, 200),
+    "/library/": (302, 200, 200, 200, 200),
+    "/books/<uuid:book_id>/research/": (302, 404, 404, 200, 200),
+    "/books/<uuid:book_id>/research/<uuid:item_id>/decide/": (302, 405, 405, 405, 405),
+    "/books/<uuid:book_id>/loop/": (302, 404, 404, 200, 200),
+    "/books/<uuid:book_id>/agents/": (302, 404, 404, 200, 200),
+    "/books/<uuid:book_id>/agents/start/": (302, 405, 405, 405, 405),
+    "/": (302, 200, 200, 200, 200),
+    "/books/<uuid:book_id>/": (302, 404, 404, 200, 200),
+    "/books/<uuid:book_id>/discovery/start/": (302, 405, 405, 405, 405),
+    "/books/<uuid:book_id>/scratchpad/": (302, 404, 404, 200, 200),
+    "/books/<uuid:book_id>/turns/": (302, 405, 405, 405, 405),
+    "/books/<uuid:book_id>/dossiers/": (302, 404, 404, 200, 200),
+    "/books/<uuid:book_id>/dossiers/new/": (302, 405, 405, 405, 405),
+    "/books/<uuid:book_id>/dossiers/<uuid:dossier_id>/": (302, 404, 404, 200, 200),
 }
 
 
@@ -287,19 +361,28 @@ def test_every_api_operation_answers_each_caller_as_expected(scene):
     SCHEMA = api.get_openapi_schema()
     ids, keys, book = scene
     observed, mismatches = {}, []
+    for raw in keys.values():  # each key's first use records when it was used (at most once a minute)
+        Client().get("/api/v1/me", HTTP_AUTHORIZATION=f"Bearer {raw}")
     for method, path, operation in api_operations():
         key = f"{method} {path}"
         body = body_for(operation, ids)
         row = []
         for caller in CALLERS:
-            response = call_api(keys, caller, method, fill(path, ids), body)
+            url = fill(path, ids)
+            written = rows_written()
+            response = call_api(keys, caller, method, url, body)
             row.append(response.status_code)
             assert response.status_code < 500, (key, caller, response.content[:300])
-            if caller == "anon":
-                assert response.status_code == 401, (key, response.status_code)
-            if caller == "other":
-                assert response.status_code in {200, 201, 404, 422}, (key, response.status_code)
+            if caller in {"anon", "revoked"}:
+                assert response.status_code == 401, (key, caller, response.status_code)
+            if caller in STRANGERS:
+                book_route = "{book_id}" in path or any(f"{{{n}}}" in path for n in ("session_id", "charter_id"))
+                assert not (book_route and response.status_code < 300), (key, caller, "reached the book")
                 assert_no_leak(response, book)
+            if caller == "luna":
+                assert SERIES_SECRET not in body_text(response), (key, "series canon to Luna")
+            if method == "GET" or response.status_code >= 400:
+                assert rows_written() == written, (key, caller, response.status_code, "wrote to the store")
         observed[key] = tuple(row)
         if not RECORD and API_EXPECTED.get(key) != tuple(row):
             mismatches.append(f"{key}: expected {API_EXPECTED.get(key)}, got {tuple(row)}")
@@ -318,11 +401,15 @@ def _browser(user) -> Client:
     return client
 
 
+PAGE_CALLERS = ["anon", "other", "staff", "editor", "author"]
+
+
 def test_every_page_answers_each_person_as_expected(scene, author, editor, outsider):
     ids, _keys, book = scene
     browsers = {
         "anon": _browser(None),
         "other": _browser(outsider),
+        "staff": _browser(UserFactory._meta.model.objects.get(username="root")),
         "editor": _browser(editor),
         "author": _browser(author),
     }
@@ -330,17 +417,78 @@ def test_every_page_answers_each_person_as_expected(scene, author, editor, outsi
     for pattern in page_patterns():
         url = fill(pattern, ids)
         row = []
-        for caller in ["anon", "other", "editor", "author"]:
+        for caller in PAGE_CALLERS:
+            written = rows_written()
             response = browsers[caller].get(url)
             row.append(response.status_code)
             assert response.status_code < 500, (pattern, caller)
-            if caller == "other":
+            if caller in {"other", "staff"}:
                 assert_no_leak(response, book)
+            assert rows_written() == written, (pattern, caller, "a page read wrote to the store")
         observed[pattern] = tuple(row)
         if not RECORD and PAGE_EXPECTED.get(pattern) != tuple(row):
             mismatches.append(f"{pattern}: expected {PAGE_EXPECTED.get(pattern)}, got {tuple(row)}")
     if RECORD:
         print("\nPAGE_EXPECTED = {")
+        for key, row in observed.items():
+            print(f'    "{key}": {row},')
+        print("}")
+    assert not mismatches, "\n".join(mismatches)
+
+
+# Columns: anon, other, staff, editor, author. Every page that takes a POST, sent a form it accepts where
+# possible; a refused person changes nothing.
+PAGE_POSTS: dict[str, dict] = {
+    "/keys/<uuid:key_id>/revoke/": {},
+    "/books/<uuid:book_id>/discovery/start/": {},
+    "/books/<uuid:book_id>/turns/": {"content": "A turn from the page."},
+    "/books/<uuid:book_id>/dossiers/new/": {"agent_role": "luna"},
+    "/books/<uuid:book_id>/agents/start/": {"task": "thrusts"},
+    "/books/<uuid:book_id>/research/<uuid:item_id>/decide/": {"verdict": "approve", "rationale": "A primary source."},
+}
+PAGE_POST_EXPECTED: dict[str, tuple[int, ...]] = {
+    "/keys/<uuid:key_id>/revoke/": (302, 404, 404, 404, 302),
+    "/books/<uuid:book_id>/research/<uuid:item_id>/decide/": (302, 404, 404, 403, 302),
+    "/books/<uuid:book_id>/discovery/start/": (302, 404, 404, 403, 302),
+    "/books/<uuid:book_id>/turns/": (302, 404, 404, 302, 302),
+    "/books/<uuid:book_id>/dossiers/new/": (302, 404, 404, 403, 302),
+    "/books/<uuid:book_id>/agents/start/": (302, 404, 404, 403, 302),
+}
+
+
+def test_every_page_form_answers_each_person_as_expected(scene, author, editor, outsider):
+    ids, _keys, book = scene
+    browsers = {
+        "anon": _browser(None),
+        "other": _browser(outsider),
+        "staff": _browser(UserFactory._meta.model.objects.get(username="root")),
+        "editor": _browser(editor),
+        "author": _browser(author),
+    }
+    posted = [p for p in page_patterns() if p in PAGE_POSTS]
+    # Logging out is a POST too; it only ends the poster's own session, so it is left out here.
+    missing = [
+        p for p in page_patterns() if PAGE_EXPECTED.get(p, (0,))[-1] == 405 and p not in PAGE_POSTS | {"/logout/": {}}
+    ]
+    assert missing == [], f"pages that take a POST with no entry in PAGE_POSTS: {missing}"
+    observed, mismatches = {}, []
+    for pattern in posted:
+        url = fill(pattern, ids)
+        row = []
+        for caller in PAGE_CALLERS:
+            written = rows_written()
+            response = browsers[caller].post(url, PAGE_POSTS[pattern])
+            row.append(response.status_code)
+            assert response.status_code < 500, (pattern, caller)
+            if caller in {"other", "staff"}:
+                assert_no_leak(response, book)
+            if response.status_code >= 400 or caller in {"anon", "other", "staff"}:
+                assert rows_written() == written, (pattern, caller, response.status_code, "wrote to the store")
+        observed[pattern] = tuple(row)
+        if not RECORD and PAGE_POST_EXPECTED.get(pattern) != tuple(row):
+            mismatches.append(f"{pattern}: expected {PAGE_POST_EXPECTED.get(pattern)}, got {tuple(row)}")
+    if RECORD:
+        print("\nPAGE_POST_EXPECTED = {")
         for key, row in observed.items():
             print(f'    "{key}": {row},')
         print("}")

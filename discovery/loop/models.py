@@ -14,6 +14,7 @@ from django.db import models
 from django.db.models import Q
 
 from approvals.models import Gate, Reversibility, Verdict
+from discovery.models import CandidateStatus
 from novelgraph.db import TimeStampedModel, choices_check, enum_check
 from novelgraph.roles import choices_of
 
@@ -98,13 +99,6 @@ class Altitude(models.TextChoices):
     BOOK = "book", "Whole book"
     MULTI_BOOK = "multi-book", "Several books"
     SERIES_ARC = "series-arc", "Whole-series arc"
-
-
-class CandidateStatus(models.TextChoices):
-    PROPOSED = "proposed", "Proposed"
-    SELECTED = "selected", "Selected"
-    REJECTED = "rejected", "Rejected"
-    PARKED = "parked", "Parked"
 
 
 class BackedBy(models.TextChoices):

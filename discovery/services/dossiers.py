@@ -19,7 +19,14 @@ from ..models import (
     ScratchpadEntry,
     StoryCharter,
 )
-from ..selectors import SCOPE_READ_CAP, SCOPE_WITHHELD_LABEL, book_bases, current_session, readable_bases
+from ..selectors import (
+    SCOPE_READ_CAP,
+    SCOPE_WITHHELD_LABEL,
+    book_bases,
+    canon_bases,
+    current_session,
+    readable_bases,
+)
 
 DOSSIER_SCHEMA = "dossier/1"
 
@@ -62,7 +69,7 @@ def dossier_content(*, book: Book, session: DiscoverySession | None, agent_role:
             "approval_id": str(row["approval_id"]),
         }
         for row in KnowledgeClaim.objects.filter(
-            base_id__in=[b["id"] for b in given], status=KnowledgeClaim.Status.APPROVED
+            base_id__in=[b["id"] for b in canon_bases(given)], status=KnowledgeClaim.Status.APPROVED
         )
         .order_by("created_at")
         .values("id", "base_id", "subject", "predicate", "value", "provenance", "approval_id")

@@ -78,9 +78,7 @@ def handoff_return(*, access: BookAccess, handoff: Handoff, payload: HandoffResu
             raise Conflict("this handoff was already returned", code="already_returned")
         session = locked_session(handoff.session)
         for kind, key, i, item in items:
-            refs = validate_source_refs(
-                access, [r.dict() for r in item.source_refs], field=f"{key}[{i}].source_refs"
-            )
+            refs = validate_source_refs(access, [r.dict() for r in item.source_refs], field=f"{key}[{i}].source_refs")
             append_entry(
                 session=session,
                 agent_role=agent_role,

@@ -9,9 +9,9 @@ from __future__ import annotations
 from approvals.models import Approval, ApprovalKind, Verdict
 from approvals.services import PROPOSAL_VERDICTS, Decision, SubjectHandler, fingerprint, register_subject_handler
 from library.evidence import evidence_findings
-from novelgraph.errors import Conflict
+from novelgraph.errors import Conflict, Forbidden
 
-from ..models import Chapter, DiscoverySession, KnowledgeClaim, StoryCharter
+from ..models import Chapter, DiscoverySession, KnowledgeBase, KnowledgeClaim, StoryCharter
 from ..selectors import OPEN_SESSION_STATUSES
 
 OPENING_CHAPTER_TITLE = "Opening"
@@ -136,7 +136,12 @@ def claim_digest(approval: Approval) -> str:
 
 def claim_apply(decision: Decision) -> None:
     approval = decision.approval
-    claim = KnowledgeClaim.objects.select_for_update().get(pk=approval.subject_id)
+    claim = KnowledgeClaim.objects.select_for_update().select_related("base").get(pk=approval.subject_id)
+    if claim.base.scope == KnowledgeBase.Scope.LITERARY:
+        raise Forbidden(
+            "literary guidance is shared craft advice curated by staff in the library; no book's verdict reaches it",
+            code="curated_by_staff",
+        )
     if claim.status != KnowledgeClaim.Status.PROPOSED:
         raise Conflict(f"this claim is already {claim.status}", code="not_pending")
     decision.detail["claim"] = {"subject": claim.subject, "predicate": claim.predicate, "base_id": str(claim.base_id)}

@@ -1,0 +1,136 @@
+"""The architecture holds: no import cycles between the project's modules, and no concept defined twice.
+
+These walk the source itself (every ``import`` statement, including those inside functions), so a
+new cycle or a second definition fails here, where the next engineer will see it.
+"""
+
+from __future__ import annotations
+
+import ast
+import enum
+import importlib
+import inspect
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("novelgraph", "discovery", "library", "approvals")
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            if "migrations" in parts or "management" in parts:
+                continue
+            name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+            found[name] = path
+    return found
+
+
+def _imports(name: str, path: Path, known: set[str]) -> set[str]:
+    """The project modules that ``name`` imports (absolute or relative, at any depth of the file)."""
+    tree = ast.parse(path.read_text())
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    targets: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            candidates = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                prefix = ".".join(base + ([node.module] if node.module else []))
+            else:
+                prefix = node.module or ""
+            candidates = [prefix] + [f"{prefix}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        for candidate in candidates:
+            # the deepest project module the import names (``from .services import x`` is the package)
+            while candidate and candidate not in known:
+                candidate = candidate.rpartition(".")[0]
+            if candidate and candidate != name:
+                targets.add(candidate)
+    return targets
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index, low, stack, on_stack, out = {}, {}, [], set(), []
+    counter = [0]
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = counter[0]
+        counter[0] += 1
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in graph.get(node, ()):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                out.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return out
+
+
+def test_no_module_imports_in_a_circle():
+    modules = _modules()
+    known = set(modules)
+    graph = {name: _imports(name, path, known) for name, path in modules.items()}
+    # A package's __init__ that re-exports its submodules is not a cycle with them.
+    for name in list(graph):
+        graph[name] = {t for t in graph[name] if not (name.startswith(t + ".") and modules[t].name == "__init__.py")}
+    assert _cycles(graph) == []
+
+
+def test_the_auth_layer_sits_below_the_apps():
+    """``novelgraph`` modules the apps build on import no app (the API mounts routers from above)."""
+    modules = _modules()
+    known = set(modules)
+    below = ["novelgraph.auth", "novelgraph.db", "novelgraph.errors", "novelgraph.models", "novelgraph.roles",
+             "novelgraph.schemas", "novelgraph.services", "novelgraph.pagination"]  # fmt: skip
+    for name in below:
+        apps = {t for t in _imports(name, modules[name], known) if not t.startswith("novelgraph")}
+        assert apps == set(), f"{name} imports {apps}"
+
+
+def test_no_enumeration_or_constant_is_defined_twice():
+    """Every choices enumeration, and every module-level constant, has one home."""
+    enumerations: dict[tuple, list[str]] = defaultdict(list)
+    constants: dict[tuple, list[str]] = defaultdict(list)
+    for name, path in _modules().items():
+        module = importlib.import_module(name)
+        tree = ast.parse(path.read_text())
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef):
+                obj = getattr(module, node.name, None)
+                if inspect.isclass(obj) and issubclass(obj, enum.Enum) and obj.__module__ == name:
+                    values = tuple(sorted(str(m.value) for m in obj))
+                    enumerations[values].append(f"{name}.{node.name}")
+            elif isinstance(node, ast.Assign | ast.AnnAssign):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for target in targets:
+                    if isinstance(target, ast.Name) and target.id.isupper() and len(target.id) > 1:
+                        value = getattr(module, target.id, None)
+                        if isinstance(value, str | int | float | tuple | frozenset) and not isinstance(value, bool):
+                            constants[(target.id, repr(value))].append(name)
+    twice = {values: where for values, where in enumerations.items() if len(where) > 1}
+    assert twice == {}, f"enumerations with the same values: {twice}"
+    again = {key: where for key, where in constants.items() if len(where) > 1}
+    assert again == {}, f"constants defined in more than one module: {again}"
