@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test fuzz setup migrate bench lint browser-deps clean
+.PHONY: run worker test fuzz setup migrate bench lint browser-deps clean
 
 $(STAMP): requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -18,12 +18,19 @@ migrate: setup
 	$(PY) manage.py migrate --noinput
 
 # migrate (the curated library is seeded by a migration), ensure the local author, load the
-# demo mystery when there are no books yet, print how to log in, serve (ASGI: the site, the
-# API and the MCP server's streamable HTTP at /mcp).
+# demo mystery when there are no books yet, print how to log in, serve (ASGI: the site, the API and
+# the MCP server's streamable HTTP at /mcp); the agents' worker runs beside the server and stops with it.
 run: migrate
 	$(PY) manage.py ensure_local_author
 	$(PY) manage.py demo --if-empty
+	@echo "Agents: a worker (python manage.py db_worker) runs Sol's, Terra's and Luna's runs beside the server."
+	$(PY) manage.py db_worker --no-reload --verbosity 0 & worker=$$!; \
+	trap 'kill $$worker 2>/dev/null' EXIT INT TERM; \
 	$(PY) -m uvicorn novelgraph.asgi:application --host 127.0.0.1 --port 8000
+
+# The agents' worker alone (run as many as you like against one PostgreSQL database).
+worker: migrate
+	$(PY) manage.py db_worker --no-reload
 
 test: setup
 	$(PY) -m pytest $(PYTEST_ARGS)

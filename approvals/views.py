@@ -17,6 +17,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
 from discovery.access import BookAccess, Cap, page_access
+from discovery.agents.selectors import produced_by
 from novelgraph.auth import principal_for_user
 from novelgraph.errors import Conflict, Forbidden, Invalid
 from novelgraph.schemas import parse_form
@@ -89,6 +90,8 @@ def _decision_context(request: HttpRequest, access: BookAccess, approval: Approv
         "error": None,
         "error_field": None,
         "sidebar": inbox_for(access.principal, limit=10, superseded_limit=0),
+        # The agent run that asked for this decision (a charter draft, a claim, a gate card), if one did.
+        "run": produced_by("approval", [approval.pk]).get(str(approval.pk)),
     }
     context.update(extra)
     return context

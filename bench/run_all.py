@@ -25,6 +25,7 @@ BENCHES = (
     "ingest",
     "query_counts",
     "http",
+    "agents",
 )
 
 

@@ -27,9 +27,11 @@ from novelgraph.schemas import parse_form
 
 from . import services
 from .access import BookAccess, Cap, books_visible_to, page_access
+from .agents.models import AgentRun
+from .agents.selectors import produced_by
 from .loop.models import LoopMeta
 from .loop.selectors import gate_steps
-from .models import Book, KnowledgeClaim, ScratchpadEntry, ScratchpadEntryKind, Turn
+from .models import Book, KnowledgeClaim, ScratchpadEntry, ScratchpadEntryKind, SessionQuestion, Turn
 from .refs import resolve_source_refs
 from .schemas import DossierIn, TurnIn
 from .selectors import canon_bases, current_session, discovery_view, scratchpad_for
@@ -45,6 +47,7 @@ def book_links(book: Book) -> dict[str, str | None]:
     return {
         "book": reverse("discovery:book", args=[book.pk]),
         "scratchpad": reverse("discovery:scratchpad", args=[book.pk]),
+        "agents": reverse("agents:runs", args=[book.pk]),
         "dossiers": reverse("discovery:dossiers", args=[book.pk]),
         "research": reverse("library:research", args=[book.pk]),
         "review": f"{reverse('approvals:inbox')}?book={book.pk}",
@@ -73,6 +76,14 @@ def ref_url(book: Book, ref: dict) -> str | None:
     if kind == "chunk":
         return f"{reverse('library:search')}?chunk={ref_id}"
     return ref.get("url")
+
+
+def attribute(rows: list[dict], kind: str) -> list[dict]:
+    """Attach to each row the agent run that wrote it (``row["run"]``, None when it came through the API)."""
+    runs = produced_by(kind, [row["id"] for row in rows])
+    for row in rows:
+        row["run"] = runs.get(str(row["id"]))
+    return rows
 
 
 def with_resolved_refs(access: BookAccess, rows: list[dict]) -> list[dict]:
@@ -192,6 +203,10 @@ def book_detail(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
     pending = Approval.objects.filter(book=book, status=Approval.Status.PENDING).count()
     meta = LoopMeta.objects.filter(book=book).first()
     gates = gate_steps(meta)
+    attribute(view["thrusts"], "thrust")
+    attribute(view["charters"], "charter")
+    asked = SessionQuestion.objects.filter(session=view["session"]).order_by("-sequence").first()
+    question_run = produced_by("question", [asked.pk]).get(str(asked.pk)) if asked else None
     research = dict(
         ResearchItem.objects.filter(book=book).values_list("status").annotate(n=Count("id")).values_list("status", "n")
     )
@@ -208,6 +223,8 @@ def book_detail(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
             "loop": meta,
             "gates": gates,
             "entry_count": len(view["scratchpad"]),
+            "asked": asked,
+            "question_run": question_run,
         },
     )
 
@@ -239,6 +256,7 @@ def _render_scratchpad(
     agent_role = _choice(request.GET.get("role"), AgentRole.values)
     entries = list(scratchpad_for(session=session, kind=kind or None, agent_role=agent_role or None)) if session else []
     with_resolved_refs(access, entries)
+    attribute(entries, "entry")
     turns = list(Turn.objects.filter(session=session).order_by("ordinal")) if session else []
     context = {
         "book": book,
@@ -255,6 +273,7 @@ def _render_scratchpad(
         "composer_error": composer_error,
         "composer_url": reverse("discovery:turn_add", args=[book.pk]),
         "draft": draft,
+        "agents_ran": AgentRun.objects.filter(book=book).exists(),
     }
     template = "discovery/scratchpad.html"
     if request.htmx and request.method == "GET":

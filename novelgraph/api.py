@@ -16,6 +16,7 @@ from ninja.errors import ValidationError as NinjaValidationError
 from ninja.parser import Parser
 
 from approvals.api import router as approvals_router
+from discovery.agents.api import router as agents_router
 from discovery.api import router as discovery_router
 from discovery.loop.api import router as loop_router
 from library.api import router as library_router
@@ -143,5 +144,6 @@ def on_http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
 
 api.add_router("", discovery_router)
 api.add_router("", loop_router)
+api.add_router("", agents_router)
 api.add_router("", library_router)
 api.add_router("", approvals_router)

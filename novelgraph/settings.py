@@ -51,9 +51,12 @@ INSTALLED_APPS = [
     "django_htmx",
     "template_partials",
     "ninja",
+    "django_tasks",
+    "django_tasks_db",
     "novelgraph",
     "discovery",
     "discovery.loop",
+    "discovery.agents",
     "library",
     "approvals",
 ]
@@ -200,6 +203,29 @@ if not DEBUG:
 # auto: FTS5 on SQLite (when the build has it), full-text search on PostgreSQL;
 # like: the portable fallback.
 NOVELGRAPH_SEARCH_MODE = os.environ.get("NOVELGRAPH_SEARCH_MODE", "auto")
+
+# --- Agents (issue 16): Sol, Terra and Luna run inside NovelGraph --------------
+# Background work goes through django-tasks with its database backend: a run is queued in the
+# same transaction that records it, and `python manage.py db_worker` runs it (any number of
+# workers on one PostgreSQL database; each task runs once).
+TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
+# `offline` is the embedded, deterministic default; `openai-compatible` is any chat-completions
+# server (a hosted model, or a local one through Ollama, vLLM or LM Studio).
+NOVELGRAPH_AGENTS = {
+    "PROVIDER": os.environ.get("NOVELGRAPH_AGENT_PROVIDER", "offline"),
+    "BASE_URL": os.environ.get("NOVELGRAPH_AGENT_BASE_URL", ""),
+    "MODEL": os.environ.get("NOVELGRAPH_AGENT_MODEL", ""),
+    "API_KEY": os.environ.get("NOVELGRAPH_AGENT_API_KEY", "") or os.environ.get("OPENAI_API_KEY", ""),
+    "TIMEOUT": float(os.environ.get("NOVELGRAPH_AGENT_TIMEOUT", "120")),
+    "MAX_RETRIES": int(os.environ.get("NOVELGRAPH_AGENT_MAX_RETRIES", "2")),
+    "MAX_TOKENS": int(os.environ.get("NOVELGRAPH_AGENT_MAX_TOKENS", "4000")),
+    "MAX_REPLY_CHARS": int(os.environ.get("NOVELGRAPH_AGENT_MAX_REPLY_CHARS", "100000")),
+    # json_object (OpenAI, Ollama, vLLM), json_schema (LM Studio, vLLM, OpenAI) or none
+    "RESPONSE_FORMAT": os.environ.get("NOVELGRAPH_AGENT_RESPONSE_FORMAT", "json_object"),
+    # What a run costs against the loop's cost budget: a base per run, plus per thousand tokens a model reports.
+    "RUN_COST": float(os.environ.get("NOVELGRAPH_AGENT_RUN_COST", "1")),
+    "COST_PER_1K_TOKENS": float(os.environ.get("NOVELGRAPH_AGENT_COST_PER_1K_TOKENS", "0.1")),
+}
 
 LOGGING = {
     "version": 1,

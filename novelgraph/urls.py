@@ -18,5 +18,6 @@ urlpatterns = [
     path("review/", include("approvals.urls")),
     path("", include("library.urls")),
     path("", include("discovery.loop.urls")),
+    path("", include("discovery.agents.urls")),
     path("", include("discovery.urls")),
 ]

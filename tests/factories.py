@@ -10,6 +10,7 @@ from django.utils import timezone
 from factory.django import DjangoModelFactory
 
 from approvals.models import Approval, DecisionLogEntry
+from discovery.agents.models import AgentRun
 from discovery.models import (
     Book,
     Chapter,
@@ -288,3 +289,17 @@ class DecisionLogEntryFactory(DjangoModelFactory):
     prev_hash = factory.Sequence(lambda n: f"{n:064d}")
     hash = factory.Sequence(lambda n: f"{n + 1:064d}")
     seal = "0" * 64
+
+
+class AgentRunFactory(DjangoModelFactory):
+    """A recorded run (queued); real runs come from ``discovery.agents.services.agent_run_start``."""
+
+    class Meta:
+        model = AgentRun
+
+    book = factory.SubFactory(BookFactory)
+    role = "luna"
+    task = "contradictions"
+    provider = "offline"
+    model = "rules-1"
+    requested_by_role = "author"

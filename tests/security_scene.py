@@ -9,6 +9,7 @@ from __future__ import annotations
 from discovery.loop.models import LoopMeta  # noqa: F401  (the loop app must be installed)
 
 from .factories import (
+    AgentRunFactory,
     ApprovalFactory,
     ContextDossierFactory,
     DiscoverySessionFactory,
@@ -43,6 +44,7 @@ def build_scene(book, sol_api) -> dict:
         "approval_id": approval.pk,
         "source_id": source.pk,
         "gate": "G0",
+        "run_id": AgentRunFactory(book=book).pk,
     }
     loop = f"/books/{book.pk}/loop"
     sol_api.get(loop)

@@ -307,6 +307,9 @@ API_EXPECTED: dict[str, tuple[int, ...]] = {
         404,
     ),
     "GET /books/{book_id}/loop/export": (401, 401, 404, 404, 404, 404, 200, 200, 200, 200, 200),
+    "POST /books/{book_id}/agent-runs": (401, 401, 404, 404, 404, 404, 403, 403, 202, 403, 202),
+    "GET /books/{book_id}/agent-runs": (401, 401, 404, 404, 404, 404, 200, 200, 200, 200, 200),
+    "GET /agent-runs/{run_id}": (401, 401, 404, 404, 404, 404, 200, 404, 404, 200, 200),
     "POST /books/{book_id}/loop/import": (401, 401, 422, 422, 422, 422, 422, 422, 422, 422, 422),
     "GET /library/search": (401, 401, 200, 200, 200, 200, 200, 200, 200, 200, 200),
     "GET /library/sources": (401, 401, 200, 200, 200, 200, 200, 200, 200, 200, 200),
@@ -337,6 +340,8 @@ PAGE_EXPECTED: dict[str, tuple[int, ...]] = {
     "/books/<uuid:book_id>/research/": (302, 404, 404, 200, 200),
     "/books/<uuid:book_id>/research/<uuid:item_id>/decide/": (302, 405, 405, 405, 405),
     "/books/<uuid:book_id>/loop/": (302, 404, 404, 200, 200),
+    "/books/<uuid:book_id>/agents/": (302, 404, 404, 200, 200),
+    "/books/<uuid:book_id>/agents/start/": (302, 405, 405, 405, 405),
     "/": (302, 200, 200, 200, 200),
     "/books/<uuid:book_id>/": (302, 404, 404, 200, 200),
     "/books/<uuid:book_id>/discovery/start/": (302, 405, 405, 405, 405),
@@ -442,6 +447,7 @@ PAGE_POSTS: dict[str, dict] = {
     "/books/<uuid:book_id>/discovery/start/": {},
     "/books/<uuid:book_id>/turns/": {"content": "A turn from the page."},
     "/books/<uuid:book_id>/dossiers/new/": {"agent_role": "luna"},
+    "/books/<uuid:book_id>/agents/start/": {"task": "thrusts"},
     "/books/<uuid:book_id>/research/<uuid:item_id>/decide/": {"verdict": "approve", "rationale": "A primary source."},
 }
 PAGE_POST_EXPECTED: dict[str, tuple[int, ...]] = {
@@ -450,6 +456,7 @@ PAGE_POST_EXPECTED: dict[str, tuple[int, ...]] = {
     "/books/<uuid:book_id>/discovery/start/": (302, 404, 404, 403, 302),
     "/books/<uuid:book_id>/turns/": (302, 404, 404, 302, 302),
     "/books/<uuid:book_id>/dossiers/new/": (302, 404, 404, 403, 302),
+    "/books/<uuid:book_id>/agents/start/": (302, 404, 404, 403, 302),
 }
 
 

@@ -3,7 +3,7 @@
 from . import base
 from .artifacts import artifact_write, lens_review_record, rerun_done
 from .base import loop_ensure, saturation_check, trace_lint
-from .bounds import cost_spend, round_advance
+from .bounds import cost_charge, cost_spend, round_advance
 from .cascade import cascade_apply, cascade_preview
 from .gates import gate_request
 from .plan import candidate_add, candidate_select, plan_node_add, plan_node_update, validation_item_add
@@ -17,6 +17,7 @@ __all__ = [
     "candidate_select",
     "cascade_apply",
     "cascade_preview",
+    "cost_charge",
     "cost_spend",
     "gate_request",
     "lens_review_record",

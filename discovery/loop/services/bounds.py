@@ -20,7 +20,7 @@ from discovery.access import BookAccess
 from novelgraph.errors import Invalid, NotFound
 
 from ..models import CardStatus, LoopMeta, LoopStatus, OptionCard, PlanNode
-from .base import controller_book, lock_meta, refresh, refuse_when_paused
+from .base import controller_book, lock_meta, loop_ensure, refresh, refuse_when_paused
 from .cards import raise_card
 
 BOUND_DECISIONS = ["extend", "approve-with-constraint (narrow)", "park", "abandon"]
@@ -203,3 +203,20 @@ def apply_grant(meta: LoopMeta, card: OptionCard, text: str) -> dict:
         setattr(meta, key, value)
     meta.save()
     return {"previous": previous, "granted": grant}
+
+
+def cost_charge(*, book, amount: float) -> LoopMeta:
+    """Charge work already done (an agent run) to the book's cost budget. Call inside the transaction
+    that records the work. Never refused, since the work happened; as with ``cost_spend``, reaching the
+    budget stalls the loop and concentration pauses it, so the next piece of work waits for the author."""
+    loop_ensure(book=book)
+    # The meta row alone: joining the book into FOR UPDATE would lock it too, and a run's writes may
+    # already hold the session's lock while another transaction holds the book's and wants the session.
+    meta = LoopMeta.objects.select_for_update(of=("self",)).select_related("book").get(book=book)
+    if amount <= 0:
+        return meta
+    meta.cost_spent += amount
+    meta.save()
+    if meta.status not in {LoopStatus.PAUSED_AT_BOUND, LoopStatus.STALLED_AT_CAP, LoopStatus.HANDED_OFF}:
+        check_spend_bounds(meta)
+    return meta

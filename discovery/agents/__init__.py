@@ -1,0 +1,1 @@
+"""Sol, Terra and Luna acting inside NovelGraph (issue 16): the runner, its providers and its tasks."""

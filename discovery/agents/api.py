@@ -1,0 +1,40 @@
+"""Agent-run routes: queue a role's task for a book, and read the runs. Thin: resolve access, validate,
+call a service."""
+
+import uuid
+
+from django.http import HttpRequest
+from ninja import Router
+from ninja.pagination import paginate
+from ninja.responses import Status
+
+from discovery.access import book_access
+from novelgraph.auth import principal_of
+from novelgraph.schemas import ERRORS
+
+from .schemas import AgentRunIn, AgentRunOut
+from .selectors import agent_run_get, run_readable, runs_for
+from .services import agent_run_start
+
+router = Router(tags=["agents"])
+
+
+@router.post("/books/{book_id}/agent-runs", response={202: AgentRunOut, **ERRORS})
+def runs_start(request: HttpRequest, book_id: uuid.UUID, payload: AgentRunIn):
+    """Queue one role's task (next-question: Sol; guidance, contradictions: Luna; thrusts, charter:
+    Terra). The author or Sol (discovery:write). 202: the run is queued; a worker runs it."""
+    run = agent_run_start(access=book_access(principal_of(request), book_id), payload=payload)
+    return Status(202, run)
+
+
+@router.get("/books/{book_id}/agent-runs", response={200: list[AgentRunOut], **ERRORS})
+@paginate
+def runs_list(request: HttpRequest, book_id: uuid.UUID):
+    """The book's runs, newest first: status, provider and model, the dossier, what each wrote."""
+    return runs_for(book_access(principal_of(request), book_id))
+
+
+@router.get("/agent-runs/{run_id}", response={200: AgentRunOut, **ERRORS})
+def runs_get(request: HttpRequest, run_id: uuid.UUID):
+    run = agent_run_get(run_id)
+    return run_readable(book_access(principal_of(request), run.book, missing="run"), run)

@@ -1,0 +1,280 @@
+"""What a run sees: a fresh dossier for its role, and what its task looks up besides, each read
+through the role's access (``BookAccess``), so a run sees exactly what an outside agent of that
+role could read. What was looked up beyond the dossier is stored on the run, for audit.
+"""
+
+from __future__ import annotations
+
+import re
+
+from discovery.access import BookAccess, Cap, book_access
+from discovery.loop.models import CardStatus, LensRerun, LoopMeta, RerunStatus
+from discovery.loop.services.gates import g2_reasons, g3_reasons
+from discovery.models import (
+    Handoff,
+    KnowledgeClaim,
+    Observation,
+    SessionQuestion,
+    StoryCharter,
+    ThrustCandidate,
+    Turn,
+)
+from discovery.selectors import book_bases, current_session, readable_bases
+from library.services import library_search
+from novelgraph.auth import Principal
+
+from .models import AgentRun, AgentTask
+
+MAX_TURNS = 30
+MAX_TURN_CHARS = 2_000
+LIBRARY_HITS = 5
+_STOPWORD_TEXT = """
+    about above after again against also among answer answering author because been before being below
+    between book both could does doing during each every from further have having here into itself just
+    library look more most much must only other ought over same should some such than that their theirs them
+    then there these they this those through under until very weigh were what when where which while whom
+    with within without would your guidance find story need needs want wants like make made says said
+"""
+STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+
+
+def agent_access(run: AgentRun) -> BookAccess:
+    """The run's principal: its role, acting for the book's author, scoped to this one book."""
+    principal = Principal(user=run.book.owner, key_role=run.role, key_book_ids=frozenset({run.book.pk}))
+    return book_access(principal, run.book)
+
+
+def _iso(value) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def query_words(text: str, *, limit: int = 8) -> list[str]:
+    """The content words of ``text`` worth searching for, in order, once each."""
+    words: list[str] = []
+    for word in re.findall(r"[^\W\d_]+", text.lower()):
+        if len(word) >= 4 and word not in STOPWORDS and word not in words:
+            words.append(word)
+    return words[:limit]
+
+
+def library_hits(access: BookAccess, text: str) -> dict:
+    """Library chunks for ``text``: each content word searched on its own (every word of a query
+    must appear), merged, ranked by how many words a chunk matched, then by score."""
+    words = query_words(text)
+    found: dict[str, dict] = {}
+    mode = ""
+    for word in words:
+        response = library_search(principal=access.principal, query=word, limit=10)
+        mode = response.mode
+        for hit in response.results:
+            row = found.setdefault(
+                hit["chunk_id"],
+                {
+                    "chunk_id": hit["chunk_id"],
+                    "citation": hit["citation"],
+                    "source_title": hit["source_title"],
+                    "topics": list(hit["topics"]),
+                    "content": hit["content"],
+                    "matched": [],
+                    "score": 0.0,
+                },
+            )
+            row["matched"].append(word)
+            row["score"] = max(row["score"], float(hit["score"] or 0))
+    ranked = sorted(found.values(), key=lambda r: (-len(r["matched"]), -r["score"], r["citation"], r["chunk_id"]))
+    return {"query_words": words, "mode": mode, "hits": ranked[:LIBRARY_HITS]}
+
+
+def _turns(session) -> list[dict]:
+    rows = list(
+        Turn.objects.filter(session=session)
+        .order_by("-ordinal")
+        .values("id", "ordinal", "role", "content", "created_at")[:MAX_TURNS]
+    )
+    return [
+        {**row, "id": str(row["id"]), "content": row["content"][:MAX_TURN_CHARS], "created_at": _iso(row["created_at"])}
+        for row in reversed(rows)
+    ]
+
+
+def _questions(session) -> list[dict]:
+    return [
+        {**row, "id": str(row["id"]), "created_at": _iso(row["created_at"])}
+        for row in SessionQuestion.objects.filter(session=session)
+        .order_by("sequence")
+        .values("id", "sequence", "question", "source_refs", "asked_by", "created_at")
+    ]
+
+
+def _confirmed(book) -> list[dict]:
+    return [
+        {**row, "id": str(row["id"]), "created_at": _iso(row["created_at"])}
+        for row in Observation.objects.filter(session__book=book, status=Observation.Status.CONFIRMED)
+        .order_by("created_at")
+        .values("id", "key", "value", "provenance", "created_at")
+    ]
+
+
+def _thrusts(session) -> list[dict]:
+    return [
+        {**row, "id": str(row["id"]), "created_at": _iso(row["created_at"])}
+        for row in ThrustCandidate.objects.filter(session=session)
+        .order_by("created_at")
+        .values(
+            "id",
+            "kind",
+            "status",
+            "proposed_by",
+            "title",
+            "main_thrust",
+            "character_engine",
+            "central_conflict",
+            "reader_promise",
+            "ending_shape",
+            "created_at",
+        )
+    ]
+
+
+def _charters(book) -> list[dict]:
+    return [
+        {
+            "id": str(row["id"]),
+            "version": row["version"],
+            "status": row["status"],
+            "proposed_by": row["proposed_by"],
+            "main_thrust": (row["content"] or {}).get("main_thrust", ""),
+            "created_at": _iso(row["created_at"]),
+        }
+        for row in StoryCharter.objects.filter(book=book)
+        .order_by("version")
+        .values("id", "version", "status", "proposed_by", "content", "created_at")
+    ]
+
+
+def _proposed_claims(access: BookAccess) -> list[dict]:
+    """Proposed claims in the bases the role may read (never series canon for Luna)."""
+    from approvals.models import Approval, ApprovalKind
+
+    bases, _ = readable_bases(book_bases(access.book), access.caps)
+    claims = list(
+        KnowledgeClaim.objects.filter(base_id__in=[b["id"] for b in bases], status=KnowledgeClaim.Status.PROPOSED)
+        .order_by("created_at")
+        .values("id", "subject", "predicate", "value", "provenance", "source_refs", "evidence", "base__scope")
+    )
+    requested = set(
+        Approval.objects.filter(
+            book=access.book,
+            kind=ApprovalKind.CANON_PROMOTION,
+            status=Approval.Status.PENDING,
+            subject_id__in=[str(c["id"]) for c in claims],
+        ).values_list("subject_id", flat=True)
+    )
+    return [
+        {
+            **{k: v for k, v in claim.items() if k != "base__scope"},
+            "id": str(claim["id"]),
+            "scope": claim["base__scope"],
+            "approval_requested": str(claim["id"]) in requested,
+        }
+        for claim in claims
+    ]
+
+
+def _handoffs(book) -> list[dict]:
+    return [
+        {**row, "id": str(row["id"]), "created_at": _iso(row["created_at"])}
+        for row in Handoff.objects.filter(book=book)
+        .order_by("created_at")
+        .values("id", "from_role", "to_role", "decision", "status", "created_at")
+    ]
+
+
+def _handoff(run: AgentRun) -> dict | None:
+    if not run.handoff_id:
+        return None
+    handoff = Handoff.objects.filter(pk=run.handoff_id, book=run.book).first()
+    if handoff is None:
+        return None
+    return {
+        "id": str(handoff.pk),
+        "from_role": handoff.from_role,
+        "to_role": handoff.to_role,
+        "decision": handoff.decision,
+        "allowed_sources": handoff.allowed_sources,
+        "statements": handoff.statements,
+        "status": handoff.status,
+    }
+
+
+def _loop(book) -> dict:
+    meta = LoopMeta.objects.filter(book=book).first()
+    if meta is None:
+        return {}
+    pending = meta.book.loop_cards.filter(status=CardStatus.PENDING).values_list("gate", "summary").first()
+    return {
+        "gate": meta.gate,
+        "status": meta.status,
+        "bound": meta.bound,
+        "pending_card": {"gate": pending[0], "summary": pending[1]} if pending else None,
+        "reruns_queued": LensRerun.objects.filter(book=book, status=RerunStatus.QUEUED).count(),
+        # What the controller would be told if it asked for G2 or G3 now (reads only).
+        "g2_reasons": g2_reasons(book) if meta.gate == "G2" else [],
+        "g3_reasons": g3_reasons(book) if meta.gate == "G3" else [],
+    }
+
+
+# What each task looks up beyond its dossier, and the capability each look-up needs.
+LOOKUPS = {
+    AgentTask.NEXT_QUESTION: (
+        "turns",
+        "questions",
+        "confirmed_observations",
+        "thrusts",
+        "charters",
+        "proposed_claims",
+        "handoffs",
+        "loop",
+    ),
+    AgentTask.GUIDANCE: ("handoff", "library"),
+    AgentTask.CONTRADICTIONS: ("handoff", "confirmed_observations", "proposed_claims"),
+    AgentTask.THRUSTS: ("handoff", "turns", "confirmed_observations", "thrusts"),
+    AgentTask.CHARTER: ("handoff", "turns", "confirmed_observations", "thrusts", "charters"),
+}
+LOOKUP_CAP = {"library": Cap.LITERARY_READ, "proposed_claims": Cap.BOOK_READ}
+
+
+def looked_up(access: BookAccess, run: AgentRun) -> dict:
+    """What ``run``'s task reads beyond its dossier, each through the role's access."""
+    book = access.book
+    session = current_session(book)
+    handoff = _handoff(run)
+    readers = {
+        "turns": lambda: _turns(session),
+        "questions": lambda: _questions(session),
+        "confirmed_observations": lambda: _confirmed(book),
+        "thrusts": lambda: _thrusts(session),
+        "charters": lambda: _charters(book),
+        "proposed_claims": lambda: _proposed_claims(access),
+        "handoffs": lambda: _handoffs(book),
+        "loop": lambda: _loop(book),
+        "handoff": lambda: handoff,
+        "library": lambda: library_hits(access, handoff["decision"] if handoff else ""),
+    }
+    extras: dict = {"current_question": session.current_question if session else ""}
+    for name in LOOKUPS[run.task]:
+        access.require(LOOKUP_CAP.get(name, Cap.DISCOVERY_READ))
+        extras[name] = readers[name]()
+    return extras
+
+
+def run_context(access: BookAccess, run: AgentRun, dossier_content: dict, extras: dict) -> dict:
+    """The whole of what the provider is given: the task, the book, the dossier and the look-ups."""
+    book = access.book
+    return {
+        "task": run.task,
+        "role": run.role,
+        "book": {"id": str(book.pk), "title": book.title, "premise": book.premise, "genre_pack": book.genre_pack},
+        "dossier": dossier_content,
+        **extras,
+    }

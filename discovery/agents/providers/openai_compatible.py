@@ -1,0 +1,158 @@
+"""The openai-compatible provider: any chat-completions server (a hosted model, or a local one
+through Ollama, vLLM or LM Studio), through the ``openai`` package.
+
+The model is told its role, the task, the JSON schema of the plan it must answer with (the same
+input schemas as the API) and the run's context as JSON. Its reply must be one JSON object; the
+runner validates it before anything is written. Every failure (unreachable, an error status, a
+reply that is empty, too large or not JSON) is a ``ProviderError``: the run fails and writes nothing.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+
+from .base import ProviderError, Reply
+
+CONTEXT_START = "<<<CONTEXT"
+CONTEXT_END = "CONTEXT>>>"
+
+ROLE_BRIEF = {
+    "sol": (
+        "You are Sol, the coordinator of a book's discovery. You choose the next consequential question for the "
+        "author and cite what prompted it, hand bounded work to Luna and structural work to Terra, ask the "
+        "author to decide proposals that are ready, and raise the current gate's card when its preconditions "
+        "hold. You never decide: the author does."
+    ),
+    "terra": (
+        "You are Terra, the structural specialist. You draft story-thrust candidates and Story Charter versions. "
+        "You propose; the author decides."
+    ),
+    "luna": (
+        "You are Luna, a bounded worker. You read the discovery, the scratchpad, the literary library and book "
+        "canon (never series canon) and write scratchpad entries only, each citing what it draws on."
+    ),
+}
+TASK_BRIEF = {
+    "next-question": "Plan Sol's pass: the next question, handoffs, approval requests and the gate card.",
+    "guidance": (
+        "Answer the handoff: write observations drawn from the library hits in the context, each citing its "
+        'chunk ({"type": "chunk", "id": chunk_id}) with provenance literary-guidance, and return the result '
+        "(facts, inferences, options, questions)."
+    ),
+    "contradictions": (
+        "Compare the observations and proposed claims with the approved canon claims in the dossier; write one "
+        "contradiction entry per conflict, citing both sides."
+    ),
+    "thrusts": "Draft three thrust candidates (core, stretch, wild) from the premise and the observations.",
+    "charter": (
+        "Draft a Story Charter version from the confirmed observations, citing them; list every field the "
+        "author has not confirmed under productive_unknowns."
+    ),
+}
+
+
+@functools.cache
+def plan_schema(task: str) -> dict:
+    """The JSON schema of the task's plan (the API's input schemas inside), built once per process."""
+    from ..schemas import PLANS
+
+    return PLANS[task].model_json_schema()
+
+
+def messages_for(task: str, role: str, schema: dict, context: dict) -> list[dict]:
+    system = (
+        f"{ROLE_BRIEF[role]}\n\nTask: {TASK_BRIEF[task]}\n\n"
+        "Answer with one JSON object and nothing else, valid against this JSON schema:\n"
+        + json.dumps(schema, separators=(",", ":"))
+        + "\nCite only ids that appear in the context. Say what you did not do, and why, in notes."
+    )
+    user = f"{CONTEXT_START}\n{json.dumps(context, ensure_ascii=False, default=str)}\n{CONTEXT_END}"
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+def context_of(messages: list[dict]) -> dict:
+    """The context sent in ``messages`` (what a stub server reads back)."""
+    text = messages[-1]["content"]
+    start, end = text.index(CONTEXT_START) + len(CONTEXT_START), text.rindex(CONTEXT_END)
+    return json.loads(text[start:end])
+
+
+def parse_reply(text: str | None, *, max_chars: int) -> dict:
+    """The JSON object in a model's reply (a ```json fence is tolerated), or a ProviderError."""
+    if not text or not text.strip():
+        raise ProviderError("the model's reply was empty")
+    if len(text) > max_chars:
+        raise ProviderError(f"the model's reply is {len(text)} characters; the limit is {max_chars}")
+    body = text.strip()
+    fenced = re.fullmatch(r"```(?:json)?\s*(.*?)\s*```", body, re.S)
+    if fenced:
+        body = fenced.group(1)
+    try:
+        data = json.loads(body)
+    except ValueError as exc:
+        raise ProviderError(f"the model's reply is not JSON ({exc.msg} at character {exc.pos})") from None
+    if not isinstance(data, dict):
+        raise ProviderError("the model's reply is JSON but not an object")
+    return data
+
+
+class OpenAICompatibleProvider:
+    name = "openai-compatible"
+
+    def __init__(self, *, model: str, options: dict):
+        self.model = model
+        self.options = options
+
+    def _client(self):
+        from openai import OpenAI  # imported here: only runs that use a model pay for it
+
+        return OpenAI(
+            base_url=self.options["BASE_URL"],
+            # Local servers (Ollama, vLLM, LM Studio) ignore the key, but the client wants one.
+            api_key=self.options.get("API_KEY") or "not-needed",
+            timeout=self.options.get("TIMEOUT", 120),
+            max_retries=self.options.get("MAX_RETRIES", 2),
+        )
+
+    def _response_format(self, task: str, schema: dict) -> dict:
+        kind = self.options.get("RESPONSE_FORMAT", "json_object")
+        if kind == "json_schema":
+            return {
+                "response_format": {"type": "json_schema", "json_schema": {"name": f"{task}_plan", "schema": schema}}
+            }
+        if kind == "json_object":
+            return {"response_format": {"type": "json_object"}}
+        return {}
+
+    def plan(self, task: str, context: dict, *, role: str) -> Reply:
+        import openai
+
+        schema = plan_schema(task)
+        try:
+            completion = self._client().chat.completions.create(
+                model=self.model,
+                messages=messages_for(task, role, schema, context),
+                temperature=0,
+                max_tokens=self.options.get("MAX_TOKENS", 4000),
+                **self._response_format(task, schema),
+            )
+        except openai.APITimeoutError:
+            raise ProviderError("the model did not answer in time") from None
+        except openai.APIConnectionError as exc:
+            raise ProviderError(f"the model server could not be reached ({exc.__class__.__name__})") from None
+        except openai.APIStatusError as exc:
+            raise ProviderError(f"the model server answered {exc.status_code}: {str(exc)[:300]}") from None
+        except openai.OpenAIError as exc:
+            raise ProviderError(f"the model call failed: {str(exc)[:300]}") from None
+        choices = getattr(completion, "choices", None) or []
+        usage = getattr(completion, "usage", None)
+        tokens = int(getattr(usage, "total_tokens", 0) or 0) if usage is not None else 0
+        if not choices or choices[0].message is None:
+            raise ProviderError("the model's reply had no message", tokens=tokens)
+        try:
+            data = parse_reply(choices[0].message.content, max_chars=self.options.get("MAX_REPLY_CHARS", 100_000))
+        except ProviderError as exc:
+            raise ProviderError(str(exc), tokens=tokens) from None
+        return Reply(data=data, tokens=tokens)

@@ -1,0 +1,174 @@
+"""The agents' schemas: the API's input and output, and the plan each task returns.
+
+A plan is what a provider answers (the offline rules or a model): it is built from the same
+input schemas as the API (``discovery/schemas.py``, ``discovery/loop/schemas.py``), so a model's
+reply is validated exactly as an outside agent's request would be, before anything is written.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Literal
+
+from ninja import Field, Schema
+from pydantic import model_validator
+
+from discovery.loop.schemas import GateIn
+from discovery.models import Provenance, ScratchpadEntryKind
+from discovery.schemas import (
+    CharterIn,
+    EntryIn,
+    HandoffIn,
+    HandoffResultIn,
+    QuestionSetIn,
+    ThrustIn,
+)
+from novelgraph.schemas import LONG_TEXT, Text
+
+from .models import AgentTask, Provider
+
+MAX_PLAN_ITEMS = 10
+NOTE = Text(1_000)
+
+
+# --- API ---------------------------------------------------------------------------
+
+
+class AgentRunIn(Schema):
+    """Queue one role's task for the book. Guidance needs a topic (handed to Luna first) or an open
+    handoff to Luna; Terra's tasks may answer an open handoff to Terra."""
+
+    task: AgentTask
+    topic: Text(500, required=False) | None = Field(
+        None, description="guidance: what Luna should look for in the library (she is handed it as a handoff)"
+    )
+    handoff_id: uuid.UUID | None = Field(None, description="an open handoff to the task's role that the run answers")
+    provider: Provider | None = Field(None, description="default: the server's NOVELGRAPH_AGENT_PROVIDER")
+
+
+class RunOutputOut(Schema):
+    type: str
+    id: str
+
+
+class AgentRunOut(Schema):
+    id: uuid.UUID
+    book_id: uuid.UUID
+    role: str
+    task: str
+    input: dict
+    provider: str
+    model: str
+    dossier_id: uuid.UUID | None
+    status: str
+    reason: str
+    notes: list[str]
+    written: list[RunOutputOut]
+    parent_id: uuid.UUID | None
+    requested_by_role: str
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    duration_ms: int | None
+    tokens: int
+    cost: float
+
+    @staticmethod
+    def resolve_written(run) -> list[dict]:
+        return [{"type": out.type, "id": out.object_id} for out in run.outputs.all()]
+
+
+# --- Plans: what a provider answers for each task -------------------------------------------
+
+
+class PlannedHandoff(Schema):
+    """Work Sol hands to Luna or Terra, and the task their run does with it."""
+
+    task: Literal["guidance", "contradictions", "thrusts", "charter"]
+    handoff: HandoffIn
+
+    @model_validator(mode="after")
+    def _task_of_the_target(self):
+        wanted = "luna" if self.task in ("guidance", "contradictions") else "terra"
+        if self.handoff.to_role != wanted:
+            raise ValueError(f"the {self.task} task is {wanted}'s; hand it to {wanted}")
+        return self
+
+
+class ApprovalAsk(Schema):
+    claim_id: uuid.UUID
+    note: Text(LONG_TEXT, required=False) = ""
+
+
+class GateAsk(GateIn):
+    gate: Literal["G0", "G1", "G1.5", "G2", "G3"]
+
+
+class SolPlan(Schema):
+    """Sol's pass: the next question (citing what prompted it), the work handed on, the approvals
+    requested for proposals that are ready, and the current gate's card when its preconditions hold."""
+
+    question: QuestionSetIn | None = None
+    handoffs: list[PlannedHandoff] = Field(default_factory=list, max_length=MAX_PLAN_ITEMS)
+    approval_requests: list[ApprovalAsk] = Field(default_factory=list, max_length=MAX_PLAN_ITEMS)
+    gate: GateAsk | None = None
+    notes: list[NOTE] = Field(default_factory=list, max_length=MAX_PLAN_ITEMS)
+
+
+class GuidancePlan(Schema):
+    """Luna, for a handoff question: observations drawn from library chunks (each citing its chunk),
+    and the handoff's result."""
+
+    observations: list[EntryIn] = Field(default_factory=list, max_length=MAX_PLAN_ITEMS)
+    result: HandoffResultIn
+    notes: list[NOTE] = Field(default_factory=list, max_length=MAX_PLAN_ITEMS)
+
+    @model_validator(mode="after")
+    def _guidance_cites_the_library(self):
+        for i, entry in enumerate(self.observations):
+            if entry.kind != ScratchpadEntryKind.OBSERVATION or entry.provenance != Provenance.LITERARY_GUIDANCE:
+                raise ValueError(f"observations[{i}] must be an observation with provenance literary-guidance")
+        return self
+
+
+class ContradictionsPlan(Schema):
+    """Luna: contradiction entries, each naming both sides (two typed references)."""
+
+    contradictions: list[EntryIn] = Field(default_factory=list, max_length=MAX_PLAN_ITEMS)
+    result: HandoffResultIn | None = None
+    notes: list[NOTE] = Field(default_factory=list, max_length=MAX_PLAN_ITEMS)
+
+    @model_validator(mode="after")
+    def _both_sides_named(self):
+        for i, entry in enumerate(self.contradictions):
+            typed = [ref for ref in entry.source_refs if ref.type != "other"]
+            if entry.kind != ScratchpadEntryKind.CONTRADICTION or len(typed) < 2:
+                raise ValueError(f"contradictions[{i}] must be a contradiction citing both sides")
+        return self
+
+
+class ThrustsPlan(Schema):
+    """Terra: thrust candidates (core, stretch, wild) from the premise and the observations."""
+
+    thrusts: list[ThrustIn] = Field(min_length=1, max_length=3)
+    result: HandoffResultIn | None = None
+    notes: list[NOTE] = Field(default_factory=list, max_length=MAX_PLAN_ITEMS)
+
+
+class CharterPlan(Schema):
+    """Terra: a Story Charter version from the confirmed observations, what is unknown listed as
+    productive unknowns."""
+
+    charter: CharterIn
+    result: HandoffResultIn | None = None
+    notes: list[NOTE] = Field(default_factory=list, max_length=MAX_PLAN_ITEMS)
+
+
+PLANS: dict[str, type[Schema]] = {
+    AgentTask.NEXT_QUESTION: SolPlan,
+    AgentTask.GUIDANCE: GuidancePlan,
+    AgentTask.CONTRADICTIONS: ContradictionsPlan,
+    AgentTask.THRUSTS: ThrustsPlan,
+    AgentTask.CHARTER: CharterPlan,
+}

@@ -1,0 +1,55 @@
+"""Reads of agent runs, shared by the API and the pages (a fixed number of queries each)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db.models import Prefetch, QuerySet
+
+from discovery.access import BookAccess, Cap
+from novelgraph.errors import NotFound
+
+from .models import AgentRun, AgentRunOutput, RunStatus
+
+
+def agent_run_get(run_id: Any) -> AgentRun:
+    """A run with its book, so the edge resolves access from ``run.book``."""
+    try:
+        return AgentRun.objects.select_related("book__series", "book__owner").get(pk=run_id)
+    except (AgentRun.DoesNotExist, ValidationError, ValueError, TypeError):
+        raise NotFound("run not found") from None
+
+
+def runs_for(access: BookAccess) -> QuerySet[AgentRun]:
+    """The book's runs, newest first, with what each wrote. An agent sees only its own role's runs
+    (what another role looked up is not its to read), as with dossiers."""
+    access.require(Cap.DISCOVERY_READ)
+    runs = (
+        AgentRun.objects.filter(book=access.book)
+        .prefetch_related(Prefetch("outputs", queryset=AgentRunOutput.objects.order_by("position")))
+        .order_by("-created_at")
+    )
+    if access.is_agent:
+        runs = runs.filter(role=access.role)
+    return runs
+
+
+def run_readable(access: BookAccess, run: AgentRun) -> AgentRun:
+    access.require(Cap.DISCOVERY_READ)
+    if access.is_agent and run.role != access.role:
+        raise NotFound("run not found")
+    return run
+
+
+def produced_by(kind: str, object_ids) -> dict[str, AgentRun]:
+    """Which run wrote each of these objects (one query): ``{object_id: run}``."""
+    ids = [str(pk) for pk in object_ids]
+    if not ids:
+        return {}
+    rows = AgentRunOutput.objects.filter(type=kind, object_id__in=ids).select_related("run")
+    return {row.object_id: row.run for row in rows}
+
+
+def has_active_runs(runs) -> bool:
+    return any(run.status in (RunStatus.QUEUED, RunStatus.RUNNING) for run in runs)

@@ -1,0 +1,366 @@
+"""Agent runs: queue one, and run it once.
+
+A run writes only through the services the API calls, as a principal of its role scoped to its
+book (``context.agent_access``), with payloads built from the same input schemas; every
+capability check, validation and log rule applies unchanged. A run that fails, or whose plan does
+not validate, writes nothing (its writes share one transaction) and is recorded as failed with the
+reason, in its own transaction. Its cost counts against the loop's cost budget either way.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from django.conf import settings
+from django.db import OperationalError, transaction
+from django.utils import timezone
+from django_tasks import task
+from pydantic import ValidationError as PydanticValidationError
+
+from discovery.access import BookAccess, Cap
+from discovery.loop.models import LoopMeta
+from discovery.loop.services import cost_charge, gate_request
+from discovery.loop.services.base import refuse_when_paused
+from discovery.models import Handoff, ScratchpadEntry
+from discovery.schemas import HandoffIn, HandoffResultIn
+from discovery.selectors import current_session
+from discovery.services import (
+    charter_propose,
+    claim_request_approval,
+    dossier_store,
+    handoff_create,
+    handoff_return,
+    question_set,
+    scratchpad_append,
+    thrust_propose,
+)
+from novelgraph.errors import Conflict, DomainError, Invalid, NotFound
+from novelgraph.schemas import field_of
+
+from .context import agent_access, looked_up, run_context
+from .models import TASK_ROLE, AgentRun, AgentRunOutput, AgentTask, OutputType, RunStatus
+from .providers import ProviderError, default_provider, model_of, provider_for
+from .schemas import PLANS, AgentRunIn, CharterPlan, ContradictionsPlan, GuidancePlan, SolPlan, ThrustsPlan
+
+logger = logging.getLogger(__name__)
+
+Outputs = list[tuple[str, Any]]
+
+
+# --- Queue a run ---------------------------------------------------------------------------
+
+
+def _open_handoff(access: BookAccess, handoff_id: Any, role: str, task: str) -> Handoff:
+    handoff = Handoff.objects.filter(pk=handoff_id, book=access.book).first()
+    if handoff is None:
+        raise NotFound("handoff not found", field="handoff_id")
+    if handoff.to_role != role:
+        raise Invalid(
+            f"handoff_id: this handoff is for {handoff.to_role}; the {task} task is {role}'s", field="handoff_id"
+        )
+    if handoff.status != Handoff.Status.OPEN:
+        raise Conflict("this handoff was already returned", code="already_returned", field="handoff_id")
+    return handoff
+
+
+def agent_run_start(*, access: BookAccess, payload: AgentRunIn, parent: AgentRun | None = None) -> AgentRun:
+    """Queue one role's task for the book and its background task, in one transaction.
+
+    Needs discovery:write (the author, or Sol handing work on). The book needs a discovery session
+    (409) and a loop that is not paused at a bound (409: bounds pause runaway work until the author's
+    verdict). Guidance is work handed to Luna: given a topic, the caller hands it to her first
+    (``handoff_create``); a named handoff must be open and addressed to the task's role.
+    """
+    access.require(Cap.DISCOVERY_WRITE)
+    book = access.book
+    role = TASK_ROLE[payload.task]
+    provider = payload.provider or (parent.provider if parent else default_provider())
+    model = parent.model if parent is not None and parent.provider == provider else model_of(provider)
+    if payload.topic and payload.task != AgentTask.GUIDANCE:
+        raise Invalid("topic: only the guidance task takes a topic", field="topic")
+    with transaction.atomic():
+        if current_session(book) is None:
+            raise Conflict("this book has no discovery session yet; start discovery first", code="no_session")
+        meta = LoopMeta.objects.filter(book=book).first()
+        if meta is not None:
+            refuse_when_paused(meta)
+        task_input: dict = {}
+        if payload.handoff_id is not None:
+            handoff = _open_handoff(access, payload.handoff_id, role, payload.task)
+            task_input["handoff_id"] = str(handoff.pk)
+        elif payload.task == AgentTask.GUIDANCE:
+            if not payload.topic:
+                raise Invalid("topic: say what Luna should look for in the library", field="topic")
+            statements = [{"text": book.premise[:5_000], "status": "fact"}] if book.premise else []
+            handoff = handoff_create(
+                access=access,
+                payload=HandoffIn(
+                    to_role="luna",
+                    decision=f"Look in the library for guidance on {payload.topic}",
+                    statements=statements,
+                ),
+            )
+            task_input = {"handoff_id": str(handoff.pk), "topic": payload.topic}
+        run = AgentRun.objects.create(
+            book=book,
+            role=role,
+            task=payload.task,
+            input=task_input,
+            provider=provider,
+            model=model,
+            requested_by=access.user,
+            requested_by_role=access.role,
+            parent=parent,
+        )
+        result = run_agent.enqueue(str(run.pk))
+        run.task_result_id = str(result.id)
+        run.save(update_fields=["task_result_id", "updated_at"])
+    return run
+
+
+# --- Run it -----------------------------------------------------------------------------------
+
+
+def validated_plan(task: str, data: Any):
+    """The provider's answer as the task's plan schema, or a 422 naming the first bad field."""
+    try:
+        return PLANS[task].model_validate(data)
+    except PydanticValidationError as exc:
+        first = exc.errors()[0]
+        field = field_of(first.get("loc", ()))
+        raise Invalid(f"the reply does not validate: {field}: {first.get('msg', 'invalid')}", field=field) from None
+
+
+def _claim(run_id: Any) -> AgentRun | None:
+    """queued -> running under the run's row lock: a run that is not queued is not run again."""
+    with transaction.atomic():
+        run = (
+            AgentRun.objects.select_for_update(of=("self",))
+            .select_related("book__owner", "book__series")
+            .filter(pk=run_id)
+            .first()
+        )
+        if run is None or run.status != RunStatus.QUEUED:
+            return None
+        run.status = RunStatus.RUNNING
+        run.started_at = timezone.now()
+        run.save(update_fields=["status", "started_at", "updated_at"])
+    return run
+
+
+# Deadlock detected, serialization failure: PostgreSQL aborted the transaction so that another could
+# go on. A run's writes are all or nothing, so trying them again is safe.
+TRANSIENT_SQLSTATES = {"40P01", "40001"}
+ATTEMPTS = 4
+
+
+def with_retries(write):
+    """``write()`` (one transaction), tried again when the database aborted it for a deadlock."""
+    for attempt in range(1, ATTEMPTS + 1):
+        try:
+            return write()
+        except OperationalError as exc:
+            if getattr(exc.__cause__, "sqlstate", None) not in TRANSIENT_SQLSTATES or attempt == ATTEMPTS:
+                raise
+            time.sleep(0.05 * attempt)
+    return None
+
+
+def _cost(tokens: int) -> float:
+    options = settings.NOVELGRAPH_AGENTS
+    return round(options["RUN_COST"] + tokens / 1000 * options["COST_PER_1K_TOKENS"], 4)
+
+
+def _settle(
+    run: AgentRun, *, status: str, began: float, tokens: int, notes: list[str], reason: str = "", worked: bool = True
+) -> None:
+    """Record how the run ended and charge its cost (call inside a transaction). A run that never
+    started work (the loop was paused) costs nothing."""
+    cost = _cost(tokens) if worked else 0.0
+    AgentRun.objects.filter(pk=run.pk).update(
+        status=status,
+        reason=reason[:5_000],
+        notes=[n[:1_000] for n in notes][:20],
+        finished_at=timezone.now(),
+        duration_ms=int((time.monotonic() - began) * 1000),
+        tokens=tokens,
+        cost=cost,
+        updated_at=timezone.now(),
+    )
+    cost_charge(book=run.book, amount=cost)
+
+
+def _fail(run: AgentRun, reason: str, *, began: float, tokens: int, worked: bool) -> None:
+    with_retries(lambda: _record_failure(run, reason, began=began, tokens=tokens, worked=worked))
+
+
+def _record_failure(run: AgentRun, reason: str, *, began: float, tokens: int, worked: bool) -> None:
+    with transaction.atomic():
+        _settle(
+            run,
+            status=RunStatus.FAILED,
+            began=began,
+            tokens=tokens,
+            notes=["Nothing was written."],
+            reason=reason,
+            worked=worked,
+        )
+
+
+def agent_run_execute(*, run_id: Any) -> AgentRun | None:
+    """Run a queued run once: take a fresh dossier for its role, look up what its task needs, ask its
+    provider for a plan, validate it, and write it through the services in one transaction."""
+    run = _claim(run_id)
+    if run is None:
+        return AgentRun.objects.filter(pk=run_id).first()
+    began, tokens, worked = time.monotonic(), 0, False
+    try:
+        access = agent_access(run)
+        meta = LoopMeta.objects.filter(book=run.book).first()
+        if meta is not None:
+            refuse_when_paused(meta)
+        worked = True
+        dossier = with_retries(lambda: dossier_store(book=run.book, agent_role=run.role, requested_by=run.requested_by))
+        extras = looked_up(access, run)
+        AgentRun.objects.filter(pk=run.pk).update(dossier=dossier, looked_up=extras)
+        context = run_context(access, run, dossier.content, extras)
+        reply = provider_for(run.provider, run.model).plan(run.task, context, role=run.role)
+        tokens = reply.tokens
+        plan = validated_plan(run.task, reply.data)
+
+        def write() -> None:
+            with transaction.atomic():
+                outputs, notes = APPLY[run.task](access, run, plan)
+                AgentRunOutput.objects.bulk_create(
+                    AgentRunOutput(run=run, type=kind, object_id=str(object_id), position=i)
+                    for i, (kind, object_id) in enumerate(outputs)
+                )
+                _settle(run, status=RunStatus.DONE, began=began, tokens=tokens, notes=[*plan.notes, *notes])
+
+        with_retries(write)
+    except ProviderError as exc:
+        _fail(run, f"{run.provider} provider: {exc}", began=began, tokens=exc.tokens or tokens, worked=worked)
+    except DomainError as exc:
+        where = f" ({exc.field})" if exc.field else ""
+        _fail(run, f"refused{where}: {exc.message}", began=began, tokens=tokens, worked=worked)
+    except Exception as exc:
+        logger.exception("agent run %s failed", run.pk)
+        reason = f"internal error ({exc.__class__.__name__}); nothing was written"
+        _fail(run, reason, began=began, tokens=tokens, worked=worked)
+    return AgentRun.objects.get(pk=run.pk)
+
+
+# --- What each task writes ------------------------------------------------------------------
+
+
+def _run_handoff(run: AgentRun) -> Handoff | None:
+    return Handoff.objects.filter(pk=run.handoff_id).first() if run.handoff_id else None
+
+
+def _answer_handoff(access: BookAccess, run: AgentRun, result: HandoffResultIn | None) -> Outputs:
+    """A run that answers a handoff returns its result (each item becomes an entry linked to it)."""
+    handoff = _run_handoff(run)
+    if handoff is None:
+        return []
+    if result is None:
+        raise Invalid("result: a run that answers a handoff returns its result", field="result")
+    handoff_return(access=access, handoff=handoff, payload=result)
+    entries = ScratchpadEntry.objects.filter(handoff=handoff).order_by("sequence").values_list("pk", flat=True)
+    return [(OutputType.ENTRY, pk) for pk in entries]
+
+
+def _session(access: BookAccess):
+    session = current_session(access.book)
+    if session is None:
+        raise Conflict("this book has no discovery session yet; start discovery first", code="no_session")
+    return session
+
+
+def apply_sol(access: BookAccess, run: AgentRun, plan: SolPlan) -> tuple[Outputs, list[str]]:
+    outputs: Outputs = []
+    notes: list[str] = []
+    if plan.question is not None:
+        asked = question_set(access=access, session=_session(access), payload=plan.question)
+        outputs.append((OutputType.QUESTION, asked.pk))
+    for item in plan.handoffs:
+        handoff = handoff_create(access=access, payload=item.handoff)
+        child = agent_run_start(
+            access=access,
+            payload=AgentRunIn(task=item.task, handoff_id=handoff.pk, provider=run.provider),
+            parent=run,
+        )
+        outputs += [(OutputType.HANDOFF, handoff.pk), (OutputType.RUN, child.pk)]
+    for ask in plan.approval_requests:
+        approval = claim_request_approval(access=access, claim_id=ask.claim_id, note=ask.note)
+        outputs.append((OutputType.APPROVAL, approval.pk))
+    if plan.gate is not None:
+        ask = plan.gate.dict()
+        gate = ask.pop("gate")
+        ask["reversibility_class"] = plan.gate.reversibility_class.value
+        result = gate_request(access=access, gate=gate, **ask)
+        outputs.append((OutputType.CARD, result["card"].pk))
+        if result.get("approval_id"):
+            outputs.append((OutputType.APPROVAL, result["approval_id"]))
+        notes.append(f"{gate}: {result['outcome']}.")
+    return outputs, notes
+
+
+def apply_guidance(access: BookAccess, run: AgentRun, plan: GuidancePlan) -> tuple[Outputs, list[str]]:
+    handoff = _run_handoff(run)
+    if handoff is None:
+        raise Invalid("handoff_id: guidance answers a handoff to Luna", field="handoff_id")
+    outputs: Outputs = [
+        (OutputType.ENTRY, scratchpad_append(access=access, session=handoff.session, payload=entry).pk)
+        for entry in plan.observations
+    ]
+    return outputs + _answer_handoff(access, run, plan.result), []
+
+
+def apply_contradictions(access: BookAccess, run: AgentRun, plan: ContradictionsPlan) -> tuple[Outputs, list[str]]:
+    session = _session(access)
+    outputs: Outputs = [
+        (OutputType.ENTRY, scratchpad_append(access=access, session=session, payload=entry).pk)
+        for entry in plan.contradictions
+    ]
+    return outputs + _answer_handoff(access, run, plan.result), []
+
+
+def apply_thrusts(access: BookAccess, run: AgentRun, plan: ThrustsPlan) -> tuple[Outputs, list[str]]:
+    session = _session(access)
+    outputs: Outputs = [
+        (OutputType.THRUST, thrust_propose(access=access, session=session, payload=thrust).pk)
+        for thrust in plan.thrusts
+    ]
+    return outputs + _answer_handoff(access, run, plan.result), []
+
+
+def apply_charter(access: BookAccess, run: AgentRun, plan: CharterPlan) -> tuple[Outputs, list[str]]:
+    charter = charter_propose(access=access, payload=plan.charter)
+    outputs: Outputs = [(OutputType.CHARTER, charter.pk), (OutputType.APPROVAL, charter.approval_id)]
+    return outputs + _answer_handoff(access, run, plan.result), [f"Proposed Story Charter v{charter.version}."]
+
+
+APPLY = {
+    AgentTask.NEXT_QUESTION: apply_sol,
+    AgentTask.GUIDANCE: apply_guidance,
+    AgentTask.CONTRADICTIONS: apply_contradictions,
+    AgentTask.THRUSTS: apply_thrusts,
+    AgentTask.CHARTER: apply_charter,
+}
+
+
+# --- Background work ---------------------------------------------------------------------------
+
+
+@task()
+def run_agent(run_id: str) -> str:
+    """The background task of a queued run (django-tasks; ``python manage.py db_worker`` runs it).
+
+    The database backend stores it in the transaction that records the run; each worker claims a
+    task with ``SELECT ... FOR UPDATE SKIP LOCKED`` and ``agent_run_execute`` moves the run from
+    queued to running under its row lock, so however many workers share the database, a run runs once.
+    """
+    run = agent_run_execute(run_id=run_id)
+    return run.status if run is not None else "missing"

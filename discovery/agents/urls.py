@@ -1,0 +1,9 @@
+from django.urls import path
+
+from . import views
+
+app_name = "agents"
+urlpatterns = [
+    path("books/<uuid:book_id>/agents/", views.runs, name="runs"),
+    path("books/<uuid:book_id>/agents/start/", views.start, name="start"),
+]

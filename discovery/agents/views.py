@@ -1,0 +1,144 @@
+"""The agents in the browser: buttons that queue a run where the author wants one, the runs'
+progress in place (HTMX polling while a run is queued or running), and the runs page.
+
+Writes go through ``services.agent_run_start`` like the API; a refused start shows inline.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from discovery.access import BookAccess, Cap, page_access
+from discovery.selectors import current_session
+from novelgraph.errors import DomainError
+from novelgraph.schemas import parse_form
+
+from .models import AgentRun, AgentTask
+from .schemas import AgentRunIn
+from .selectors import has_active_runs, runs_for
+from .services import agent_run_start
+
+PANEL_RUNS = 6
+# What each role does, for the empty states (no agent has run on the book yet).
+WHAT_THEY_DO = [
+    (
+        "sol",
+        "chooses the next consequential question and cites what prompted it, hands work to Terra and Luna, "
+        "asks you to decide proposals that are ready and raises the current gate's card",
+    ),
+    (
+        "luna",
+        "looks for guidance in the literary library, citing the passages she draws on, and names "
+        "contradictions between what has been said and approved canon",
+    ),
+    (
+        "terra",
+        "drafts thrust candidates (core, stretch, wild) and a Story Charter from your confirmed "
+        "observations, listing what is still unknown",
+    ),
+]
+
+
+def agents_panel(
+    request: HttpRequest, access: BookAccess, *, error: DomainError | None = None, limit: int = PANEL_RUNS
+):
+    """The panel's context: the latest runs and whether the visitor may start one."""
+    book = access.book
+    runs = list(runs_for(access).select_related("parent")[:limit])
+    return {
+        "book": book,
+        "runs": runs,
+        "active": has_active_runs(runs),
+        "watch": ",".join(str(run.pk) for run in runs if run.active),
+        "can_start": access.holds(Cap.DISCOVERY_WRITE) and not access.is_agent,
+        "started": current_session(book) is not None,
+        "start_url": reverse("agents:start", args=[book.pk]),
+        "runs_url": reverse("agents:runs", args=[book.pk]),
+        "next": request.get_full_path() if request.method == "GET" else request.POST.get("next", ""),
+        "what_they_do": WHAT_THEY_DO,
+        "error": error,
+        "limit": limit,
+    }
+
+
+def _finished(watch: str, runs: list[AgentRun]) -> bool:
+    """Whether a run the page was watching has finished since (its results are now in the scratchpad)."""
+    watched = {part for part in watch.split(",") if part}
+    return any(str(run.pk) in watched and not run.active for run in runs) or bool(
+        watched - {str(run.pk) for run in runs}
+    )
+
+
+def _runs_fragment(request: HttpRequest, access: BookAccess, *, error=None, status: int = 200) -> HttpResponse:
+    asked = request.GET.get("limit") or request.POST.get("limit") or ""
+    limit = int(asked) if asked.isdigit() else PANEL_RUNS
+    context = agents_panel(request, access, error=error, limit=max(1, min(limit, 200)))
+    response = render(request, "agents/_panel.html#runs", {"agents": context}, status=status)
+    if _finished(request.GET.get("watch", ""), context["runs"]):
+        response["HX-Trigger"] = "agents-finished"
+    return response
+
+
+@login_required
+def runs(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
+    """Every run on the book, newest first (HTMX: the runs list alone, polled while one is active)."""
+    access = page_access(request, book_id, Cap.DISCOVERY_READ)
+    if request.htmx:
+        return _runs_fragment(request, access)
+    from discovery.views import book_links
+
+    return render(
+        request,
+        "agents/runs.html",
+        {
+            "book": access.book,
+            "role": access.role,
+            "links": book_links(access.book),
+            "agents": agents_panel(request, access, limit=200),
+        },
+    )
+
+
+def _safe_next(value: str, book_id) -> str:
+    return (
+        value
+        if value.startswith(f"/books/{book_id}/") and "//" not in value
+        else reverse("agents:runs", args=[book_id])
+    )
+
+
+@login_required
+@require_POST
+def start(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
+    """A button: queue a role's task through ``services.agent_run_start``; a refusal shows inline."""
+    access = page_access(request, book_id, Cap.DISCOVERY_READ)
+    data = {"task": request.POST.get("task", "")}
+    if request.POST.get("task") == AgentTask.GUIDANCE:
+        data["topic"] = request.POST.get("topic", "")
+    try:
+        agent_run_start(access=access, payload=parse_form(AgentRunIn, data))
+    except DomainError as exc:
+        if request.htmx:
+            return _runs_fragment(request, access, error=exc, status=exc.status)
+        from discovery.views import book_links
+
+        return render(
+            request,
+            "agents/runs.html",
+            {
+                "book": access.book,
+                "role": access.role,
+                "links": book_links(access.book),
+                "agents": agents_panel(request, access, error=exc, limit=200),
+            },
+            status=exc.status,
+        )
+    if request.htmx:
+        return _runs_fragment(request, access)
+    return redirect(_safe_next(request.POST.get("next", ""), access.book.pk))

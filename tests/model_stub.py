@@ -1,0 +1,94 @@
+"""A small chat-completions server for the openai-compatible provider's tests.
+
+It listens on 127.0.0.1 on an ephemeral port, is started and stopped by the test, and answers the
+way a model would: by default the offline rules' plan for the context it is sent (so the model
+provider can take the same flow as the offline one), or a chosen failure: a malformed reply, an
+oversized one, JSON that does not validate, a fenced reply, a server error.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from discovery.agents.providers.offline import plan_for
+from discovery.agents.providers.openai_compatible import context_of
+
+OVERSIZED_CHARS = 300_000
+
+
+class ModelStub:
+    def __init__(self) -> None:
+        self.mode = "plan"
+        self.override: dict | None = None
+        self.requests: list[dict] = []
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args) -> None:  # keep the test output quiet
+                pass
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+                stub.requests.append({"path": self.path, "body": body})
+                if self.path.rstrip("/") != "/v1/chat/completions":
+                    self._send(404, {"error": {"message": "not found"}})
+                elif stub.mode == "error":
+                    self._send(500, {"error": {"message": "the stub model fell over"}})
+                else:
+                    self._send(200, stub.completion(body))
+
+            def _send(self, status: int, payload: dict) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def start(self) -> ModelStub:
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join()
+
+    def content(self, body: dict) -> str:
+        if self.mode == "malformed":
+            return '{"question": {"question": "Who lit the lamp?", "source_refs": ['
+        if self.mode == "oversized":
+            return json.dumps({"notes": ["x" * OVERSIZED_CHARS]})
+        if self.mode == "invalid":
+            return json.dumps({"thrusts": [{"kind": "sideways", "title": ""}]})
+        if self.override is not None:
+            return json.dumps(self.override)
+        context = context_of(body["messages"])
+        plan = json.dumps(plan_for(context["task"], context))
+        return f"```json\n{plan}\n```" if self.mode == "fenced" else plan
+
+    def completion(self, body: dict) -> dict:
+        content = self.content(body)
+        prompt_tokens = sum(len(m["content"]) for m in body["messages"]) // 4
+        completion_tokens = len(content) // 4
+        return {
+            "id": f"stub-{len(self.requests)}",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body["model"],
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
+        }
