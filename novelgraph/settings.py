@@ -102,7 +102,7 @@ DATABASE_URL = os.environ.get("DATABASE_URL", "")
 # Parallel test runs on one machine (several checkouts, CI) pick distinct test databases.
 TEST_DB_ID = os.environ.get("NOVELGRAPH_TEST_DB_ID", "novelgraph")
 if DATABASE_URL:
-    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)}
+    DATABASES = {"default": dj_database_url.parse(DATABASE_URL)}
     DATABASES["default"]["TEST"] = {"NAME": f"test_{TEST_DB_ID}"}
 else:
     DATABASES = {
@@ -124,6 +124,13 @@ else:
     }
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- Request overhead (issue 19) ------------------------------------------------
+# Persistent connections on both databases: a new SQLite connection re-reads the whole schema and starts
+# with a cold page cache, a new PostgreSQL one costs a handshake. Health checks drop a broken one before a
+# request uses it (runserver still closes its per-request threads' connections).
+DATABASES["default"]["CONN_MAX_AGE"] = int(os.environ.get("NOVELGRAPH_CONN_MAX_AGE", "600"))
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
