@@ -131,6 +131,19 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # request uses it (runserver still closes its per-request threads' connections).
 DATABASES["default"]["CONN_MAX_AGE"] = int(os.environ.get("NOVELGRAPH_CONN_MAX_AGE", "600"))
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# API requests with a bearer key skip the browser's middleware (novelgraph.browser_only); session-cookie
+# requests, API or not, still go through Django's own.
+BROWSER_ONLY_MIDDLEWARE = {
+    "django.contrib.sessions.middleware.SessionMiddleware": "novelgraph.browser_only.BrowserSessionMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware": "novelgraph.browser_only.BrowserCsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware": (
+        "novelgraph.browser_only.BrowserAuthenticationMiddleware"
+    ),
+    "django.contrib.messages.middleware.MessageMiddleware": "novelgraph.browser_only.BrowserMessageMiddleware",
+}
+MIDDLEWARE = [BROWSER_ONLY_MIDDLEWARE.get(name, name) for name in MIDDLEWARE]
+# Django's CSRF deploy check looks for its middleware by name; novelgraph.W003 accepts the subclass instead.
+SILENCED_SYSTEM_CHECKS = ["security.W003"]
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
