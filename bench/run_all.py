@@ -6,17 +6,26 @@
 sizes of issue 8 (100,000 chunks, 5,000 claims, 20,000 decisions, a 5 MB source). With ``DATABASE_URL`` set,
 the benches run against a separate ``novelgraph_bench`` database on that PostgreSQL server.
 The exit status is non-zero only when a bench crashed; a missed bar is printed, not fatal.
+
+Each run's figures (every ratio with its spread over the interleaved rounds, and the load average) are merged
+into ``bench/RESULTS.json`` under ``<backend>/<size>``, so a SQLite run and a PostgreSQL run sit side by side,
+and ``bench/RESULTS.svg`` plots every ratio against its bar.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime
 
-from bench import common
+from bench import common, plot
+
+RESULTS_JSON = common.ROOT / "bench" / "RESULTS.json"
+RESULTS_SVG = common.ROOT / "bench" / "RESULTS.svg"
 
 BENCHES = (
     "decision_log",
@@ -39,6 +48,7 @@ def main(argv=None) -> int:
         parser.error(f"unknown bench {', '.join(unknown)}; choose from {', '.join(BENCHES)}")
 
     outcomes: list[tuple[str, int, float]] = []
+    load = common.LoadSampler()
     for name in chosen:
         (common.RESULTS_DIR / f"{name}.json").unlink(missing_ok=True)
         start = time.monotonic()
@@ -48,7 +58,10 @@ def main(argv=None) -> int:
 
     print("\n######## summary")
     common.print_machine()
+    load_average = load.summary()
+    print(f"  load average (1 min) during the run: {common.spread_text(load_average, unit='', digits=1)}")
     failed = 0
+    results = {}
     for name, code, seconds in outcomes:
         path = common.RESULTS_DIR / f"{name}.json"
         status = "ok" if code == 0 else f"CRASHED (exit {code})"
@@ -56,13 +69,45 @@ def main(argv=None) -> int:
         print(f"\n{name}: {status} in {seconds:.0f}s")
         if code == 0 and path.exists():
             result = json.loads(path.read_text())
+            results[name] = {**result, "seconds": round(seconds, 1)}
+            for ratio in result.get("ratios", []):
+                verdict = "REPORT" if ratio["limit"] is None else ("HOLDS" if ratio["holds"] else "MISSED")
+                bar = "" if ratio["limit"] is None else f" (bar {ratio['limit']}x)"
+                print(f"  {verdict:<6} {ratio['label']}: {common.spread_text(ratio)}{bar}")
             for bar in result["bars"]:
                 verdict = "HOLDS" if bar["holds"] else "MISSED"
                 value = f"{bar['value']:.3f}{bar['unit']}"
                 print(f"  {verdict:<6} {bar['label']}: {value} (bar {bar['limit']}{bar['unit']})")
             for note in result["notes"]:
                 print(f"  note   {note}")
+    if results:
+        record(args.size, load_average, results)
+        print(f"\nwritten: {RESULTS_JSON.relative_to(common.ROOT)}, {RESULTS_SVG.relative_to(common.ROOT)}")
     return 1 if failed else 0
+
+
+def record(size: str, load_average: dict, results: dict) -> None:
+    """Merge this run into bench/RESULTS.json (benches not run keep their last figures) and redraw the plot."""
+    backend = "postgresql" if os.environ.get("DATABASE_URL") else "sqlite"
+    stored = json.loads(RESULTS_JSON.read_text()) if RESULTS_JSON.exists() else {}
+    stored.setdefault(
+        "about",
+        "Written by `make bench` (bench/run_all.py). runs: <backend>/<size>; each bench's ratios to its floor carry "
+        "min, median and max over interleaved rounds (per_round lists them); load_average is the 1-minute load "
+        "sampled during the run.",
+    )
+    run = stored.setdefault("runs", {}).setdefault(f"{backend}/{size}", {"benches": {}})
+    run["benches"].update(results)
+    run.update(
+        {
+            "at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "git": common.git_revision(),
+            "machine": common.machine_info(),
+            "load_average": load_average,
+        }
+    )
+    RESULTS_JSON.write_text(json.dumps(stored, indent=1, default=str) + "\n")
+    plot.write_svg(stored, RESULTS_SVG)
 
 
 if __name__ == "__main__":
