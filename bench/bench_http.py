@@ -253,7 +253,7 @@ def main(argv=None) -> common.Report:
     print()
     for (label, mode), (per_round, bar) in ratios.items():
         what = "under concurrency" if mode == "concurrent" else "one at a time"
-        report.ratio(f"HTTP {label}, {what}: floor req/s over ours", per_round, bar)
+        report.ratio(f"{label}, {what} (req/s)", per_round, bar)
     report.figures.update(
         {
             "vendor": vendor,

@@ -2,9 +2,11 @@
 
 Each route of the HTTP bench runs through Django's WSGI handler (request_started and request_finished
 included, so persistent connections behave as under gunicorn) and through ``bench.floor_wsgi``, interleaved,
-without a profiler; then once more under cProfile, whose cumulative times are grouped into the parts of the
-request: key authentication, URL resolution, the view's own work, ninja's input parsing and response
-validation, the database's execute calls, and middleware (the whole minus what the handler does inside it).
+without a profiler, next to our app without each of issue 19's levers in turn (bearer-key calls skipping the
+browser middleware; persistent connections). Then once more under cProfile, whose cumulative times are
+grouped into the parts of the request: key authentication, URL resolution, the view's own work, ninja's
+input parsing and response validation, the ORM's compiling and running of queries, the database's execute
+calls, and middleware (the whole minus what the handler does inside it).
 
     python -m bench.profile_api --chunks 10000 --requests 300
 
@@ -41,9 +43,15 @@ PARTS = (
     ("route: book_detail", "discovery/api.py", "book_detail"),
     ("route: library_search", "library/api.py", "library_search"),
     ("library.search.search", "library/search.py", "search"),
-    ("sqlite3 execute (the database itself)", "~", "<method 'execute' of 'sqlite3.Connection' objects>"),
-    ("sqlite3 cursor execute", "~", "<method 'execute' of 'sqlite3.Cursor' objects>"),
-    ("psycopg execute", "psycopg/cursor.py", "execute"),
+    (
+        "ORM: queries, from compiling to rows (SQLCompiler.execute_sql)",
+        "django/db/models/sql/compiler.py",
+        "execute_sql",
+    ),
+    ("ORM: of which compiling querysets into SQL (as_sql)", "django/db/models/sql/compiler.py", "as_sql"),
+    ("sqlite3: statements through Django's cursor", "~", "SQLiteCursorWrapper.execute"),
+    ("sqlite3: statements on the connection itself", "~", "<method 'execute' of 'sqlite3.Connection' objects>"),
+    ("psycopg: statements", "psycopg/cursor.py", "execute"),
     ("open a database connection", "django/db/backends/base/base.py", "connect"),
 )
 
@@ -78,8 +86,10 @@ def main(argv=None) -> None:
     common.header("Where an API request's time goes (in-process)", args)
     vendor = common.setup_django("profile")
 
+    from django.conf import settings
     from django.core.handlers.wsgi import WSGIHandler
     from django.db import connections
+    from django.test import override_settings
 
     from bench.bench_search import populate
     from bench.data import build_book
@@ -96,12 +106,21 @@ def main(argv=None) -> None:
         {role: sorted(c.value for c in caps) for role, caps in {**HUMAN_CAPABILITIES, **AGENT_CAPABILITIES}.items()}
     )
     if vendor == "sqlite":
-        from django.conf import settings
-
         os.environ["BENCH_SQLITE_PATH"] = str(settings.DATABASES["default"]["NAME"])
     from bench import floor_wsgi
 
     ours = WSGIHandler()
+    # The same app without one lever each: Django's own browser middleware for every request, and a new
+    # database connection for every request (as with CONN_MAX_AGE 0: closed when the request finishes).
+    django_own = {ours: theirs for theirs, ours in settings.BROWSER_ONLY_MIDDLEWARE.items()}
+    with override_settings(MIDDLEWARE=[django_own.get(m, m) for m in settings.MIDDLEWARE]):
+        without_skip = WSGIHandler()
+
+    def without_persistence(environ):
+        data = call(ours, environ)
+        connections.close_all()
+        return data
+
     routes = {
         "GET /api/v1/me": ["/api/v1/me"],
         "GET /api/v1/books/{id}": [f"/api/v1/books/{bench.book.pk}"],
@@ -112,18 +131,19 @@ def main(argv=None) -> None:
         for environ in environs[:50]:  # warm both
             call(ours, environ)
             call(floor_wsgi.app, environ)
-        our_samples, floor_samples = common.Samples("ours"), common.Samples("floor")
-        common.interleaved(
-            [(our_samples, lambda e: call(ours, e)), (floor_samples, lambda e: call(floor_wsgi.app, e))],
-            environs,
-            rounds=args.rounds,
-        )
-        ratio = common.spread(common.round_ratios(our_samples, floor_samples))
+        variants = [
+            (common.Samples("floor (bench.floor_wsgi)"), lambda e: call(floor_wsgi.app, e)),
+            (common.Samples("ours"), lambda e: call(ours, e)),
+            (common.Samples("ours with Django's browser middleware"), lambda e: call(without_skip, e)),
+            (common.Samples("ours with a new connection per request"), without_persistence),
+        ]
+        common.interleaved(variants, environs, rounds=args.rounds)
+        floor_samples = variants[0][0]
         common.print_title(f"{label} on {vendor}, in-process, {args.requests} requests x {args.rounds} rounds")
-        print(
-            f"  ours {our_samples.median_ms * 1000:.0f} us, floor {floor_samples.median_ms * 1000:.0f} us per request:"
-            f" {common.spread_text(ratio)}"
-        )
+        print(f"  {'variant':<44} {'us/request':>10}  x floor (min, max over rounds)")
+        for samples, _ in variants:
+            ratio = common.spread(common.round_ratios(samples, floor_samples))
+            print(f"  {samples.label:<44} {samples.median_ms * 1000:>10.0f}  {common.spread_text(ratio)}")
         profiler = cProfile.Profile()
         profiler.enable()
         for environ in environs:
@@ -134,7 +154,9 @@ def main(argv=None) -> None:
         print(f"  {'part (cProfile, cumulative)':<58} {'us/request':>10} {'share':>7}")
         for part, suffix, name in PARTS:
             total = sum(
-                ct for (file, _, func), (_, _, _, ct, _) in stats.items() if func == name and file.endswith(suffix)
+                ct
+                for (file, _, func), (_, _, _, ct, _) in stats.items()
+                if file.endswith(suffix) and (func == name or (suffix == "~" and name in func))
             )
             if not total:
                 continue
