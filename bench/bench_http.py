@@ -226,7 +226,10 @@ def main(argv=None) -> common.Report:
             errors_only[label] = load(ours.port, paths, max(50, args.requests // 3), args.concurrency, headers)
 
     common.print_title(f"HTTP on {vendor}, gunicorn {workers} workers each, {args.rounds} interleaved rounds")
-    header = f"{'route':<44} {'mode':<10} {'ours req/s':>11} {'floor req/s':>11} {'ours p50':>9} {'floor p50':>9}"
+    header = (
+        f"{'route':<44} {'mode':<10} {'ours req/s':>11} {'floor req/s':>11} {'ours p50':>9} {'floor p50':>9}"
+        f" {'client CPU':>10}"
+    )
     print(header)
     print("-" * len(header))
     ratios = {}
@@ -241,9 +244,10 @@ def main(argv=None) -> common.Report:
             floor_rps = common.spread([r["rps"] for r in floor_runs])
             ours_p50 = common.spread([r["p50_ms"] for r in ours_runs])["median"]
             floor_p50 = common.spread([r["p50_ms"] for r in floor_runs])["median"]
+            client_cpu = common.spread([r["client_cpu_ms_per_request"] for r in floor_runs])["median"]
             print(
                 f"{route.label:<44} {mode:<10} {ours_rps['median']:>11.1f} {floor_rps['median']:>11.1f}"
-                f" {ours_p50:>8.2f}ms {floor_p50:>8.2f}ms"
+                f" {ours_p50:>8.2f}ms {floor_p50:>8.2f}ms {client_cpu:>8.3f}ms"
             )
     for label, result in errors_only.items():
         errors += result["errors"]
@@ -264,7 +268,10 @@ def main(argv=None) -> common.Report:
             "timings": {
                 label: {
                     mode: {
-                        name: [{k: r[k] for k in ("rps", "p50_ms", "p99_ms", "errors")} for r in runs]
+                        name: [
+                            {k: r[k] for k in ("rps", "p50_ms", "p99_ms", "errors", "client_cpu_ms_per_request")}
+                            for r in runs
+                        ]
                         for name, runs in by_name.items()
                     }
                     for mode, by_name in by_mode.items()

@@ -77,13 +77,14 @@ def run(port: int, paths: list[str], total: int, concurrency: int, headers: dict
                 if not ok:
                     errors.append(detail)
 
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     threads = [threading.Thread(target=worker) for _ in range(concurrency)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
     seconds = time.perf_counter() - started
+    client_cpu = time.process_time() - cpu_started
     return {
         "requests": len(latencies),
         "errors": len(errors),
@@ -93,6 +94,7 @@ def run(port: int, paths: list[str], total: int, concurrency: int, headers: dict
         "p50_ms": percentile(latencies, 50) * 1000,
         "p99_ms": percentile(latencies, 99) * 1000,
         "mean_ms": statistics.mean(latencies) * 1000 if latencies else float("nan"),
+        "client_cpu_ms_per_request": client_cpu * 1000 / len(latencies) if latencies else float("nan"),
     }
 
 
