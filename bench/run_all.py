@@ -41,7 +41,11 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", choices=common.SIZES, default="small")
     parser.add_argument("--only", default="", help="comma-separated bench names: " + ", ".join(BENCHES))
+    parser.add_argument("--table", action="store_true", help="print bench/RESULTS.json as Markdown tables, run nothing")
     args = parser.parse_args(argv)
+    if args.table:
+        print(markdown(json.loads(RESULTS_JSON.read_text())))
+        return 0
     chosen = [name.strip() for name in args.only.split(",") if name.strip()] or list(BENCHES)
     unknown = sorted(set(chosen) - set(BENCHES))
     if unknown:
@@ -108,6 +112,37 @@ def record(size: str, load_average: dict, results: dict) -> None:
     )
     RESULTS_JSON.write_text(json.dumps(stored, indent=1, default=str) + "\n")
     plot.write_svg(stored, RESULTS_SVG)
+
+
+def markdown(stored: dict) -> str:
+    """Every ratio of every run as Markdown tables (for bench/RESULTS.md)."""
+    out = []
+    for key in sorted(stored.get("runs", {})):
+        run = stored["runs"][key]
+        load = run.get("load_average", {})
+        out.append(
+            f"\n### {key}: {run.get('at', '?')}, git {run.get('git', '?')}, load average "
+            f"{load.get('median', float('nan')):.1f} (min {load.get('min', float('nan')):.1f}, "
+            f"max {load.get('max', float('nan')):.1f}) on {run.get('machine', {}).get('nproc', '?')} cores\n"
+        )
+        out.append("| bench | ratio to its floor | median | min | max | rounds | bar | holds |")
+        out.append("|---|---|---|---|---|---|---|---|")
+        for name, bench in run.get("benches", {}).items():
+            for r in bench.get("ratios", []):
+                bar = "-" if r["limit"] is None else f"{r['limit']:g}x"
+                holds = "-" if r["limit"] is None else ("yes" if r["holds"] else "**no**")
+                out.append(
+                    f"| {name} | {r['label']} | **{r['median']:.2f}x** | {r['min']:.2f} | {r['max']:.2f} "
+                    f"| {r['rounds']} | {bar} | {holds} |"
+                )
+            for b in bench.get("bars", []):
+                if not any(r["label"] == b["label"] for r in bench.get("ratios", [])):
+                    holds = "yes" if b["holds"] else "**no**"
+                    out.append(
+                        f"| {name} | {b['label']} | **{b['value']:.3g}{b['unit']}** | - | - | 1 "
+                        f"| {b['limit']:g}{b['unit']} | {holds} |"
+                    )
+    return "\n".join(out)
 
 
 if __name__ == "__main__":
