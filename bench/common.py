@@ -5,7 +5,8 @@ the medians, the p95 and the ratio. Data come from a fixed seed, so two runs mea
 
 The benches never touch the development database: :func:`setup_django` points Django at
 ``var/bench/<name>.sqlite3`` (recreated each run) or, when ``DATABASE_URL`` is set, at a separate PostgreSQL
-database ``novelgraph_bench`` (dropped and recreated each run), and migrates it.
+database ``novelgraph_bench`` (``novelgraph_bench_<NOVELGRAPH_TEST_DB_ID>`` when that is set; dropped and
+recreated each run), and migrates it.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import json
 import os
 import platform
 import random
+import re
 import shutil
 import sqlite3
 import statistics
@@ -32,7 +34,10 @@ from urllib.parse import urlsplit, urlunsplit
 ROOT = Path(__file__).resolve().parent.parent
 BENCH_DIR = ROOT / "var" / "bench"
 RESULTS_DIR = BENCH_DIR / "results"
-BENCH_PG_DATABASE = "novelgraph_bench"
+# Several checkouts share one PostgreSQL server: each bench run drops and recreates its database, so the name
+# carries NOVELGRAPH_TEST_DB_ID as the test databases do (two engineers' runs dropped each other's otherwise).
+_RUN_ID = re.sub(r"\W", "_", os.environ.get("NOVELGRAPH_TEST_DB_ID", "")).lower()
+BENCH_PG_DATABASE = f"novelgraph_bench_{_RUN_ID}" if _RUN_ID else "novelgraph_bench"
 SEED = 20_260_808
 SIZES = ("small", "medium", "large")
 
@@ -531,7 +536,7 @@ def setup_django(name: str, *, fresh: bool = True) -> str:
 
     SQLite: ``var/bench/<name>.sqlite3``, copied from a migrated template kept per migration fingerprint
     (migrating from scratch costs seconds each run). PostgreSQL (``DATABASE_URL`` set): the database
-    ``novelgraph_bench`` on the same server, dropped and recreated.
+    ``novelgraph_bench[_<NOVELGRAPH_TEST_DB_ID>]`` on the same server, dropped and recreated.
     """
     BENCH_DIR.mkdir(parents=True, exist_ok=True)
     url = os.environ.get("DATABASE_URL")

@@ -4,7 +4,8 @@
 
 ``small`` (the default, what ``make bench`` runs) finishes in a few minutes on 2 cores; ``large`` uses the
 sizes of issue 8 (100,000 chunks, 5,000 claims, 20,000 decisions, a 5 MB source). With ``DATABASE_URL`` set,
-the benches run against a separate ``novelgraph_bench`` database on that PostgreSQL server.
+the benches run against a separate ``novelgraph_bench`` database on that PostgreSQL server
+(``novelgraph_bench_<NOVELGRAPH_TEST_DB_ID>`` when that is set, so parallel checkouts do not drop each other's).
 The exit status is non-zero only when a bench crashed; a missed bar is printed, not fatal.
 
 Each run's figures (every ratio with its spread over the interleaved rounds, and the load average) are merged
