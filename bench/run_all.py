@@ -120,28 +120,30 @@ def markdown(stored: dict) -> str:
     out = []
     for key in sorted(stored.get("runs", {})):
         run = stored["runs"][key]
-        load = run.get("load_average", {})
         out.append(
-            f"\n### {key}: {run.get('at', '?')}, git {run.get('git', '?')}, load average "
-            f"{load.get('median', float('nan')):.1f} (min {load.get('min', float('nan')):.1f}, "
-            f"max {load.get('max', float('nan')):.1f}) on {run.get('machine', {}).get('nproc', '?')} cores\n"
+            f"\n#### {key} (last run {run.get('at', '?')}, git {run.get('git', '?')}, "
+            f"{run.get('machine', {}).get('nproc', '?')} cores)\n"
         )
-        out.append("| bench | ratio to its floor | median | min | max | rounds | bar | holds |")
-        out.append("|---|---|---|---|---|---|---|---|")
+        out.append("| bench | ratio to its floor | median | min | max | rounds | bar | holds | load during the bench |")
+        out.append("|---|---|---|---|---|---|---|---|---|")
         for name, bench in run.get("benches", {}).items():
+            bench_load = bench.get("load_average")
+            load_text = (
+                f"{bench_load['median']:.1f} ({bench_load['min']:.1f}-{bench_load['max']:.1f})" if bench_load else "-"
+            )
             for r in bench.get("ratios", []):
                 bar = "-" if r["limit"] is None else f"{r['limit']:g}x"
                 holds = "-" if r["limit"] is None else ("yes" if r["holds"] else "**no**")
                 out.append(
                     f"| {name} | {r['label']} | **{r['median']:.2f}x** | {r['min']:.2f} | {r['max']:.2f} "
-                    f"| {r['rounds']} | {bar} | {holds} |"
+                    f"| {r['rounds']} | {bar} | {holds} | {load_text} |"
                 )
             for b in bench.get("bars", []):
                 if not any(r["label"] == b["label"] for r in bench.get("ratios", [])):
                     holds = "yes" if b["holds"] else "**no**"
                     out.append(
                         f"| {name} | {b['label']} | **{b['value']:.3g}{b['unit']}** | - | - | 1 "
-                        f"| {b['limit']:g}{b['unit']} | {holds} |"
+                        f"| {b['limit']:g}{b['unit']} | {holds} | {load_text} |"
                     )
     return "\n".join(out)
 

@@ -124,3 +124,19 @@ def test_the_dossier_floor_reads_the_same_dossier_as_ours(db):
             connection.connection.cursor(), book=bench.book, session=bench.session, agent_role=role
         )
         assert floor == dossier_content(book=bench.book, session=bench.session, agent_role=role), role
+
+
+def test_the_results_table_gives_each_ratio_with_its_spread_and_load():
+    from bench.run_all import markdown
+
+    bench = {
+        "load_average": {"min": 3.0, "median": 5.0, "max": 9.0, "rounds": 4},
+        "ratios": [
+            {"label": "search", "min": 1.5, "median": 1.8, "max": 2.4, "rounds": 5, "limit": 2.0, "holds": True}
+        ],
+        "bars": [],
+    }
+
+    table = markdown({"runs": {"sqlite/small": {"benches": {"http": bench}, "machine": {"nproc": 2}}}})
+
+    assert "| http | search | **1.80x** | 1.50 | 2.40 | 5 | 2x | yes | 5.0 (3.0-9.0) |" in table
