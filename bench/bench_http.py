@@ -1,13 +1,16 @@
-"""HTTP under load: gunicorn on 127.0.0.1 serving the app, a bounded load from a second process.
+"""HTTP: our API against a minimal WSGI app over the same database and output, gunicorn serving both.
 
-Routes: the library search API (rotating through the fixed queries), a book's discovery view (API) and the
-review inbox page with 500 pending decisions (logged in by session cookie). The floor for the search route
-is the raw ``sqlite3`` (or ``psycopg``) search behind a minimal WSGI app (``bench.floor_wsgi``), served by
-the same gunicorn settings. Printed per route: requests/s, p50, p99 and the error count, which must be 0.
-The server runs with DEBUG off against the bench database; the load client (``bench.http_load``) only
-connects to the loopback address and stops after a fixed number of requests.
+Three authenticated API reads, each with its floor (``bench.floor_wsgi``: the same routes answering the same
+JSON from the same database with bare SQL, the bench checks that first): ``GET /api/v1/me`` and
+``GET /api/v1/books/{id}`` (trivial reads: bar 4x) and ``GET /api/v1/library/search`` rotating through the
+fixed queries (bar 2x). Both servers run at once under gunicorn with the same number of sync workers and the
+same settings; the load client (``bench.http_load``, a separate process on the loopback address) measures
+requests per second under concurrency and one request at a time, our app and the floor interleaved A, B, B, A
+... for every route, round after round. Each ratio (the floor's requests per second over ours) is kept per round
+with its spread. Two heavier routes (the discovery view, the review inbox by session cookie) are only loaded
+to check for errors, which must be 0. The server runs with DEBUG off against the bench database.
 
-    python -m bench.bench_http --chunks 100000 --requests 2000
+    python -m bench.bench_http --chunks 100000 --rounds 5
 """
 
 from __future__ import annotations
@@ -20,16 +23,24 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from dataclasses import dataclass
 from urllib.parse import quote
 
 from bench import common
 
 SIZES = {
-    "small": {"chunks": 20_000, "pending": 500, "requests": 400, "concurrency": 8},
-    "medium": {"chunks": 50_000, "pending": 500, "requests": 1_000, "concurrency": 8},
-    "large": {"chunks": 100_000, "pending": 500, "requests": 2_000, "concurrency": 8},
+    "small": {"chunks": 10_000, "requests": 300, "serial": 100, "rounds": 5, "concurrency": 8, "pending": 200},
+    "medium": {"chunks": 50_000, "requests": 500, "serial": 150, "rounds": 5, "concurrency": 8, "pending": 500},
+    "large": {"chunks": 100_000, "requests": 800, "serial": 200, "rounds": 5, "concurrency": 8, "pending": 500},
 }
 SECRET = "bench-only-secret-key-not-for-production-0123456789"
+
+
+@dataclass
+class Route:
+    label: str
+    paths: list[str]
+    bar: float
 
 
 def free_port() -> int:
@@ -38,7 +49,7 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def server_env() -> dict[str, str]:
+def server_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     env = dict(os.environ)
     env.update(common.bench_environment("http"))
     env.update(
@@ -53,20 +64,21 @@ def server_env() -> dict[str, str]:
     )
     if "NOVELGRAPH_SQLITE_PATH" in env:
         env["BENCH_SQLITE_PATH"] = env["NOVELGRAPH_SQLITE_PATH"]
+    env.update(extra or {})
     return env
 
 
 class Server:
     """gunicorn on a free loopback port; stopped (by its own pid) on exit."""
 
-    def __init__(self, app: str, workers: int, name: str):
+    def __init__(self, app: str, workers: int, name: str, env: dict[str, str] | None = None):
         self.port = free_port()
         self.log = open(common.BENCH_DIR / f"gunicorn-{name}.log", "w")  # noqa: SIM115
         gunicorn = os.path.join(os.path.dirname(sys.executable), "gunicorn")
         self.process = subprocess.Popen(
             [gunicorn, app, "--bind", f"127.0.0.1:{self.port}", "--workers", str(workers), "--log-level", "warning"],
             cwd=common.ROOT,
-            env=server_env(),
+            env=server_env(env),
             stdout=self.log,
             stderr=subprocess.STDOUT,
         )
@@ -78,13 +90,17 @@ class Server:
                 self.__exit__()
                 raise RuntimeError(f"gunicorn exited; see {self.log.name}")
             try:
-                urllib.request.urlopen(f"http://127.0.0.1:{self.port}/login/", timeout=2).read()
-                return self
+                urllib.request.urlopen(f"http://127.0.0.1:{self.port}/api/v1/me", timeout=2).read()
             except urllib.error.HTTPError as exc:
+                if exc.code == 401:  # up, and refusing an unauthenticated call as it should
+                    return self
                 self.__exit__()
-                raise RuntimeError(f"the login page answered {exc.code}; see {self.log.name}") from exc
+                raise RuntimeError(f"/api/v1/me answered {exc.code}; see {self.log.name}") from exc
             except OSError:
                 time.sleep(0.3)
+            else:
+                self.__exit__()
+                raise RuntimeError(f"/api/v1/me answered without a key; see {self.log.name}")
         self.__exit__()
         raise RuntimeError(f"gunicorn did not answer within 60s; see {self.log.name}")
 
@@ -107,10 +123,19 @@ def load(port: int, paths: list[str], requests: int, concurrency: int, headers: 
     return json.loads(output)
 
 
+def fetch_json(port: int, path: str, headers: list[str]) -> object:
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}")
+    for header in headers:
+        name, value = header.split(": ", 1)
+        request.add_header(name, value)
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.loads(response.read())
+
+
 def main(argv=None) -> common.Report:
     args = common.parse_args(__doc__.splitlines()[0], SIZES, argv)
     os.environ["DJANGO_SECRET_KEY"] = SECRET  # session cookies must match the server's key
-    common.header("HTTP under load", args)
+    common.header("HTTP: our API against a minimal WSGI app", args)
     vendor = common.setup_django("http")
     report = common.Report("http", args.size)
 
@@ -120,7 +145,7 @@ def main(argv=None) -> common.Report:
 
     from bench.bench_search import populate
     from bench.data import build_book
-    from discovery.access import api_key_create
+    from discovery.access import AGENT_CAPABILITIES, HUMAN_CAPABILITIES, api_key_create
 
     text = common.ZipfText(common.SEED)
     populate(vendor, args.chunks, text)
@@ -145,51 +170,123 @@ def main(argv=None) -> common.Report:
 
     connections.close_all()
 
+    capabilities = {
+        role: sorted(c.value for c in caps) for role, caps in {**HUMAN_CAPABILITIES, **AGENT_CAPABILITIES}.items()
+    }
     workers = 2 * (os.cpu_count() or 1) + 1
     bearer = [f"Authorization: Bearer {raw_key}"]
     cookie = [f"Cookie: {settings.SESSION_COOKIE_NAME}={session.session_key}"]
-    search_paths = [f"/api/v1/library/search?q={quote(q)}" for q in queries]
-    routes = [
-        ("GET /api/v1/library/search (ours)", search_paths, bearer),
-        ("GET /api/v1/books/{id}/discovery", [f"/api/v1/books/{bench.book.pk}/discovery"], bearer),
-        (f"GET /review/ (inbox, {args.pending} pending)", ["/review/"], cookie),
+    compared = [
+        Route("GET /api/v1/me", ["/api/v1/me"], 4.0),
+        Route("GET /api/v1/books/{id}", [f"/api/v1/books/{bench.book.pk}"], 4.0),
+        Route(
+            f"GET /api/v1/library/search ({args.chunks:,} chunks)",
+            [f"/api/v1/library/search?q={quote(q)}" for q in queries],
+            2.0,
+        ),
     ]
-    results = {}
+    loaded_only = [
+        ("GET /api/v1/books/{id}/discovery", [f"/api/v1/books/{bench.book.pk}/discovery"], bearer),
+        (f"GET /review/ (inbox, {args.pending} pending, session cookie)", ["/review/"], cookie),
+    ]
+    modes = (("concurrent", args.concurrency, args.requests), ("serial", 1, args.serial))
     print(
-        f"  gunicorn: {workers} sync workers; load: {args.requests} requests per route, concurrency {args.concurrency}"
+        f"  gunicorn: {workers} sync workers for each app; per round and route: {args.requests} requests at "
+        f"concurrency {args.concurrency}, then {args.serial} one at a time; {args.rounds} rounds"
     )
-    with Server("novelgraph.wsgi:application", workers, "app") as server:
-        for label, paths, headers in routes:
-            load(server.port, paths[:20], min(50, args.requests), args.concurrency, headers)  # warm up
-            results[label] = load(server.port, paths, args.requests, args.concurrency, headers)
-    with Server("bench.floor_wsgi:app", workers, "floor") as server:
-        floor_paths = [f"/?q={quote(q)}" for q in queries]
-        load(server.port, floor_paths[:20], min(50, args.requests), args.concurrency, [])
-        results["floor: raw search behind a bare WSGI app"] = load(
-            server.port, floor_paths, args.requests, args.concurrency, []
-        )
+    timings: dict = {route.label: {mode: {"ours": [], "floor": []} for mode, _, _ in modes} for route in compared}
+    errors_only = {}
+    differing = {}
+    floor_env = {"BENCH_CAPABILITIES": json.dumps(capabilities)}
+    with (
+        Server("novelgraph.wsgi:application", workers, "app") as ours,
+        Server("bench.floor_wsgi:app", workers, "floor", floor_env) as floor,
+    ):
+        servers = {"ours": ours, "floor": floor}
+        # Same answers, or the comparison means nothing.
+        for route in compared:
+            differing[route.label] = sum(
+                fetch_json(ours.port, path, bearer) != fetch_json(floor.port, path, bearer) for path in route.paths
+            )
+        print(f"  answers differing from the floor's: {differing}")
+        for route in compared:  # warm every worker of both
+            for server in servers.values():
+                load(server.port, route.paths[:20], 50, args.concurrency, bearer)
+        for round_no in range(args.rounds):
+            order = ("ours", "floor") if round_no % 2 == 0 else ("floor", "ours")
+            for route in compared:
+                for mode, concurrency, count in modes:
+                    for name in order:
+                        result = load(servers[name].port, route.paths, count, concurrency, bearer)
+                        timings[route.label][mode][name].append(result)
+            load_now = os.getloadavg()[0]
+            print(f"  round {round_no + 1}/{args.rounds} done (load average {load_now:.1f})", flush=True)
+        for label, paths, headers in loaded_only:
+            load(ours.port, paths[:5], 20, args.concurrency, headers)
+            errors_only[label] = load(ours.port, paths, max(50, args.requests // 3), args.concurrency, headers)
 
-    common.print_title(f"HTTP on {vendor}, gunicorn {workers} workers, {args.chunks} chunks")
-    header = f"{'route':<46} {'requests':>8} {'errors':>6} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8}"
+    common.print_title(f"HTTP on {vendor}, gunicorn {workers} workers each, {args.rounds} interleaved rounds")
+    header = (
+        f"{'route':<44} {'mode':<10} {'ours req/s':>11} {'floor req/s':>11} {'ours p50':>9} {'floor p50':>9}"
+        f" {'client CPU':>10}"
+    )
     print(header)
     print("-" * len(header))
-    for label, result in results.items():
-        print(
-            f"{label:<46} {result['requests']:>8} {result['errors']:>6} {result['rps']:>8.1f}"
-            f" {result['p50_ms']:>8.2f} {result['p99_ms']:>8.2f}"
-        )
+    ratios = {}
+    errors = 0
+    for route in compared:
+        for mode, _, _ in modes:
+            ours_runs, floor_runs = timings[route.label][mode]["ours"], timings[route.label][mode]["floor"]
+            errors += sum(r["errors"] for r in ours_runs + floor_runs)
+            per_round = [f["rps"] / o["rps"] for o, f in zip(ours_runs, floor_runs, strict=True) if o["rps"]]
+            ratios[(route.label, mode)] = (per_round, route.bar)
+            ours_rps = common.spread([r["rps"] for r in ours_runs])
+            floor_rps = common.spread([r["rps"] for r in floor_runs])
+            ours_p50 = common.spread([r["p50_ms"] for r in ours_runs])["median"]
+            floor_p50 = common.spread([r["p50_ms"] for r in floor_runs])["median"]
+            client_cpu = common.spread([r["client_cpu_ms_per_request"] for r in floor_runs])["median"]
+            print(
+                f"{route.label:<44} {mode:<10} {ours_rps['median']:>11.1f} {floor_rps['median']:>11.1f}"
+                f" {ours_p50:>8.2f}ms {floor_p50:>8.2f}ms {client_cpu:>8.3f}ms"
+            )
+    for label, result in errors_only.items():
+        errors += result["errors"]
+        print(f"{label:<44} {'loaded':<10} {result['rps']:>11.1f} {'-':>11} {result['p50_ms']:>8.2f}ms")
         for sample in result["error_samples"]:
             print(f"    error: {sample}")
-    floor = results["floor: raw search behind a bare WSGI app"]
-    ours = results["GET /api/v1/library/search (ours)"]
-    print(f"  search route: {floor['rps'] / ours['rps']:.2f}x the floor's time per request (req/s ratio)")
-    errors = sum(r["errors"] for r in results.values())
-    report.figures.update({"vendor": vendor, "workers": workers, "results": results})
-    report.bar("HTTP errors across all routes", errors, 0, unit="")
-    report.note(
-        f"search {ours['rps']:.0f} req/s (p50 {ours['p50_ms']:.1f} ms, p99 {ours['p99_ms']:.1f} ms) vs floor "
-        f"{floor['rps']:.0f} req/s (p50 {floor['p50_ms']:.1f} ms): {floor['rps'] / ours['rps']:.2f}x"
+    print()
+    for (label, mode), (per_round, bar) in ratios.items():
+        what = "under concurrency" if mode == "concurrent" else "one at a time"
+        report.ratio(f"{label}, {what} (req/s)", per_round, bar)
+    report.figures.update(
+        {
+            "vendor": vendor,
+            "workers": workers,
+            "concurrency": args.concurrency,
+            "chunks": args.chunks,
+            "answers_differing": differing,
+            "timings": {
+                label: {
+                    mode: {
+                        name: [
+                            {k: r[k] for k in ("rps", "p50_ms", "p99_ms", "errors", "client_cpu_ms_per_request")}
+                            for r in runs
+                        ]
+                        for name, runs in by_name.items()
+                    }
+                    for mode, by_name in by_mode.items()
+                }
+                for label, by_mode in timings.items()
+            },
+            "loaded_only": {
+                label: {k: r[k] for k in ("requests", "rps", "p50_ms", "p99_ms", "errors")}
+                for label, r in errors_only.items()
+            },
+        }
     )
+    report.bar("HTTP errors across all routes", errors, 0, unit="")
+    if any(differing.values()):
+        report.note(f"answers differing from the floor: {differing}")
     report.save()
     return report
 

@@ -5,7 +5,8 @@ the medians, the p95 and the ratio. Data come from a fixed seed, so two runs mea
 
 The benches never touch the development database: :func:`setup_django` points Django at
 ``var/bench/<name>.sqlite3`` (recreated each run) or, when ``DATABASE_URL`` is set, at a separate PostgreSQL
-database ``novelgraph_bench`` (dropped and recreated each run), and migrates it.
+database ``novelgraph_bench`` (``novelgraph_bench_<NOVELGRAPH_TEST_DB_ID>`` when that is set; dropped and
+recreated each run), and migrates it.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import json
 import os
 import platform
 import random
+import re
 import shutil
 import sqlite3
 import statistics
@@ -32,7 +34,10 @@ from urllib.parse import urlsplit, urlunsplit
 ROOT = Path(__file__).resolve().parent.parent
 BENCH_DIR = ROOT / "var" / "bench"
 RESULTS_DIR = BENCH_DIR / "results"
-BENCH_PG_DATABASE = "novelgraph_bench"
+# Several checkouts share one PostgreSQL server: each bench run drops and recreates its database, so the name
+# carries NOVELGRAPH_TEST_DB_ID as the test databases do (two engineers' runs dropped each other's otherwise).
+_RUN_ID = re.sub(r"\W", "_", os.environ.get("NOVELGRAPH_TEST_DB_ID", "")).lower()
+BENCH_PG_DATABASE = f"novelgraph_bench_{_RUN_ID}" if _RUN_ID else "novelgraph_bench"
 SEED = 20_260_808
 SIZES = ("small", "medium", "large")
 
@@ -59,6 +64,16 @@ class Samples:
 
     label: str
     ns: list[int] = field(default_factory=list)
+    round_ends: list[int] = field(default_factory=list)  # len(ns) after each interleaved round
+
+    def end_round(self) -> None:
+        self.round_ends.append(len(self.ns))
+
+    def round_medians_ms(self) -> list[float]:
+        """The median of each interleaved round (the whole run as one round when none were marked)."""
+        ends = self.round_ends or [len(self.ns)]
+        starts = [0, *ends[:-1]]
+        return [statistics.median(self.ns[a:b]) / 1e6 for a, b in zip(starts, ends, strict=True) if b > a]
 
     @property
     def median_ms(self) -> float:
@@ -115,6 +130,50 @@ def interleaved(pairs: Sequence[tuple[Samples, Callable[[object], object]]], arg
                 start = time.perf_counter_ns()
                 fn(arg)
                 samples.ns.append(time.perf_counter_ns() - start)
+            samples.end_round()
+
+
+def round_ratios(ours: Samples, floor: Samples) -> list[float]:
+    """Our median over the floor's, round by round (both timed in the same interleaved rounds)."""
+    return [a / b for a, b in zip(ours.round_medians_ms(), floor.round_medians_ms(), strict=True) if b]
+
+
+def spread(values: Sequence[float]) -> dict:
+    """min, median and max of a figure measured once per round."""
+    values = list(values)
+    if not values:
+        return {"min": float("nan"), "median": float("nan"), "max": float("nan"), "rounds": 0}
+    return {"min": min(values), "median": statistics.median(values), "max": max(values), "rounds": len(values)}
+
+
+def spread_text(values: Sequence[float] | dict, unit: str = "x", digits: int = 2) -> str:
+    s = values if isinstance(values, dict) else spread(values)
+    low, mid, high = (f"{s[k]:.{digits}f}" for k in ("min", "median", "max"))
+    return f"{mid}{unit} (min {low}, max {high}, {s['rounds']} rounds)"
+
+
+# --- Load average --------------------------------------------------------------
+
+
+class LoadSampler:
+    """The 1-minute load average, sampled every few seconds while a bench runs (other work on the machine
+    moves absolute times; the ratios are interleaved, but the reader should know how loaded it was)."""
+
+    def __init__(self, every: float = 2.0):
+        import threading
+
+        self.samples: list[float] = [os.getloadavg()[0]]
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(every,), daemon=True)
+        self._thread.start()
+
+    def _run(self, every: float) -> None:
+        while not self._stop.wait(every):
+            self.samples.append(os.getloadavg()[0])
+
+    def summary(self) -> dict:
+        self.samples.append(os.getloadavg()[0])
+        return {**spread(self.samples), "samples": len(self.samples), "cores": os.cpu_count()}
 
 
 # --- Printing: one fixed table format ------------------------------------------
@@ -167,6 +226,19 @@ class Report:
     figures: dict = field(default_factory=dict)
     bars: list[dict] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    ratios: list[dict] = field(default_factory=list)
+    load: LoadSampler = field(default_factory=LoadSampler, repr=False)
+
+    def ratio(self, label: str, per_round: Sequence[float], limit: float | None = None) -> dict:
+        """A ratio to its floor measured once per interleaved round: kept with its spread (min, median, max),
+        and checked at the median against its bar when it has one."""
+        entry = {"label": label, **spread(per_round), "per_round": list(per_round), "limit": limit}
+        if limit is not None:
+            entry["holds"] = entry["median"] <= limit
+        self.ratios.append(entry)
+        verdict = "" if limit is None else f" (bar <= {limit}x) -> {'HOLDS' if entry['holds'] else 'MISSED'}"
+        print(f"  ratio: {label}: {spread_text(entry)}{verdict}")
+        return entry
 
     def bar(self, label: str, value: float, limit: float, *, unit: str = "x", lower_is_better: bool = True) -> bool:
         holds = value <= limit if lower_is_better else value >= limit
@@ -188,7 +260,9 @@ class Report:
             "size": self.size,
             "at": datetime.now(UTC).isoformat(timespec="seconds"),
             "machine": machine_info(),
+            "load_average": self.load.summary(),
             "figures": self.figures,
+            "ratios": self.ratios,
             "bars": self.bars,
             "notes": self.notes,
         }
@@ -462,7 +536,7 @@ def setup_django(name: str, *, fresh: bool = True) -> str:
 
     SQLite: ``var/bench/<name>.sqlite3``, copied from a migrated template kept per migration fingerprint
     (migrating from scratch costs seconds each run). PostgreSQL (``DATABASE_URL`` set): the database
-    ``novelgraph_bench`` on the same server, dropped and recreated.
+    ``novelgraph_bench[_<NOVELGRAPH_TEST_DB_ID>]`` on the same server, dropped and recreated.
     """
     BENCH_DIR.mkdir(parents=True, exist_ok=True)
     url = os.environ.get("DATABASE_URL")

@@ -12,7 +12,7 @@ class NovelGraphConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from . import checks  # noqa: F401  (registers the decision-log system check)
+        from . import checks  # noqa: F401  (registers the decision-log and CSRF system checks)
         from .backup import backup_before_migrate
 
         # Sent once per app per migrate run; listening to this app alone makes it once per run.

@@ -43,3 +43,23 @@ def decision_log_check(app_configs=None, **kwargs) -> list[Warning]:
     except DatabaseError:
         # No database to look at (e.g. makemigrations on a machine without PostgreSQL).
         return []
+
+
+@register(Tags.security, deploy=True)
+def csrf_middleware_check(app_configs=None, **kwargs) -> list[Warning]:
+    """Stands in for Django's security.W003, silenced in settings: that check looks for CsrfViewMiddleware by
+    its dotted name, and ours is a subclass that bearer-key API requests skip (novelgraph.browser_only).
+    CSRF protection is still required: Django's middleware or a subclass of it."""
+    from django.conf import settings
+    from django.middleware.csrf import CsrfViewMiddleware
+    from django.utils.module_loading import import_string
+
+    if any(issubclass(import_string(path), CsrfViewMiddleware) for path in settings.MIDDLEWARE):
+        return []
+    return [
+        Warning(
+            "No CSRF protection: neither CsrfViewMiddleware nor a subclass of it is in MIDDLEWARE.",
+            hint="Keep novelgraph.browser_only.BrowserCsrfViewMiddleware (or Django's own) in MIDDLEWARE.",
+            id="novelgraph.W003",
+        )
+    ]

@@ -64,3 +64,79 @@ def test_every_page_is_found_and_route_paths_are_filled(db):
     assert fill("/api/v1/books/{book_id}/discovery", {"book_id": "abc"}) == "/api/v1/books/abc/discovery"
     assert fill("/books/<uuid:book_id>/", {"book_id": "abc"}) == "/books/abc/"
     assert fill("/api/v1/dossiers/{dossier_id}", {}) is None
+
+
+def test_interleaved_rounds_give_one_ratio_per_round_and_its_spread():
+    ours, floor = common.Samples("ours"), common.Samples("floor")
+    common.interleaved([(ours, lambda _: None), (floor, lambda _: None)], [1, 2], rounds=5)
+    ours.ns = [2, 2, 4, 4, 2, 2, 6, 6, 2, 2]
+    floor.ns = [1] * 10
+
+    ratios = common.round_ratios(ours, floor)
+
+    assert ratios == [2, 4, 2, 6, 2]
+    assert common.spread(ratios) == {"min": 2, "median": 2, "max": 6, "rounds": 5}
+
+
+def test_the_plot_draws_every_ratio_against_its_bar(tmp_path):
+    from bench.plot import write_svg
+
+    run = {
+        "benches": {
+            "http": {
+                "ratios": [
+                    {
+                        "label": "search",
+                        "min": 1.5,
+                        "median": 1.8,
+                        "max": 2.4,
+                        "rounds": 5,
+                        "limit": 2.0,
+                        "holds": True,
+                    },
+                    {"label": "ingest", "min": 1.1, "median": 1.6, "max": 1.9, "rounds": 5, "limit": None},
+                ],
+                "bars": [{"label": "verify", "value": 3.4, "limit": 3.0, "unit": "x", "holds": False}],
+            }
+        }
+    }
+    path = tmp_path / "results.svg"
+
+    write_svg({"runs": {"sqlite/small": run}}, path)
+
+    svg = path.read_text()
+    assert svg.startswith("<svg") and svg.count("<circle") == 3
+    assert "bar 2x" in svg and "bar 3x" in svg and "#cf222e" in svg
+
+
+def test_the_dossier_floor_reads_the_same_dossier_as_ours(db):
+    from django.db import connection
+
+    from bench.bench_dossier import RawDossier
+    from discovery.services.dossiers import dossier_content
+
+    text = common.ZipfText(common.SEED, vocabulary=2_000)
+    bench = build_book("floor", claims=30, scratchpad=5, observations=4, text=text)
+    connection.ensure_connection()
+
+    for role in ("sol", "terra", "luna"):
+        floor = RawDossier(connection.vendor).build(
+            connection.connection.cursor(), book=bench.book, session=bench.session, agent_role=role
+        )
+        assert floor == dossier_content(book=bench.book, session=bench.session, agent_role=role), role
+
+
+def test_the_results_table_gives_each_ratio_with_its_spread_and_load():
+    from bench.run_all import markdown
+
+    bench = {
+        "load_average": {"min": 3.0, "median": 5.0, "max": 9.0, "rounds": 4},
+        "ratios": [
+            {"label": "search", "min": 1.5, "median": 1.8, "max": 2.4, "rounds": 5, "limit": 2.0, "holds": True}
+        ],
+        "bars": [],
+    }
+
+    table = markdown({"runs": {"sqlite/small": {"benches": {"http": bench}, "machine": {"nproc": 2}}}})
+
+    assert "| http | search | **1.80x** | 1.50 | 2.40 | 5 | 2x | yes | 5.0 (3.0-9.0) |" in table
