@@ -196,12 +196,13 @@ def main(argv=None) -> common.Report:
     from django.db import connection
 
     from bench.data import build_book
-    from discovery.access import Principal
+    from discovery.access import BookAccess, book_access
     from discovery.services.dossiers import dossier_content, dossier_create
+    from novelgraph.auth import Principal
     from tests.sqltrace import sql_trace
 
-    def author_of(bench_book) -> Principal:
-        return Principal(user=bench_book.author, key_role="author")
+    def author_of(bench_book) -> BookAccess:
+        return book_access(Principal(user=bench_book.author), bench_book.book)
 
     text = common.ZipfText(common.SEED)
     books = {}
@@ -223,7 +224,7 @@ def main(argv=None) -> common.Report:
         ("dossier_content (assembly)", lambda b: dossier_content(book=b.book, session=b.session, agent_role="sol")),
         (
             "dossier_create (checks + assembly + store)",
-            lambda b: dossier_create(principal=author_of(b), book=b.book, agent_role="sol"),
+            lambda b: dossier_create(access=author_of(b), agent_role="sol"),
         ),
     ):
         row = []
@@ -239,7 +240,7 @@ def main(argv=None) -> common.Report:
     content = dossier_content(book=bench.book, session=bench.session, agent_role="sol")
     sizes = {key: len(content[key]) for key in ("claims", "scratchpad", "observations")}
     print(f"  dossier at N: {sizes}, {len(json.dumps(content)) / 1e6:.2f} MB of JSON")
-    principal = Principal(user=bench.author, key_role="author")
+    access = author_of(bench)
     raw = RawDossier(vendor)
     connection.ensure_connection()
     cursor = connection.connection.cursor()
@@ -259,7 +260,7 @@ def main(argv=None) -> common.Report:
     pairs = [
         (floor, lambda _: floor_once()),
         (assemble, lambda _: ours_once()),
-        (create, lambda _: dossier_create(principal=principal, book=bench.book, agent_role="sol")),
+        (create, lambda _: dossier_create(access=access, agent_role="sol")),
     ]
     for round_no in range(args.repeat):  # interleaved, the order reversed every other round
         common.interleaved(pairs if round_no % 2 == 0 else pairs[::-1], [None], rounds=1)

@@ -145,7 +145,8 @@ def main(argv=None) -> common.Report:
 
     from bench.bench_search import populate
     from bench.data import build_book
-    from discovery.access import AGENT_CAPABILITIES, HUMAN_CAPABILITIES, api_key_create
+    from discovery.access import CAPABILITIES
+    from novelgraph.services import api_key_create
 
     text = common.ZipfText(common.SEED)
     populate(vendor, args.chunks, text)
@@ -171,7 +172,7 @@ def main(argv=None) -> common.Report:
     connections.close_all()
 
     capabilities = {
-        role: sorted(c.value for c in caps) for role, caps in {**HUMAN_CAPABILITIES, **AGENT_CAPABILITIES}.items()
+        role: sorted(c.value for c in caps) for role, caps in CAPABILITIES.items()
     }
     workers = 2 * (os.cpu_count() or 1) + 1
     bearer = [f"Authorization: Bearer {raw_key}"]

@@ -93,7 +93,8 @@ def main(argv=None) -> None:
 
     from bench.bench_search import populate
     from bench.data import build_book
-    from discovery.access import AGENT_CAPABILITIES, HUMAN_CAPABILITIES, api_key_create
+    from discovery.access import CAPABILITIES
+    from novelgraph.services import api_key_create
 
     text = common.ZipfText(common.SEED)
     populate(vendor, args.chunks, text)
@@ -103,7 +104,7 @@ def main(argv=None) -> None:
     connections.close_all()
 
     os.environ["BENCH_CAPABILITIES"] = json.dumps(
-        {role: sorted(c.value for c in caps) for role, caps in {**HUMAN_CAPABILITIES, **AGENT_CAPABILITIES}.items()}
+        {role: sorted(c.value for c in caps) for role, caps in CAPABILITIES.items()}
     )
     if vendor == "sqlite":
         os.environ["BENCH_SQLITE_PATH"] = str(settings.DATABASES["default"]["NAME"])

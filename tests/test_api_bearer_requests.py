@@ -10,8 +10,8 @@ import pytest
 from django.conf import settings
 from django.test import Client
 
-from discovery.access import api_key_create
 from discovery.models import DiscoverySession
+from novelgraph.services import api_key_create
 
 from .factories import PASSWORD
 

@@ -11,7 +11,7 @@ from django.core.handlers.wsgi import WSGIHandler
 from django.db import connection, connections
 from django.test import RequestFactory
 
-from discovery.access import api_key_create
+from novelgraph.services import api_key_create
 
 from .factories import BookFactory
 
