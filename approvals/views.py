@@ -77,7 +77,7 @@ def inbox(request: HttpRequest) -> HttpResponse:
 
 def _decision_context(request: HttpRequest, access: BookAccess, approval: Approval, **extra) -> dict:
     view = approval_view(access, approval)
-    shown = {"title", "fields", "source_refs", "impact", "type", "id", "exists"}
+    shown = {"title", "fields", "changes", "source_refs", "impact", "type", "id", "exists"}
     if view.proposal.get("fields"):
         shown.add("content")
     context = {

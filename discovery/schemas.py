@@ -395,6 +395,7 @@ class SessionOut(Schema):
 
 class ViewTurn(Schema):
     id: uuid.UUID
+    session_id: uuid.UUID
     ordinal: int
     role: str
     content: str
@@ -403,6 +404,7 @@ class ViewTurn(Schema):
 
 class ViewThrust(Schema):
     id: uuid.UUID
+    session_id: uuid.UUID
     kind: str
     status: str
     proposed_by: str
@@ -441,6 +443,7 @@ class ViewBase(Schema):
 class DiscoveryViewOut(Schema):
     book: BookOut
     session: SessionOut | None
+    sessions: list[SessionOut]
     turns: list[ViewTurn]
     observations: list[ObservationOut]
     thrusts: list[ViewThrust]

@@ -254,10 +254,10 @@ def _render_scratchpad(
     session = current_session(book)
     kind = _choice(request.GET.get("kind"), ScratchpadEntryKind.values)
     agent_role = _choice(request.GET.get("role"), AgentRole.values)
-    entries = list(scratchpad_for(session=session, kind=kind or None, agent_role=agent_role or None)) if session else []
+    entries = list(scratchpad_for(book=book, kind=kind or None, agent_role=agent_role or None)) if session else []
     with_resolved_refs(access, entries)
     attribute(entries, "entry")
-    turns = list(Turn.objects.filter(session=session).order_by("ordinal")) if session else []
+    turns = list(Turn.objects.filter(session__book=book).order_by("session__created_at", "session_id", "ordinal"))
     context = {
         "book": book,
         "role": role,

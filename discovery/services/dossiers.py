@@ -81,13 +81,15 @@ def dossier_content(*, book: Book, session: DiscoverySession | None, agent_role:
             {
                 **row,
                 "id": str(row["id"]),
+                "session_id": str(row["session_id"]),
                 "handoff_id": str(row["handoff_id"]) if row["handoff_id"] else None,
                 "created_at": _iso(row["created_at"]),
             }
-            for row in ScratchpadEntry.objects.filter(session=session)
-            .order_by("sequence")
+            for row in ScratchpadEntry.objects.filter(session__book=book)
+            .order_by("session__created_at", "session_id", "sequence")
             .values(
                 "id",
+                "session_id",
                 "sequence",
                 "agent_role",
                 "kind",

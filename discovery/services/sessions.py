@@ -68,7 +68,9 @@ def locked_session(session: DiscoverySession) -> DiscoverySession:
 def writable(session: DiscoverySession) -> None:
     if session.status not in OPEN_SESSION_STATUSES:
         raise Conflict(
-            f"this session is {session.status}; start a new discovery to continue",
+            f"this session is {session.status}: the discovery was handed off to drafting at G3"
+            if session.status == DiscoverySession.Status.CLOSED
+            else f"this session is {session.status}; the book's open session carries the conversation on",
             code="session_not_open",
         )
 

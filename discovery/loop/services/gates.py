@@ -23,7 +23,7 @@ from django.db.models import Q
 from approvals.models import Reversibility
 from approvals.services import decision_log_append
 from discovery.access import BookAccess
-from discovery.models import Chapter, KnowledgeBase, KnowledgeClaim
+from discovery.models import Chapter, DiscoverySession, KnowledgeBase, KnowledgeClaim
 from novelgraph.errors import Conflict, Invalid
 
 from ..models import (
@@ -176,7 +176,15 @@ def handoff(*, meta: LoopMeta) -> dict:
     meta.status = LoopStatus.HANDED_OFF
     meta.bound = ""
     meta.save()
-    return {"chapter_1": str(chapter.pk), "chapter_created": created, "backlog_entries": len(entries)}
+    # The conversation stays open until hand-off: G3 closes it (and nothing else does).
+    closed = DiscoverySession.objects.filter(book=book).exclude(status=DiscoverySession.Status.CLOSED)
+    closed = closed.update(status=DiscoverySession.Status.CLOSED)
+    return {
+        "chapter_1": str(chapter.pk),
+        "chapter_created": created,
+        "backlog_entries": len(entries),
+        "sessions_closed": closed,
+    }
 
 
 def gate_request(

@@ -1,0 +1,164 @@
+"""Issue 13: one discovery per book. The conversation stays open until hand-off, its history is one
+record, and charter versions are ordered. Through the real routes (API and pages)."""
+
+from __future__ import annotations
+
+import pytest
+
+from approvals.models import DecisionLogEntry
+from discovery.models import DiscoverySession, StoryCharter, Turn
+
+from .discovery_support import charter_body, start
+
+pytestmark = pytest.mark.django_db
+
+
+def propose(api, book, **overrides) -> dict:
+    response = api.post(f"/books/{book.pk}/charters", charter_body(**overrides))
+    assert response.status_code == 201, response.content
+    return response.json()
+
+
+def resolve(api, charter: dict, approved: bool = True, rationale: str = "It keeps the promise."):
+    return api.post(f"/charters/{charter['id']}/resolve", {"approved": approved, "rationale": rationale})
+
+
+def turn(api, session, role: str, content: str, **extra):
+    return api.post(f"/sessions/{session.pk}/turns", {"role": role, "content": content, **extra})
+
+
+# --- 2. The conversation stays open until hand-off ------------------------------
+
+
+def test_approving_a_charter_leaves_the_conversation_open_for_author_editor_and_sol(
+    author_api, editor_api, sol_api, book
+):
+    session = start(author_api, book)
+    assert turn(author_api, session, "author", "A keeper, a drowning.").status_code == 201
+    assert resolve(author_api, propose(sol_api, book)).status_code == 200
+    session.refresh_from_db()
+    assert session.status == "active"
+    assert turn(author_api, session, "author", "Now the harbour master lies.").status_code == 201
+    assert turn(editor_api, session, "editor", "Is the lie fair play?").status_code == 201
+    assert turn(sol_api, session, "sol", "Which lie matters most?").status_code == 201
+    assert list(Turn.objects.filter(session=session).values_list("ordinal", "role")) == [
+        (1, "author"),
+        (2, "author"),
+        (3, "editor"),
+        (4, "sol"),
+    ]
+    # Starting again resumes the same discovery: no second session.
+    assert start(author_api, book) == session
+    assert DiscoverySession.objects.filter(book=book).count() == 1
+
+
+def test_the_book_page_composer_still_works_after_the_charter_is_approved(
+    author_api, sol_api, author_browser, editor_browser, book
+):
+    start(author_api, book)
+    resolve(author_api, propose(sol_api, book))
+    for client, text in ((author_browser, "Author after approval."), (editor_browser, "Editor after approval.")):
+        response = client.post(f"/books/{book.pk}/turns/", {"content": text})
+        assert response.status_code == 302, response.content
+    page = author_browser.get(f"/books/{book.pk}/").content.decode()
+    assert "Author after approval." in page and "Editor after approval." in page
+
+
+def _second_session(book, author_api, sol_api, luna_api):
+    """A book with two sessions (as books made before this change have): the first one approved."""
+    first = start(author_api, book)
+    t1 = turn(
+        author_api,
+        first,
+        "author",
+        "The first round.",
+        observations=[{"key": "setting", "value": "a lighthouse", "provenance": "author-stated"}],
+    ).json()
+    luna_api.post(f"/sessions/{first.pk}/scratchpad", {"kind": "observation", "content": "First-round note."})
+    DiscoverySession.objects.filter(pk=first.pk).update(status="approved")
+    second = start(author_api, book)
+    assert second != first
+    turn(author_api, second, "author", "The second round.")
+    luna_api.post(f"/sessions/{second.pk}/scratchpad", {"kind": "observation", "content": "Second-round note."})
+    return first, second, t1
+
+
+def test_several_sessions_read_as_one_record_in_the_api_view(author_api, sol_api, luna_api, book):
+    first, second, _ = _second_session(book, author_api, sol_api, luna_api)
+    view = author_api.get(f"/books/{book.pk}/discovery").json()
+    assert [s["id"] for s in view["sessions"]] == [str(first.pk), str(second.pk)]
+    assert view["session"]["id"] == str(second.pk)
+    assert [(t["content"], t["session_id"]) for t in view["turns"]] == [
+        ("The first round.", str(first.pk)),
+        ("The second round.", str(second.pk)),
+    ]
+    assert [e["content"] for e in view["scratchpad"]] == ["First-round note.", "Second-round note."]
+    assert [o["value"] for o in view["observations"]] == ["a lighthouse"]
+
+
+def test_several_sessions_read_as_one_record_on_the_pages_and_in_the_dossier(
+    author_api, sol_api, luna_api, author_browser, book
+):
+    _second_session(book, author_api, sol_api, luna_api)
+    page = author_browser.get(f"/books/{book.pk}/").content.decode()
+    assert "The first round." in page and "The second round." in page
+    pad = author_browser.get(f"/books/{book.pk}/scratchpad/").content.decode()
+    assert "First-round note." in pad and "Second-round note." in pad and "The first round." in pad
+    dossier = author_api.post(f"/books/{book.pk}/dossiers", {"agent_role": "luna"}).json()["content"]
+    assert [e["content"] for e in dossier["scratchpad"]] == ["First-round note.", "Second-round note."]
+    assert [o["value"] for o in dossier["observations"]] == ["a lighthouse"]
+
+
+# --- 3. Charter versions are ordered --------------------------------------------------
+
+
+def test_approving_a_version_supersedes_every_older_one_pending_or_approved(author_api, sol_api, terra_api, book):
+    start(author_api, book)
+    v1 = propose(sol_api, book)
+    assert resolve(author_api, v1).status_code == 200
+    v2 = propose(terra_api, book, main_thrust="v2")
+    v3 = propose(sol_api, book, main_thrust="v3")
+    assert resolve(author_api, v3).status_code == 200
+    assert dict(StoryCharter.objects.filter(book=book).values_list("version", "status")) == {
+        1: "superseded",
+        2: "superseded",
+        3: "approved",
+    }
+    entry = DecisionLogEntry.objects.filter(book=book).order_by("-sequence").first()
+    assert entry.detail["superseded_versions"] == [1, 2]
+    # The superseded pending version can no longer be approved.
+    response = resolve(author_api, v2)
+    assert response.status_code == 409
+
+
+def test_an_older_version_is_never_approved_after_a_newer_one(author_api, sol_api, book):
+    start(author_api, book)
+    v1 = propose(sol_api, book)
+    v2 = propose(sol_api, book, main_thrust="v2")
+    before = DecisionLogEntry.objects.filter(book=book).count()
+    response = resolve(author_api, v1)
+    assert response.status_code == 409, response.content
+    body = response.json()
+    assert body["code"] == "newer_version" and "v2" in body["detail"]
+    assert StoryCharter.objects.get(pk=v1["id"]).status == "proposed"
+    assert DecisionLogEntry.objects.filter(book=book).count() == before
+    # Rejecting the newer one lets the older be approved.
+    assert resolve(author_api, v2, approved=False, rationale="No.").status_code == 200
+    assert resolve(author_api, v1).status_code == 200
+    assert dict(StoryCharter.objects.filter(book=book).values_list("version", "status")) == {
+        1: "approved",
+        2: "rejected",
+    }
+
+
+def test_the_review_page_shows_what_changed_from_the_previous_version(author_api, sol_api, author_browser, book):
+    start(author_api, book)
+    propose(sol_api, book)
+    v2 = propose(sol_api, book, main_thrust="The keeper lies too.", narrative_form="letters")
+    page = author_browser.get(f"/review/{v2['approval_id']}/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "What changed from version 1" in html
+    assert "The keeper lies too." in html and "A keeper must prove a drowning was murder." in html
+    assert "Narrative form" in html and "(added)" in html and "(changed)" in html
+    assert "Central conflict <span" not in html  # unchanged fields are not listed as changes
