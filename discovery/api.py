@@ -154,6 +154,7 @@ def turn_add(request: HttpRequest, session_id: uuid.UUID, payload: TurnIn):
             "ordinal": turn.ordinal,
             "role": turn.role,
             "content": turn.content,
+            "answers_id": turn.answers_id,
             "created_at": turn.created_at,
             "observations": list(turn.observations.order_by("created_at")),
         },

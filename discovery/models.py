@@ -146,6 +146,10 @@ class Turn(TimeStampedModel):
     role = models.CharField(max_length=10, choices=TURN_SPEAKERS)
     written_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     content = models.TextField(max_length=50_000)
+    # The question Sol had put to the author when a person wrote this turn: the turn answers it.
+    answers = models.ForeignKey(
+        SessionQuestion, null=True, blank=True, on_delete=models.PROTECT, related_name="answers"
+    )
 
     class Meta:
         ordering = ["session", "ordinal"]

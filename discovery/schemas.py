@@ -266,6 +266,7 @@ class TurnOut(Schema):
     ordinal: int
     role: str
     content: str
+    answers_id: uuid.UUID | None = None
     created_at: datetime
     observations: list[ObservationOut]
 
@@ -399,6 +400,7 @@ class ViewTurn(Schema):
     ordinal: int
     role: str
     content: str
+    answers_id: uuid.UUID | None = None
     created_at: datetime
 
 

@@ -170,7 +170,7 @@ def discovery_view(access: BookAccess) -> dict:
             {**row, "id": str(row["id"])}
             for row in Turn.objects.filter(session__book=book)
             .order_by("session__created_at", "session_id", "ordinal")
-            .values("id", "session_id", "ordinal", "role", "content", "created_at")
+            .values("id", "session_id", "ordinal", "role", "content", "answers_id", "created_at")
         ]
         observations = observation_rows(Observation.objects.filter(session__book=book))
         thrusts = list(

@@ -34,7 +34,7 @@ from .loop.selectors import gate_steps
 from .models import Book, KnowledgeClaim, ScratchpadEntry, ScratchpadEntryKind, SessionQuestion, Turn
 from .refs import resolve_source_refs
 from .schemas import DossierIn, TurnIn
-from .selectors import canon_bases, current_session, discovery_view, scratchpad_for
+from .selectors import OPEN_SESSION_STATUSES, canon_bases, current_session, discovery_view, scratchpad_for
 
 RECENT_ACTIVITY = 12
 
@@ -207,6 +207,7 @@ def book_detail(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
     attribute(view["charters"], "charter")
     asked = SessionQuestion.objects.filter(session=view["session"]).order_by("-sequence").first()
     question_run = produced_by("question", [asked.pk]).get(str(asked.pk)) if asked else None
+    prompted_by = with_resolved_refs(access, [{"source_refs": asked.source_refs}])[0]["refs"] if asked else []
     research = dict(
         ResearchItem.objects.filter(book=book).values_list("status").annotate(n=Count("id")).values_list("status", "n")
     )
@@ -225,6 +226,11 @@ def book_detail(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
             "entry_count": len(view["scratchpad"]),
             "asked": asked,
             "question_run": question_run,
+            "prompted_by": prompted_by,
+            "can_answer": role in ("author", "editor")
+            and view["session"] is not None
+            and view["session"].status in OPEN_SESSION_STATUSES,
+            "composer_url": reverse("discovery:turn_add", args=[book.pk]),
         },
     )
 
@@ -358,6 +364,8 @@ def turn_add(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
         turn = services.turn_add(access=access, session=session, payload=payload)
     except DomainError as exc:
         return _render_scratchpad(request, access, composer_error=exc, draft=content, status=exc.status)
+    if request.POST.get("next") == "book":  # answered from the book page, under the current question
+        return redirect(f"{reverse('discovery:book', args=[access.book.pk])}#turn-{turn.pk}")
     if request.htmx:
         return _render_scratchpad(request, access)
     return redirect(f"{reverse('discovery:scratchpad', args=[access.book.pk])}#turn-{turn.pk}")

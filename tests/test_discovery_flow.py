@@ -162,3 +162,51 @@ def test_the_review_page_shows_what_changed_from_the_previous_version(author_api
     assert "The keeper lies too." in html and "A keeper must prove a drowning was murder." in html
     assert "Narrative form" in html and "(added)" in html and "(changed)" in html
     assert "Central conflict <span" not in html  # unchanged fields are not listed as changes
+
+
+# --- 4. Sol keeps the question moving -----------------------------------------------------
+
+
+def test_sol_moves_the_question_after_the_charter_and_the_author_answers_it_on_the_book_page(
+    author_api, sol_api, author_browser, editor_browser, book
+):
+    session = start(author_api, book)
+    said = turn(author_api, session, "author", "The keeper lies to the coroner.").json()
+    resolve(author_api, propose(sol_api, book))  # the question keeps moving after approval
+    asked = sol_api.post(
+        f"/sessions/{session.pk}/question",
+        {"question": "What does she hide from the coroner?", "source_refs": [{"type": "turn", "id": said["id"]}]},
+    )
+    assert asked.status_code == 201, asked.content
+    page = editor_browser.get(f"/books/{book.pk}/").content.decode()
+    assert "What does she hide from the coroner?" in page
+    assert f"#turn-{said['id']}" in page  # the turn that prompted it, linked
+    assert "Answer with a turn" in page
+    response = author_browser.post(
+        f"/books/{book.pk}/turns/", {"content": "A letter from her brother.", "next": "book"}
+    )
+    assert response.status_code == 302 and response["Location"].startswith(f"/books/{book.pk}/#turn-")
+    answer = Turn.objects.get(session=session, content="A letter from her brother.")
+    assert str(answer.answers_id) == asked.json()["id"]
+    view = author_api.get(f"/books/{book.pk}/discovery").json()
+    assert view["session"]["current_question"] == "What does she hide from the coroner?"
+    assert [t["answers_id"] for t in view["turns"]] == [None, asked.json()["id"]]
+
+
+def test_a_question_must_cite_the_turn_entry_or_observation_that_prompted_it(author_api, sol_api, book):
+    session = start(author_api, book)
+    charter = propose(sol_api, book)
+    only_charter = sol_api.post(
+        f"/sessions/{session.pk}/question",
+        {"question": "Why?", "source_refs": [{"type": "charter", "id": charter["id"]}]},
+    )
+    assert only_charter.status_code == 422 and only_charter.json()["field"] == "source_refs"
+    said = turn(author_api, session, "author", "A turn.").json()
+    ok = sol_api.post(
+        f"/sessions/{session.pk}/question",
+        {
+            "question": "Why?",
+            "source_refs": [{"type": "charter", "id": charter["id"]}, {"type": "turn", "id": said["id"]}],
+        },
+    )
+    assert ok.status_code == 201
