@@ -71,6 +71,14 @@ class ObservationIn(Schema):
     status: ObservationStatus = ObservationStatus.WORKING
 
 
+class ObservationResolveIn(Schema):
+    """The author confirms, corrects (with the new value) or retires an observation."""
+
+    action: Literal["confirm", "correct", "retire"]
+    value: Text(limit(Observation, "value"), required=False) | None = None
+    rationale: Text(LONG_TEXT, required=False) | None = None
+
+
 class TurnIn(Schema):
     role: Literal["author", "editor", "sol"]
     content: Text(limit(Turn, "content"))
@@ -254,10 +262,36 @@ class ObservationOut(Schema):
     turn_id: uuid.UUID
     key: str
     value: str
+    stated_value: str | None = None
     provenance: str
     confidence: float | None
     status: str
     created_at: datetime
+
+
+class ObservationRevisionOut(Schema):
+    id: uuid.UUID
+    sequence: int
+    action: str
+    previous_value: str
+    value: str
+    previous_status: str
+    status: str
+    rationale: str
+    created_at: datetime
+
+
+class ObservationDetailOut(Schema):
+    id: uuid.UUID
+    session_id: uuid.UUID
+    turn_id: uuid.UUID
+    key: str
+    value: str
+    stated_value: str
+    provenance: str
+    confidence: float | None
+    status: str
+    revisions: list[ObservationRevisionOut]
 
 
 class TurnOut(Schema):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.db.models import Model, Q, QuerySet
+from django.db.models import Model, OuterRef, Q, QuerySet, Subquery
 
 from novelgraph.errors import NotFound
 
@@ -23,6 +23,7 @@ from .models import (
     KnowledgeClaim,
     KnowledgeLink,
     Observation,
+    ObservationRevision,
     ScratchpadEntry,
     StoryCharter,
     ThrustCandidate,
@@ -71,6 +72,14 @@ def handoff_get(handoff_id: Any) -> Handoff:
 
 def dossier_get(dossier_id: Any) -> ContextDossier:
     return _get(ContextDossier.objects.select_related("book__series", "book__owner"), dossier_id, "dossier")
+
+
+def observation_get(observation_id: Any) -> Observation:
+    return _get(
+        Observation.objects.select_related("session__book__series", "session__book__owner"),
+        observation_id,
+        "observation",
+    )
 
 
 def claim_get(claim_id: Any) -> KnowledgeClaim:
@@ -230,8 +239,18 @@ OBSERVATION_COLUMNS = (
 
 
 def observation_rows(queryset) -> list[dict]:
-    """Observations in creation order as dicts (one query)."""
-    return list(queryset.order_by("created_at", "id").values(*OBSERVATION_COLUMNS))
+    """Observations in creation order as dicts (one query): ``value`` is the current value (the
+    author's newest correction), ``stated_value`` the value as first stated."""
+    latest_correction = (
+        ObservationRevision.objects.filter(observation=OuterRef("pk"), action=ObservationRevision.Action.CORRECT)
+        .order_by("-sequence")
+        .values("value")[:1]
+    )
+    rows = queryset.order_by("created_at", "id").annotate(corrected=Subquery(latest_correction))
+    return [
+        {**row, "stated_value": row["value"], "value": row.pop("corrected") or row["value"]}
+        for row in rows.values(*OBSERVATION_COLUMNS, "corrected")
+    ]
 
 
 SCRATCHPAD_COLUMNS = (

@@ -31,9 +31,9 @@ from .agents.models import AgentRun
 from .agents.selectors import produced_by
 from .loop.models import LoopMeta
 from .loop.selectors import gate_steps
-from .models import Book, KnowledgeClaim, ScratchpadEntry, ScratchpadEntryKind, SessionQuestion, Turn
+from .models import Book, KnowledgeClaim, Observation, ScratchpadEntry, ScratchpadEntryKind, SessionQuestion, Turn
 from .refs import resolve_source_refs
-from .schemas import DossierIn, TurnIn
+from .schemas import DossierIn, ObservationResolveIn, TurnIn
 from .selectors import OPEN_SESSION_STATUSES, canon_bases, current_session, discovery_view, scratchpad_for
 
 RECENT_ACTIVITY = 12
@@ -177,7 +177,12 @@ def recent_activity(book_ids: list) -> list[dict]:
 @login_required
 def book_detail(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
     """Premise, current question, turns with observations, thrusts, charters, knowledge bases and canon."""
-    access = page_access(request, book_id, Cap.BOOK_READ)
+    return _render_book(request, page_access(request, book_id, Cap.BOOK_READ))
+
+
+def _render_book(
+    request: HttpRequest, access: BookAccess, *, observation_error: dict | None = None, status: int = 200
+) -> HttpResponse:
     book, role = access.book, access.role
     view = discovery_view(access)
     observations_by_turn: dict[str, list[dict]] = {}
@@ -231,7 +236,9 @@ def book_detail(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
             and view["session"] is not None
             and view["session"].status in OPEN_SESSION_STATUSES,
             "composer_url": reverse("discovery:turn_add", args=[book.pk]),
+            "observation_error": observation_error,
         },
+        status=status,
     )
 
 
@@ -369,6 +376,23 @@ def turn_add(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
     if request.htmx:
         return _render_scratchpad(request, access)
     return redirect(f"{reverse('discovery:scratchpad', args=[access.book.pk])}#turn-{turn.pk}")
+
+
+@login_required
+@require_POST
+def observation_resolve(request: HttpRequest, book_id: uuid.UUID, observation_id: uuid.UUID) -> HttpResponse:
+    """The author confirms, corrects or retires an observation from the book page (``services.observation_resolve``)."""
+    access = page_access(request, book_id, Cap.BOOK_READ)
+    observation = Observation.objects.filter(pk=observation_id, session__book=access.book).first()
+    if observation is None:
+        raise NotFound("observation not found")
+    try:
+        payload = parse_form(ObservationResolveIn, request.POST)
+        services.observation_resolve(access=access, observation=observation, payload=payload)
+    except DomainError as exc:
+        error = {"id": str(observation.pk), "message": exc.message}
+        return _render_book(request, access, observation_error=error, status=exc.status)
+    return redirect(f"{reverse('discovery:book', args=[access.book.pk])}#observation-{observation.pk}")
 
 
 @login_required

@@ -17,8 +17,10 @@ from .factories import (
     KnowledgeBaseFactory,
     KnowledgeClaimFactory,
     KnowledgeSourceFactory,
+    ObservationFactory,
     ResearchItemFactory,
     StoryCharterFactory,
+    TurnFactory,
 )
 
 
@@ -45,6 +47,7 @@ def build_scene(book, sol_api) -> dict:
         "source_id": source.pk,
         "gate": "G0",
         "run_id": AgentRunFactory(book=book).pk,
+        "observation_id": ObservationFactory(turn=TurnFactory(session=session)).pk,
     }
     loop = f"/books/{book.pk}/loop"
     sol_api.get(loop)

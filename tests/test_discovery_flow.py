@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from approvals.models import DecisionLogEntry
-from discovery.models import DiscoverySession, StoryCharter, Turn
+from discovery.models import DiscoverySession, Observation, ObservationRevision, StoryCharter, Turn
 
 from .discovery_support import charter_body, start
 
@@ -210,3 +210,83 @@ def test_a_question_must_cite_the_turn_entry_or_observation_that_prompted_it(aut
         },
     )
     assert ok.status_code == 201
+
+
+# --- 5. Observations have a life ------------------------------------------------------------
+
+
+def _observed(author_api, session, *values):
+    said = turn(
+        author_api,
+        session,
+        "author",
+        "Some things.",
+        observations=[{"key": f"k{i}", "value": v, "provenance": "author-stated"} for i, v in enumerate(values)],
+    )
+    assert said.status_code == 201, said.content
+    return [o["id"] for o in said.json()["observations"]]
+
+
+def test_the_author_confirms_corrects_and_retires_observations_and_history_is_kept(author_api, sol_api, book):
+    session = start(author_api, book)
+    confirm_id, correct_id, retire_id = _observed(author_api, session, "a lighthouse", "1920", "a twin")
+    confirmed = author_api.post(f"/observations/{confirm_id}/resolve", {"action": "confirm"})
+    assert confirmed.status_code == 200 and confirmed.json()["status"] == "confirmed"
+    corrected = author_api.post(
+        f"/observations/{correct_id}/resolve", {"action": "correct", "value": "1923", "rationale": "Later storm."}
+    )
+    assert corrected.status_code == 200, corrected.content
+    body = corrected.json()
+    assert (body["value"], body["stated_value"], body["status"]) == ("1923", "1920", "confirmed")
+    again = author_api.post(f"/observations/{correct_id}/resolve", {"action": "correct", "value": "1924"}).json()
+    assert [(r["previous_value"], r["value"]) for r in again["revisions"]] == [("1920", "1923"), ("1923", "1924")]
+    retired = author_api.post(f"/observations/{retire_id}/resolve", {"action": "retire", "rationale": "Dropped."})
+    assert retired.status_code == 200 and retired.json()["status"] == "retired"
+    # A retired observation is final; the value as first stated is never overwritten.
+    assert author_api.post(f"/observations/{retire_id}/resolve", {"action": "confirm"}).status_code == 409
+    assert Observation.objects.get(pk=correct_id).value == "1920"
+    view = author_api.get(f"/books/{book.pk}/discovery").json()
+    assert {o["id"]: (o["value"], o["status"]) for o in view["observations"]} == {
+        confirm_id: ("a lighthouse", "confirmed"),
+        correct_id: ("1924", "confirmed"),
+        retire_id: ("a twin", "retired"),
+    }
+
+
+def test_resolved_and_retired_observations_leave_the_unresolved_set_of_dossiers(author_api, book):
+    session = start(author_api, book)
+    keep_id, retire_id = _observed(author_api, session, "open question", "stale idea")
+    author_api.post(f"/observations/{retire_id}/resolve", {"action": "retire"})
+    for role in ("sol", "terra", "luna"):
+        content = author_api.post(f"/books/{book.pk}/dossiers", {"agent_role": role}).json()["content"]
+        assert [o["id"] for o in content["observations"]] == [keep_id], role
+
+
+def test_only_the_author_resolves_observations_and_bad_input_is_a_422(author_api, sol_api, editor_api, book):
+    session = start(author_api, book)
+    (obs_id,) = _observed(author_api, session, "a lighthouse")
+    for api in (sol_api, editor_api):
+        response = api.post(f"/observations/{obs_id}/resolve", {"action": "retire"})
+        assert response.status_code == 403 and "decide" in response.json()["detail"]
+    assert author_api.post(f"/observations/{obs_id}/resolve", {"action": "correct"}).json()["field"] == "value"
+    assert author_api.post(f"/observations/{obs_id}/resolve", {"action": "erase"}).status_code == 422
+    assert not ObservationRevision.objects.exists()
+    assert Observation.objects.get(pk=obs_id).status == "working"
+
+
+def test_the_book_page_buttons_confirm_correct_and_retire(author_api, author_browser, editor_browser, book):
+    session = start(author_api, book)
+    first, second = _observed(author_api, session, "a lighthouse", "1920")
+    page = author_browser.get(f"/books/{book.pk}/").content.decode()
+    assert f"/books/{book.pk}/observations/{first}/" in page and ">Retire<" in page
+    assert f"/observations/{first}/" not in editor_browser.get(f"/books/{book.pk}/").content.decode()
+    url = f"/books/{book.pk}/observations/{second}/"
+    response = author_browser.post(url, {"action": "correct", "value": "1923"})
+    assert response.status_code == 302 and response["Location"].endswith(f"#observation-{second}")
+    page = author_browser.get(f"/books/{book.pk}/").content.decode()
+    assert "1923" in page and "<s>1920</s>" in page
+    blank = author_browser.post(url, {"action": "correct", "value": ""})
+    assert blank.status_code == 422 and "a correction states the new value" in blank.content.decode()
+    assert author_browser.post(f"/books/{book.pk}/observations/{first}/", {"action": "retire"}).status_code == 302
+    assert Observation.objects.get(pk=first).status == "retired"
+    assert editor_browser.post(url, {"action": "retire"}).status_code == 403

@@ -25,6 +25,7 @@ from ..selectors import (
     book_bases,
     canon_bases,
     current_session,
+    observation_rows,
     readable_bases,
 )
 
@@ -106,10 +107,15 @@ def dossier_content(*, book: Book, session: DiscoverySession | None, agent_role:
     observations: list[dict] = []
     if Cap.DISCOVERY_READ in caps:
         observations = [
-            {**row, "id": str(row["id"]), "turn_id": str(row["turn_id"]), "session_id": str(row["session_id"])}
-            for row in Observation.objects.filter(session__book=book, status=Observation.Status.WORKING)
-            .order_by("created_at")
-            .values("id", "session_id", "turn_id", "key", "value", "provenance", "confidence")
+            {
+                **{k: row[k] for k in ("key", "value", "provenance", "confidence")},
+                "id": str(row["id"]),
+                "turn_id": str(row["turn_id"]),
+                "session_id": str(row["session_id"]),
+            }
+            for row in observation_rows(
+                Observation.objects.filter(session__book=book, status=Observation.Status.WORKING)
+            )
         ]
     return {
         "schema": DOSSIER_SCHEMA,
