@@ -3,12 +3,15 @@ record, and charter versions are ordered. Through the real routes (API and pages
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
 from approvals.models import DecisionLogEntry
 from discovery.models import DiscoverySession, Observation, ObservationRevision, StoryCharter, Turn
 
 from .discovery_support import charter_body, start
+from .loop_scenes import ask_gate, decide
 
 pytestmark = pytest.mark.django_db
 
@@ -290,3 +293,40 @@ def test_the_book_page_buttons_confirm_correct_and_retire(author_api, author_bro
     assert author_browser.post(f"/books/{book.pk}/observations/{first}/", {"action": "retire"}).status_code == 302
     assert Observation.objects.get(pk=first).status == "retired"
     assert editor_browser.post(url, {"action": "retire"}).status_code == 403
+
+
+# --- 6. The author's constraints reach the agents ---------------------------------------------
+
+
+def test_every_constraint_the_author_recorded_is_in_every_roles_dossier_with_its_decision(
+    author_api, sol_api, luna_api, author_browser, book
+):
+    start(author_api, book)
+    charter = propose(sol_api, book, constraints=["No supernatural explanation"])
+    assert resolve(author_api, charter, rationale="Fair play.").status_code == 200
+    card = ask_gate(sol_api, book, "G0")
+    assert card.status_code == 201, card.content
+    verdict = decide(
+        author_api, book, card.json()["approval_id"], "approve-with-constraint", constraint="No second murder early"
+    )
+    assert verdict.status_code == 200, verdict.content
+    card = ask_gate(sol_api, book, "G0")
+    assert card.status_code == 201, card.content
+    steer = decide(author_api, book, card.json()["approval_id"], "redirect", constraint="Make it the sister's arc")
+    assert steer.status_code == 200, steer.content
+    log = {e.approval_id: e.sequence for e in DecisionLogEntry.objects.filter(book=book)}
+    for role, api in (("sol", sol_api), ("terra", author_api), ("luna", luna_api)):
+        content = api.post(f"/books/{book.pk}/dossiers", {"agent_role": role}).json()["content"]
+        rows = [(c["kind"], c["text"], c["decision"]["sequence"]) for c in content["author_constraints"]]
+        assert rows == [
+            ("charter-constraint", "No supernatural explanation", log[uuid.UUID(charter["approval_id"])]),
+            ("constraint", "No second murder early", rows[1][2]),
+            ("steer", "Make it the sister's arc", rows[2][2]),
+        ], role
+        assert rows[1][2] < rows[2][2] and rows[1][2] in log.values()
+        assert content["author_constraints"][0]["decision"]["rationale"] == "Fair play."
+        assert content["author_constraints"][1]["decision"]["gate"] == "G0"
+    dossier_id = luna_api.get(f"/books/{book.pk}/dossiers").json()["items"][0]["id"]
+    page = author_browser.get(f"/books/{book.pk}/dossiers/{dossier_id}/").content.decode()
+    assert "The author's constraints" in page and "No second murder early" in page
+    assert "Make it the sister&#x27;s arc" in page and "No supernatural explanation" in page
