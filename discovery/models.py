@@ -569,6 +569,8 @@ class Handoff(TimeStampedModel):
     dossier = models.ForeignKey(ContextDossier, on_delete=models.PROTECT, related_name="handoffs")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.OPEN)
     returned_at = models.DateTimeField(null=True, blank=True)
+    # What a result carries beyond its entries: Terra's analysis, risks and charter-ready language.
+    result = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["-created_at"]

@@ -211,10 +211,16 @@ class ResultItem(Schema):
 
 
 class HandoffResultIn(Schema):
+    """Facts, inferences, options (the alternatives) and questions; a Terra result to Sol also carries
+    its structural analysis, the risks and charter-ready language (seed 000, "Terra to Sol")."""
+
     facts: list[ResultItem] = Field(default_factory=list, max_length=MAX_LIST_ITEMS)
     inferences: list[ResultItem] = Field(default_factory=list, max_length=MAX_LIST_ITEMS)
     options: list[ResultItem] = Field(default_factory=list, max_length=MAX_LIST_ITEMS)
     questions: list[ResultItem] = Field(default_factory=list, max_length=MAX_LIST_ITEMS)
+    analysis: Text(LONG_TEXT, required=False) | None = None
+    risks: TextList() = Field(default_factory=list)
+    charter_language: Text(LONG_TEXT, required=False) | None = None
 
 
 # --- Outputs ---------------------------------------------------------------------
@@ -418,6 +424,7 @@ class HandoffOut(Schema):
     status: str
     created_at: datetime
     returned_at: datetime | None
+    result: dict = Field(default_factory=dict)
     result_entries: list[EntryOut]
 
 
@@ -503,5 +510,6 @@ def handoff_out(handoff) -> dict:
         "status": handoff.status,
         "created_at": handoff.created_at,
         "returned_at": handoff.returned_at,
+        "result": handoff.result or {},
         "result_entries": list(handoff.result_entries.order_by("sequence")),
     }

@@ -8,7 +8,15 @@ import uuid
 import pytest
 
 from approvals.models import DecisionLogEntry
-from discovery.models import DiscoverySession, Observation, ObservationRevision, StoryCharter, Turn
+from discovery.models import (
+    DiscoverySession,
+    Handoff,
+    Observation,
+    ObservationRevision,
+    ScratchpadEntry,
+    StoryCharter,
+    Turn,
+)
 
 from .discovery_support import charter_body, start
 from .loop_scenes import ask_gate, decide
@@ -330,3 +338,122 @@ def test_every_constraint_the_author_recorded_is_in_every_roles_dossier_with_its
     page = author_browser.get(f"/books/{book.pk}/dossiers/{dossier_id}/").content.decode()
     assert "The author's constraints" in page and "No second murder early" in page
     assert "Make it the sister&#x27;s arc" in page and "No supernatural explanation" in page
+
+
+# --- 7. Handoff discipline ------------------------------------------------------------------------
+
+
+def _handoff(api, book, to_role="luna", allowed=()):
+    response = api.post(
+        f"/books/{book.pk}/handoffs",
+        {
+            "to_role": to_role,
+            "decision": "Which structure carries the reveal?",
+            "allowed_sources": list(allowed),
+            "statements": [{"text": "The keeper lies.", "status": "fact"}],
+        },
+    )
+    assert response.status_code == 201, response.content
+    return response.json()
+
+
+def test_a_handoff_result_cites_only_the_sources_the_handoff_allowed(author_api, sol_api, luna_api, book):
+    session = start(author_api, book)
+    allowed = turn(author_api, session, "author", "Allowed turn.").json()
+    other = turn(author_api, session, "author", "Not allowed.").json()
+    handoff = _handoff(sol_api, book, allowed=[{"type": "turn", "id": allowed["id"]}])
+    bad = luna_api.post(
+        f"/handoffs/{handoff['id']}/result",
+        {
+            "facts": [
+                {"text": "ok", "source_refs": [{"type": "turn", "id": allowed["id"]}]},
+                {
+                    "text": "not ok",
+                    "source_refs": [{"type": "turn", "id": allowed["id"]}, {"type": "turn", "id": other["id"]}],
+                },
+            ]
+        },
+    )
+    assert bad.status_code == 422, bad.content
+    assert bad.json()["field"] == "facts[1].source_refs[1]" and other["id"] in bad.json()["detail"]
+    assert not ScratchpadEntry.objects.filter(handoff_id=handoff["id"]).exists()
+    good = luna_api.post(
+        f"/handoffs/{handoff['id']}/result",
+        {"facts": [{"text": "ok", "source_refs": [{"type": "turn", "id": allowed["id"]}]}]},
+    )
+    assert good.status_code == 200 and good.json()["status"] == "returned"
+
+
+def test_a_handoff_may_allow_a_whole_type_such_as_the_library(author_api, sol_api, luna_api, book):
+    from .factories import KnowledgeChunkFactory
+
+    session = start(author_api, book)
+    said = turn(author_api, session, "author", "A turn.").json()
+    chunk = KnowledgeChunkFactory()
+    handoff = _handoff(sol_api, book, allowed=[{"type": "other", "id": "any:chunk"}])
+    cited_chunk = {"facts": [{"text": "guidance", "source_refs": [{"type": "chunk", "id": str(chunk.pk)}]}]}
+    assert luna_api.post(f"/handoffs/{handoff['id']}/result", cited_chunk).status_code == 200
+    handoff = _handoff(sol_api, book, allowed=[{"type": "other", "id": "any:chunk"}])
+    cited_turn = {"facts": [{"text": "x", "source_refs": [{"type": "turn", "id": said["id"]}]}]}
+    assert luna_api.post(f"/handoffs/{handoff['id']}/result", cited_turn).status_code == 422
+
+
+TERRA_RESULT = {
+    "options": [{"text": "Two timelines."}],
+    "analysis": "The engine holds; the reveal needs an early plant.",
+    "risks": ["The reader may guess the forger."],
+    "charter_language": "Main thrust: a keeper proves a drowning was murder.",
+}
+
+
+@pytest.mark.parametrize("missing", ["analysis", "options", "risks", "charter_language"])
+def test_a_terra_result_to_sol_carries_analysis_alternatives_risks_and_charter_language(
+    author_api, sol_api, terra_api, book, missing
+):
+    start(author_api, book)
+    handoff = _handoff(sol_api, book, to_role="terra")
+    partial = {k: v for k, v in TERRA_RESULT.items() if k != missing}
+    if missing == "options":
+        partial["facts"] = [{"text": "A fact."}]
+    response = terra_api.post(f"/handoffs/{handoff['id']}/result", partial)
+    assert response.status_code == 422 and response.json()["field"] == missing, response.content
+    assert Handoff.objects.get(pk=handoff["id"]).status == "open"
+    done = terra_api.post(f"/handoffs/{handoff['id']}/result", TERRA_RESULT)
+    assert done.status_code == 200, done.content
+    assert done.json()["result"] == {k: v for k, v in TERRA_RESULT.items() if k != "options"}
+    assert [e["kind"] for e in done.json()["result_entries"]] == ["alternative"]
+
+
+def test_a_digest_lists_the_alternatives_of_what_it_summarises(author_api, sol_api, terra_api, book):
+    session = start(author_api, book)
+
+    def entry(kind, content, refs=()):
+        response = terra_api.post(
+            f"/sessions/{session.pk}/scratchpad", {"kind": kind, "content": content, "source_refs": list(refs)}
+        )
+        assert response.status_code == 201, response.content
+        return response.json()["id"]
+
+    hyp = entry("hypothesis", "The keeper forged it.")
+    alt = entry("alternative", "Her sister forged it.", [{"type": "entry", "id": hyp}])
+    # A handoff result: its option is an alternative of the facts it came with.
+    handoff = _handoff(sol_api, book, to_role="terra")
+    terra_api.post(f"/handoffs/{handoff['id']}/result", {**TERRA_RESULT, "facts": [{"text": "The lamp log."}]})
+    by_handoff = {e.kind: str(e.pk) for e in ScratchpadEntry.objects.filter(handoff_id=handoff["id"])}
+
+    refused = terra_api.post(
+        f"/sessions/{session.pk}/scratchpad",
+        {"kind": "digest", "content": "So far.", "source_refs": [{"type": "entry", "id": hyp}]},
+    )
+    assert refused.status_code == 422 and refused.json()["field"] == "source_refs"
+    assert "Her sister forged it." in refused.json()["detail"]
+    refused = terra_api.post(
+        f"/sessions/{session.pk}/scratchpad",
+        {"kind": "digest", "content": "So far.", "source_refs": [{"type": "entry", "id": by_handoff["observation"]}]},
+    )
+    assert refused.status_code == 422 and "Two timelines." in refused.json()["detail"]
+    entry(
+        "digest",
+        "So far, with the road not taken.",
+        [{"type": "entry", "id": hyp}, {"type": "entry", "id": alt}],
+    )
