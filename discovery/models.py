@@ -339,6 +339,8 @@ class ThrustCandidate(TimeStampedModel):
     ending_shape = models.TextField(blank=True, max_length=10_000)
     risks = models.JSONField(default=list, blank=True)
     forecloses = models.JSONField(default=list, blank=True)
+    # Set when G1.5 ratifies another thrust: why this one was not chosen (it stays visible).
+    not_chosen_reason = models.TextField(blank=True, max_length=10_000)
 
     class Meta:
         ordering = ["created_at"]

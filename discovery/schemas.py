@@ -461,6 +461,7 @@ class ViewThrust(Schema):
     ending_shape: str
     risks: list[str]
     forecloses: list[str]
+    not_chosen_reason: str = ""
     created_at: datetime
 
 

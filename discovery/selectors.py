@@ -201,6 +201,7 @@ def discovery_view(access: BookAccess) -> dict:
                 "ending_shape",
                 "risks",
                 "forecloses",
+                "not_chosen_reason",
                 "created_at",
             )
         )

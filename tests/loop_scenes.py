@@ -9,6 +9,31 @@ def url(book, tail: str = "") -> str:
     return f"/books/{book.pk}/loop{tail}"
 
 
+def a_thrust(book) -> str:
+    """An open thrust candidate of the book (G1.5 ratifies one): the newest, or a new one."""
+    from discovery.models import DiscoverySession, ThrustCandidate
+
+    from .factories import ThrustCandidateFactory
+
+    open_ = ThrustCandidate.objects.filter(session__book=book, status__in=["proposed", "selected"])
+    thrust = open_.order_by("-created_at").first()
+    if thrust is None:
+        session = DiscoverySession.objects.filter(book=book).order_by("-created_at").first()
+        thrust = ThrustCandidateFactory(**({"session": session} if session else {"session__book": book}))
+    return str(thrust.pk)
+
+
+def a_governing_charter(book) -> None:
+    """An approved Story Charter version (G2 ratifies one), unless the book has one."""
+    from discovery.models import StoryCharter
+
+    from .factories import StoryCharterFactory
+
+    if not StoryCharter.objects.filter(book=book, status="approved").exists():
+        last = StoryCharter.objects.filter(book=book).order_by("-version").first()
+        StoryCharterFactory(book=book, status="approved", version=(last.version + 1) if last else 1)
+
+
 def ask_gate(api, book, gate: str, **extra):
     body = {
         "summary": f"ratify {gate}",
@@ -16,6 +41,8 @@ def ask_gate(api, book, gate: str, **extra):
         "recommended": "approve",
         "reversibility_class": "reversible",
     }
+    if gate == "G1.5" and "thrust_id" not in extra:
+        body["thrust_id"] = a_thrust(book)
     body.update(extra)
     return api.post(url(book, f"/gates/{gate}/request"), body)
 
@@ -70,7 +97,9 @@ def review(api, book, lens: str, gate: str = "G2"):
 
 
 def saturate(sol_api, luna_api, terra_api, book) -> None:
-    """Both required lenses reviewed, a clean chain, one full round without invalidation."""
+    """Both required lenses reviewed, a clean chain, one full round without invalidation, and an
+    approved Story Charter version for G2 to ratify."""
+    a_governing_charter(book)
     clean_chain(sol_api, book)
     review(luna_api, book, "canon-integrity")
     review(terra_api, book, "reader-trust")

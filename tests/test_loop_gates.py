@@ -202,19 +202,26 @@ def test_g3_hands_off_to_drafting_chapter_one_and_the_backlog(book, sol_api, aut
             "content": {
                 "charter": {"main_thrust": "x"},
                 "success_metrics": ["the culprit is deducible from on-page clues by chapter 20"],
+                "chapter_1": "Mara finds the letter in the lamp room.",
             },
         },
     )
     assert r.status_code == 201
-    r = ask_gate(sol_api, book, "G3", summary="hand off to drafting")
-    assert r.status_code == 200, r.json()
-    assert r.json()["outcome"] == "handed-off"
-    assert Chapter.objects.filter(book=book, number=1).exists()
+    # A brief that is only proposed never hands off by itself: the author ratifies it on the G3 card.
+    refused = ask_gate(sol_api, book, "G3", summary="hand off to drafting")
+    assert refused.status_code == 409 and "not ratified" in refused.json()["detail"]
+    r = ask_gate(sol_api, book, "G3", summary="hand off to drafting", artifacts=["decision-brief"])
+    assert r.status_code == 201, r.json()
+    assert decide(author_api, book, r.json()["approval_id"], "approve").status_code == 200
+    assert BlackboardArtifact.objects.get(book=book, slug="decision-brief").status == "ratified"
+    assert list(Chapter.objects.filter(book=book).values_list("number", "title", "spec")) == [
+        (1, "Chapter 1", "Mara finds the letter in the lamp room.")
+    ]
     backlog = BlackboardArtifact.objects.get(book=book, slug="backlog")
     assert [e["id"] for e in backlog.content["entries"]] == [str(parked.pk)]
     assert LoopMeta.objects.get(book=book).status == "handed-off"
     row = DecisionLogEntry.objects.filter(book=book).order_by("-sequence").first()
-    assert (row.gate, row.ratified_by) == ("G3", "controller:sol")
+    assert (row.gate, row.ratified_by) == ("G3", "author:ada")
     assert decision_log_verify(book).ok
 
 
@@ -224,7 +231,7 @@ def test_a_one_way_door_at_g3_forces_a_consent_card(book, sol_api, author_api, l
         url(book, "/artifacts"),
         {"slug": "brief", "type": "decision-brief", "content": {"success_metrics": ["fair play by chapter 20"]}},
     )
-    r = ask_gate(sol_api, book, "G3", reversibility_class="one-way-door")
+    r = ask_gate(sol_api, book, "G3", reversibility_class="one-way-door", artifacts=["brief"])
     assert r.status_code == 201
     assert not Chapter.objects.filter(book=book).exists()
     d = decide(author_api, book, r.json()["approval_id"], "approve")

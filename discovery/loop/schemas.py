@@ -311,6 +311,7 @@ class GateIn(Schema):
     artifacts: list[str] = Field(default_factory=list, max_length=50)
     node_id: uuid.UUID | None = None
     trace_seed: str = Field("", max_length=100)
+    thrust_id: uuid.UUID | None = Field(None, description="G1.5: the thrust candidate the author is asked to ratify")
 
 
 class GateOut(Schema):

@@ -347,21 +347,24 @@ def _sol_gate(context: dict, notes: list[str]) -> dict | None:
             return None
         core = next((t for t in proposed if t["kind"] == "core"), proposed[0])
         titles = "; ".join(t["title"] for t in proposed)
-        return _gate_ask(
-            "G1.5",
-            f"Choose the story thrust this book carries: {titles}",
-            "Which thrust does this book carry?",
-            f"the core thrust, '{core['title']}'",
-        )
+        return {
+            **_gate_ask(
+                "G1.5",
+                f"Ratify the story thrust this book carries: '{core['title']}' (of {titles})",
+                "Which thrust does this book carry?",
+                f"the core thrust, '{core['title']}'",
+            ),
+            "thrust_id": core["id"],
+        }
     if gate == "G2":
-        pending = [c for c in context.get("charters") or [] if c["status"] == "proposed"]
-        if not pending:
-            notes.append("G2 waits for a proposed Story Charter.")
+        approved = [c for c in context.get("charters") or [] if c["status"] == "approved"]
+        if not approved:
+            notes.append("G2 waits for the author to approve a Story Charter version.")
             return None
         if loop.get("g2_reasons"):
             notes.append("G2 is not ready: " + "; ".join(loop["g2_reasons"]))
             return None
-        charter = pending[-1]
+        charter = approved[-1]
         return _gate_ask(
             "G2",
             f"Ratify Story Charter v{charter['version']}: {charter['main_thrust']}",
