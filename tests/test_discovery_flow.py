@@ -3,12 +3,15 @@ record, and charter versions are ordered. Through the real routes (API and pages
 
 from __future__ import annotations
 
+import io
 import uuid
+import zipfile
 
 import pytest
 
 from approvals.models import DecisionLogEntry
 from discovery.models import (
+    Chapter,
     DiscoverySession,
     Handoff,
     Observation,
@@ -18,8 +21,8 @@ from discovery.models import (
     Turn,
 )
 
-from .discovery_support import charter_body, start
-from .loop_scenes import ask_gate, decide
+from .discovery_support import charter_body, start, thrust_body
+from .loop_scenes import ask_gate, clean_chain, decide, pass_gate, review, saturate, trace
 
 pytestmark = pytest.mark.django_db
 
@@ -457,3 +460,187 @@ def test_a_digest_lists_the_alternatives_of_what_it_summarises(author_api, sol_a
         "So far, with the road not taken.",
         [{"type": "entry", "id": hyp}, {"type": "entry", "id": alt}],
     )
+
+
+# --- 8. Gates carry seed 000's objects --------------------------------------------------------------
+
+
+def _thrusts(api, session, *titles):
+    ids = []
+    for title in titles:
+        response = api.post(f"/sessions/{session.pk}/thrusts", thrust_body(title=title))
+        assert response.status_code == 201, response.content
+        ids.append(response.json()["id"])
+    return ids
+
+
+def test_g15_ratifies_exactly_one_thrust_and_keeps_the_others_with_the_reason(
+    author_api, sol_api, terra_api, author_browser, book
+):
+    session = start(author_api, book)
+    chosen, other, third = _thrusts(terra_api, session, "The keeper's doubt", "Two timelines", "The sister")
+    for gate in ("G0", "G1"):
+        pass_gate(sol_api, author_api, book, gate)
+    missing = sol_api.post(
+        f"/books/{book.pk}/loop/gates/G1.5/request",
+        {"summary": "thrust", "decisions_requested": ["which thrust"], "reversibility_class": "reversible"},
+    )
+    assert missing.status_code == 422 and missing.json()["field"] == "thrust_id"
+    card = ask_gate(sol_api, book, "G1.5", thrust_id=chosen)
+    assert card.status_code == 201, card.content
+    verdict = decide(author_api, book, card.json()["approval_id"], "approve", rationale="The doubt drives it.")
+    assert verdict.status_code == 200, verdict.content
+    view = author_api.get(f"/books/{book.pk}/discovery").json()
+    status = {t["id"]: (t["status"], t["not_chosen_reason"]) for t in view["thrusts"]}
+    assert status[chosen] == ("selected", "")
+    for not_chosen in (other, third):
+        assert status[not_chosen][0] == "rejected"
+        assert "The keeper's doubt" in status[not_chosen][1] and "The doubt drives it." in status[not_chosen][1]
+    entry = DecisionLogEntry.objects.filter(book=book, gate="G1.5").get()
+    assert entry.detail["effect"]["thrust"]["selected"] == chosen
+    page = author_browser.get(f"/books/{book.pk}/").content.decode()
+    assert "Two timelines" in page and "Not chosen:" in page
+
+
+def test_g2_needs_an_approved_charter_and_its_log_names_the_version_and_digest(
+    author_api, sol_api, terra_api, luna_api, book
+):
+    from discovery.services.subjects import charter_content_digest
+
+    session = start(author_api, book)
+    _thrusts(terra_api, session, "The keeper's doubt")
+    for gate in ("G0", "G1"):
+        pass_gate(sol_api, author_api, book, gate)
+    pass_gate(sol_api, author_api, book, "G1.5")
+    clean_chain(sol_api, book)
+    review(luna_api, book, "canon-integrity")
+    review(terra_api, book, "reader-trust")
+    assert sol_api.post(f"/books/{book.pk}/loop/rounds", {}).status_code == 200
+    refused = ask_gate(sol_api, book, "G2")
+    assert refused.status_code == 409 and "no approved Story Charter" in refused.json()["detail"]
+    # A charter approved before G2 is accepted and its log row records where the loop stood.
+    v1 = propose(sol_api, book)
+    assert resolve(author_api, v1).status_code == 200
+    charter_row = DecisionLogEntry.objects.get(book=book, subject_type="charter")
+    assert charter_row.detail["loop_gate"] == "G2" and charter_row.detail["content_digest"]
+    card = ask_gate(sol_api, book, "G2")
+    assert card.status_code == 201, card.content
+    assert decide(author_api, book, card.json()["approval_id"], "approve").status_code == 200
+    g2 = DecisionLogEntry.objects.get(book=book, gate="G2")
+    charter = StoryCharter.objects.get(pk=v1["id"])
+    assert g2.detail["effect"]["charter"] == {
+        "id": v1["id"],
+        "version": 1,
+        "content_digest": charter_content_digest(charter.content),
+    }
+
+
+def test_a_newer_charter_approved_while_the_g2_card_waits_makes_the_card_stale(
+    author_api, sol_api, terra_api, luna_api, book
+):
+    start(author_api, book)
+    for gate in ("G0", "G1", "G1.5"):
+        pass_gate(sol_api, author_api, book, gate)
+    resolve(author_api, propose(sol_api, book))
+    saturate(sol_api, luna_api, terra_api, book)
+    card = ask_gate(sol_api, book, "G2")
+    assert card.status_code == 201, card.content
+    assert resolve(author_api, propose(sol_api, book, main_thrust="v2")).status_code == 200
+    stale = decide(author_api, book, card.json()["approval_id"], "approve")
+    assert stale.status_code == 409, stale.content
+    assert not DecisionLogEntry.objects.filter(book=book, gate="G2").exists()
+
+
+def test_charter_approval_creates_no_chapter_and_g3_creates_chapter_1_once_from_the_brief(
+    author_api, sol_api, terra_api, luna_api, book
+):
+    start(author_api, book)
+    resolve(author_api, propose(sol_api, book))
+    assert not Chapter.objects.filter(book=book).exists()
+    for gate in ("G0", "G1", "G1.5"):
+        pass_gate(sol_api, author_api, book, gate)
+    saturate(sol_api, luna_api, terra_api, book)
+    pass_gate(sol_api, author_api, book, "G2")
+    brief = {
+        "slug": "decision-brief",
+        "type": "decision-brief",
+        "content": {"success_metrics": ["fair play by chapter 20"], "chapter_1": "The letter in the lamp room."},
+    }
+    assert sol_api.post(f"/books/{book.pk}/loop/artifacts", brief).status_code == 201
+    # The export never presents the proposed brief as committed.
+    export = author_api.get(f"/books/{book.pk}/loop/export")
+    names = zipfile.ZipFile(io.BytesIO(export.content)).namelist()
+    assert not [n for n in names if n.endswith("/decision-brief.json")]
+    assert ask_gate(sol_api, book, "G3").status_code == 409
+    card = ask_gate(sol_api, book, "G3", artifacts=["decision-brief"])
+    assert card.status_code == 201, card.content
+    assert decide(author_api, book, card.json()["approval_id"], "approve").status_code == 200
+    assert list(Chapter.objects.filter(book=book).values_list("number", "spec")) == [
+        (1, "The letter in the lamp room.")
+    ]
+    names = zipfile.ZipFile(io.BytesIO(author_api.get(f"/books/{book.pk}/loop/export").content)).namelist()
+    assert [n for n in names if n.endswith("/decision-brief.json")]
+    assert DiscoverySession.objects.get(book=book).status == "closed"
+
+
+# --- 9. The plan's edges -------------------------------------------------------------------------------
+
+
+def test_validation_status_moves_only_forward_through_the_validation_plan_routes(author_api, sol_api, luna_api, book):
+    start(author_api, book)
+    made = luna_api.post(
+        f"/books/{book.pk}/loop/validation",
+        {
+            "assumption": "readers track two timelines",
+            "kill_condition": "beta readers lose the thread",
+            "activity": "read chapters 1-3 aloud",
+        },
+    )
+    assert made.status_code == 201, made.content
+    item = made.json()["id"]
+    status_url = f"/books/{book.pk}/loop/validation/{item}/status"
+    skip = luna_api.post(status_url, {"validation_status": "validated"})
+    assert skip.status_code == 422 and skip.json()["field"] == "validation_status"
+    assert luna_api.post(status_url, {"validation_status": "validating"}).json()["validation_status"] == "validating"
+    back = luna_api.post(status_url, {"validation_status": "hypothesis"})
+    assert back.status_code == 422 and "only forward" in back.json()["detail"]
+    assert luna_api.post(status_url, {"validation_status": "refuted"}).status_code == 200
+    assert luna_api.post(status_url, {"validation_status": "validated"}).status_code == 422
+    listed = author_api.get(f"/books/{book.pk}/loop/validation").json()["items"]
+    assert [(i["id"], i["validation_status"]) for i in listed] == [(item, "refuted")]
+    # The plan node's own validation status follows the same rule.
+    root = sol_api.get(f"/books/{book.pk}/loop/nodes").json()["items"][0]["id"]
+    node = sol_api.patch(f"/books/{book.pk}/loop/nodes/{root}", {"validation_status": "refuted"})
+    assert node.status_code == 422 and node.json()["field"] == "validation_status"
+
+
+def test_a_lens_withdraws_its_own_unratified_trace_node_or_edge(author_api, sol_api, terra_api, luna_api, book):
+    start(author_api, book)
+    trace(terra_api, book, [("t-a", "premise"), ("t-b", "story-question")], [("t-a", "t-b")])
+    trace(luna_api, book, [("l-a", "chapter")], [], lens="canon-integrity")
+    base = f"/books/{book.pk}/loop/trace"
+    # Another lens's node or edge: 403.
+    assert luna_api.post(f"{base}/nodes/t-a/withdraw", {}).status_code == 403
+    assert luna_api.post(f"{base}/edges/withdraw", {"from_id": "t-a", "to_id": "t-b"}).status_code == 403
+    edge = terra_api.post(f"{base}/edges/withdraw", {"from_id": "t-a", "to_id": "t-b", "reason": "wrong link"})
+    assert edge.status_code == 200 and edge.json()["active"] is False
+    node = luna_api.post(f"{base}/nodes/l-a/withdraw", {"reason": "duplicate"})
+    assert node.status_code == 200, node.content
+    assert (node.json()["status"], node.json()["status_reason"]) == ("abandoned", "withdrawn by luna: duplicate")
+    # A node backed by a ratified slot goes through the cascade and the author: 409.
+    assert (
+        terra_api.post(
+            f"/books/{book.pk}/loop/artifacts", {"slug": "arc", "type": "arc", "lens": "reader-trust", "content": {}}
+        ).status_code
+        == 201
+    )
+    assert (
+        terra_api.post(
+            f"{base}/nodes", {"node_id": "t-c", "kind": "arc", "artifact": "arc", "produced_by": "reader-trust"}
+        ).status_code
+        == 201
+    )
+    card = ask_gate(sol_api, book, "G0", artifacts=["arc"])
+    assert decide(author_api, book, card.json()["approval_id"], "approve").status_code == 200
+    ratified = terra_api.post(f"{base}/nodes/t-c/withdraw", {})
+    assert ratified.status_code == 409 and "cascade" in ratified.json()["detail"]
