@@ -10,7 +10,10 @@ import zipfile
 import pytest
 
 from approvals.models import DecisionLogEntry
+from approvals.selectors import decision_log_verify
+from discovery.loop.models import LoopMeta
 from discovery.models import (
+    Book,
     Chapter,
     DiscoverySession,
     Handoff,
@@ -644,3 +647,92 @@ def test_a_lens_withdraws_its_own_unratified_trace_node_or_edge(author_api, sol_
     assert decide(author_api, book, card.json()["approval_id"], "approve").status_code == 200
     ratified = terra_api.post(f"{base}/nodes/t-c/withdraw", {})
     assert ratified.status_code == 409 and "cascade" in ratified.json()["detail"]
+
+
+# --- The whole flow: a book made from scratch through the API, from G0 to hand-off -------------------
+
+
+def test_a_book_made_from_scratch_goes_from_g0_to_hand_off_through_one_flow(
+    author, author_api, sol_api, terra_api, luna_api
+):
+    made = author_api.post("/books", {"title": "The Salt Ledger", "premise": "A clerk finds a forged tide table."})
+    assert made.status_code == 201, made.content
+    book_id = made.json()["id"]
+    book = Book.objects.get(pk=book_id)
+    started = author_api.post(f"/books/{book_id}/discovery")
+    assert started.status_code == 201
+    session = DiscoverySession.objects.get(pk=started.json()["session_id"])
+    said = turn(
+        author_api,
+        session,
+        "author",
+        "The clerk is the only one who reads tide tables.",
+        observations=[
+            {"key": "protagonist", "value": "a harbour clerk", "provenance": "author-stated"},
+            {"key": "setting", "value": "a salt port", "provenance": "author-stated"},
+        ],
+    ).json()
+    protagonist, setting = (o["id"] for o in said["observations"])
+    asked = sol_api.post(
+        f"/sessions/{session.pk}/question",
+        {"question": "Who gains from a forged tide?", "source_refs": [{"type": "turn", "id": said["id"]}]},
+    )
+    assert asked.status_code == 201
+    assert turn(author_api, session, "author", "The salt merchant.").json()["answers_id"] == asked.json()["id"]
+    author_api.post(f"/observations/{protagonist}/resolve", {"action": "confirm"})
+    author_api.post(f"/observations/{setting}/resolve", {"action": "correct", "value": "a salt port in 1820"})
+
+    # G0, G1, then Terra's thrusts through a Sol -> Terra handoff, and G1.5 ratifies one of them.
+    for gate in ("G0", "G1"):
+        pass_gate(sol_api, author_api, book, gate)
+    handoff = _handoff(sol_api, book, to_role="terra", allowed=[{"type": "turn", "id": said["id"]}])
+    chosen, other = _thrusts(terra_api, session, "The merchant's tide", "The clerk's lie")
+    returned = terra_api.post(
+        f"/handoffs/{handoff['id']}/result",
+        {
+            **TERRA_RESULT,
+            "facts": [{"text": "The clerk reads tides.", "source_refs": [{"type": "turn", "id": said["id"]}]}],
+        },
+    )
+    assert returned.status_code == 200, returned.content
+    card = ask_gate(sol_api, book, "G1.5", thrust_id=chosen)
+    assert (
+        decide(author_api, book, card.json()["approval_id"], "approve", rationale="Money drives it.").status_code == 200
+    )
+
+    # The charter, approved with its constraints; the conversation goes on after it.
+    charter = propose(terra_api, book, main_thrust="A clerk proves the tide was forged.", constraints=["No ghosts"])
+    assert resolve(author_api, charter).status_code == 200
+    assert turn(sol_api, session, "sol", "Does the merchant know the clerk can read?").status_code == 201
+
+    # G2 ratifies that charter version; G3 ratifies the brief and hands off, creating Chapter 1 once.
+    saturate(sol_api, luna_api, terra_api, book)
+    card = ask_gate(sol_api, book, "G2")
+    assert card.status_code == 201, card.content
+    assert decide(author_api, book, card.json()["approval_id"], "approve").status_code == 200
+    assert DecisionLogEntry.objects.get(book=book, gate="G2").detail["effect"]["charter"]["version"] == 1
+    brief = {
+        "slug": "decision-brief",
+        "type": "decision-brief",
+        "content": {"success_metrics": ["the forgery is deducible by chapter 12"], "chapter_1": "The ledger."},
+    }
+    assert sol_api.post(f"/books/{book_id}/loop/artifacts", brief).status_code == 201
+    card = ask_gate(sol_api, book, "G3", artifacts=["decision-brief"])
+    assert card.status_code == 201, card.content
+    assert decide(author_api, book, card.json()["approval_id"], "approve").status_code == 200
+
+    assert LoopMeta.objects.get(book=book).status == "handed-off"
+    assert list(Chapter.objects.filter(book=book).values_list("number", "spec")) == [(1, "The ledger.")]
+    session.refresh_from_db()
+    assert session.status == "closed"
+    late = turn(author_api, session, "author", "One more thought.")
+    assert late.status_code == 409 and "handed off" in late.json()["detail"]
+    view = author_api.get(f"/books/{book_id}/discovery").json()
+    assert [t["status"] for t in view["thrusts"]] == ["selected", "rejected"]
+    assert {o["value"] for o in view["observations"]} == {"a harbour clerk", "a salt port in 1820"}
+    assert len(view["turns"]) == 3 and [c["status"] for c in view["charters"]] == ["approved"]
+    dossier = author_api.post(f"/books/{book_id}/dossiers", {"agent_role": "luna"}).json()["content"]
+    assert [c["text"] for c in dossier["author_constraints"]] == ["No ghosts"]
+    assert dossier["observations"] == []  # every observation was resolved
+    assert decision_log_verify(book).ok
+    assert other in {t["id"] for t in view["thrusts"]}
