@@ -33,10 +33,10 @@ STATEMENTS: dict[str, tuple[int, int]] = {
     "GET /me": (2, 2),  # key (one query for an unscoped key), visible books
     "GET /books/{id}": (2, 2),  # key, book
     "GET /library/search": (2, 2),  # key, the search statement on the raw connection
-    "GET /books/{id}/discovery": (11, 11),
+    "GET /books/{id}/discovery": (12, 12),  # + the book's sessions (every session is one record)
     "POST /books/{id}/charters": (10, 11),  # PostgreSQL locks the book row (SELECT ... FOR UPDATE)
     "POST /claims/{id}/promote": (23, 24),  # likewise
-    "POST /sessions/{id}/turns": (8, 8),
+    "POST /sessions/{id}/turns": (9, 9),  # + the question the turn answers
     "POST /sessions/{id}/scratchpad": (7, 7),
     "POST /approvals/{id}/verdict": (19, 20),  # likewise
 }
