@@ -17,9 +17,18 @@ Three modes, one contract (:func:`search`):
     and no stop words, like FTS5's unicode61) with ``unaccent`` when the extension can
     be installed; a GIN index; ranked with ``ts_rank`` (A = 1.0 > B = 0.4).
 ``like``
-    The portable fallback: every word must occur (case- and accent-insensitively) in the
-    content or the topics; ``\\``, ``%`` and ``_`` are escaped (``ESCAPE '\\'``) so they
-    are literal; newest chunk first; score 0.
+    The portable fallback: a chunk matches when any word occurs (case- and
+    accent-insensitively) in its content or topics; ``\\``, ``%`` and ``_`` are escaped
+    (``ESCAPE '\\'``) so they are literal. The score is the number of query words the chunk
+    contains; ties go to the newest chunk.
+
+Any word, ranked (not every word): a chunk matches when it holds at least one of the
+query's words, and the ranking puts chunks holding more of them, and rarer ones, first
+(BM25 in FTS5 sums a weight per matched word, larger for rare words; ``ts_rank`` on an OR
+tsquery likewise grows with the words matched; LIKE counts them). Very common English
+words ("how", "do", "I", "a", "the"...: :data:`STOP_WORDS`) are dropped from a query that
+has other words, so a natural question ("how do I make a twist feel earned?") searches its
+content words; a query made only of such words searches them as they are.
 
 The chunk table is canonical. Database triggers keep the index in step with every
 INSERT, UPDATE and DELETE on it, whoever issues them: the ORM, the admin,
@@ -31,9 +40,10 @@ LIKE and lower() fold ASCII only; PostgreSQL: ``lower(library_search_fold(...))`
 it can never be stale, however the rows were written. :func:`search_index_rebuild`
 rebuilds the index from the chunk table.
 
-User text never reaches MATCH or a tsquery as syntax: :func:`query_words` splits it into
-words, each word is quoted for FTS5 (``"..."`` with inner quotes doubled) and the words
-are ANDed; PostgreSQL gets them through ``plainto_tsquery``, which has no operators.
+User text never reaches MATCH or a tsquery as syntax: :func:`search_terms` splits it into
+words, each word is quoted for FTS5 (``"..."`` with inner quotes doubled) and the quoted
+words are joined with ``OR``; PostgreSQL turns each word into a tsquery with
+``plainto_tsquery`` (which has no operators) and ORs them (``||``) in SQL.
 """
 
 from __future__ import annotations
@@ -74,8 +84,8 @@ def query_words(query: str | None) -> list[str]:
     """The words of a user query: split on whitespace, edge punctuation trimmed, deduplicated.
 
     "(pacing), \"scene\"" -> ["pacing", "scene"]. Inner punctuation stays ("e-mail",
-    "50%off"); a word of punctuation or emoji alone is dropped. Every mode requires all
-    of the returned words.
+    "50%off"); a word of punctuation or emoji alone is dropped. :func:`search_terms`
+    then drops stop words.
     """
     if not query:
         return []
@@ -94,6 +104,33 @@ def query_words(query: str | None) -> list[str]:
     return words
 
 
+# Very common English words, and the filler verbs of a question ("how can I make..."): in an
+# any-word search they would match nearly every passage and outrank the words that matter.
+STOP_WORDS = frozenset(
+    """
+    a about above after again against all also am an and any are as at be because been before being below
+    between both but by can could did do does doing down during each few for from further get gets had
+    has have having he her here hers herself him himself his how i if in into is it its itself just let
+    make makes many may me might more most much must my myself no nor not of off on once only or other
+    our ours ourselves out over own same shall she should so some such than that the their theirs them
+    themselves then there these they this those
+    through to too under until up very was we were what when where which while who whom why will with
+    would you your yours yourself yourselves
+    """.split()
+)
+
+
+def search_terms(query: str | None) -> list[str]:
+    """The words a search looks for: :func:`query_words` without stop words.
+
+    "how do I make a twist feel earned?" -> ["make", "twist", "feel", "earned"]. A query
+    made only of stop words ("the who") keeps them all, so it still searches something.
+    """
+    words = query_words(query)
+    content = [w for w in words if fold(w) not in STOP_WORDS]
+    return content or words
+
+
 def fold(text: str) -> str:
     """Case- and accent-folded text: "CAFÉ" -> "cafe" (the LIKE mode's comparison form)."""
     if text.isascii():  # nothing to decompose: the common case, kept fast (search runs it per word)
@@ -103,8 +140,12 @@ def fold(text: str) -> str:
 
 
 def fts5_match(words: Iterable[str]) -> str:
-    """An FTS5 MATCH expression requiring every word, each a quoted string (operators are inert)."""
-    return " ".join('"' + word.replace('"', '""') + '"' for word in words)
+    """An FTS5 MATCH expression for any of the words, each a quoted string (operators are inert).
+
+    ``"twist" OR "earned"``: the ``OR`` between quoted strings is FTS5's operator; inside
+    quotes "OR", "NEAR" or "*" are only text.
+    """
+    return " OR ".join('"' + word.replace('"', '""') + '"' for word in words)
 
 
 def like_escape(text: str) -> str:
@@ -261,15 +302,24 @@ def _search_fts5(dbapi_connection, words, limit, filter_sql, filter_params) -> l
     return dbapi_connection.execute(_fts5_sql(filter_sql), (match, *filter_params, limit)).fetchall()
 
 
+# Each word's plainto_tsquery (no operators; empty for punctuation alone), ORed together.
+# No word with a lexeme gives NULL, and ``@@ NULL`` matches nothing.
+PG_ANY_WORD_QUERY = (
+    "SELECT (string_agg('(' || w.q::text || ')', ' | '))::tsquery AS query FROM ("
+    "SELECT plainto_tsquery('simple', library_search_fold(t.word)) AS q"
+    " FROM jsonb_array_elements_text(%s::jsonb) AS t(word)) AS w WHERE numnode(w.q) > 0"
+)
+
+
 def _search_postgres(cursor, words, limit, filter_sql, filter_params) -> list[tuple]:
     cursor.execute(
         f"SELECT {_SELECT}, ts_rank(c.search_vector, q.query) AS score"
         f" FROM {CHUNK_TABLE} c"
         f" JOIN {SOURCE_TABLE} s ON s.id = c.source_id"
-        f" CROSS JOIN (SELECT plainto_tsquery('simple', library_search_fold(%s)) AS query) AS q"
+        f" CROSS JOIN ({PG_ANY_WORD_QUERY}) AS q"
         f" WHERE c.search_vector @@ q.query{filter_sql}"
         f" ORDER BY score DESC, c.created_at DESC, c.id LIMIT %s",
-        [" ".join(words), *filter_params, limit],
+        [json.dumps(words), *filter_params, limit],
         prepare=True,  # the same few statements every time: parse and plan once per connection
     )
     return cursor.fetchall()
@@ -277,22 +327,26 @@ def _search_postgres(cursor, words, limit, filter_sql, filter_params) -> list[tu
 
 def _search_like(cursor, vendor, words, limit, filter_sql, filter_params) -> list[tuple]:
     # The words travel as one JSON array parameter, so any number of them is one statement.
+    # The score is how many of the words the chunk holds; a chunk holding none is left out.
     if vendor == "postgresql":
         patterns = json.dumps(["%" + like_escape(unicodedata.normalize("NFKC", w).casefold()) + "%" for w in words])
-        missing_word = (
-            "SELECT 1 FROM jsonb_array_elements_text(%s::jsonb) AS w(pattern)"
-            " WHERE lower(library_search_fold(c.content || ' ' || library_chunk_topics_text(c.topics)))"
-            " NOT LIKE lower(library_search_fold(w.pattern)) ESCAPE '\\'"
+        haystack = "lower(library_search_fold(c.content || ' ' || library_chunk_topics_text(c.topics)))"
+        words_found = (
+            "SELECT count(*) FROM jsonb_array_elements_text(%s::jsonb) AS w(pattern)"
+            " WHERE h.haystack LIKE lower(library_search_fold(w.pattern)) ESCAPE '\\'"
         )
     else:
         patterns = json.dumps(["%" + like_escape(fold(w)) + "%" for w in words])
-        missing_word = (
-            "SELECT 1 FROM json_each(%s) AS w WHERE library_fold(c.content, c.topics) NOT LIKE w.value ESCAPE '\\'"
-        )
+        haystack = "library_fold(c.content, c.topics)"
+        words_found = "SELECT count(*) FROM json_each(%s) AS w WHERE h.haystack LIKE w.value ESCAPE '\\'"
+    columns = "h.id, h.content, h.topics, h.applicability, h.citation, h.title"
     cursor.execute(
-        f"SELECT {_SELECT}, 0.0 FROM {CHUNK_TABLE} c JOIN {SOURCE_TABLE} s ON s.id = c.source_id"
-        f" WHERE NOT EXISTS ({missing_word}){filter_sql}"
-        f" ORDER BY c.created_at DESC, c.id DESC LIMIT %s",
+        f"SELECT {columns}, h.score FROM ("
+        f"SELECT {columns}, h.created_at, ({words_found}) AS score FROM ("
+        f"SELECT c.id, c.content, c.topics, c.applicability, c.citation, s.title, c.created_at, {haystack} AS haystack"
+        f" FROM {CHUNK_TABLE} c JOIN {SOURCE_TABLE} s ON s.id = c.source_id WHERE 1 = 1{filter_sql}"
+        f") AS h) AS h WHERE h.score > 0"
+        f" ORDER BY h.score DESC, h.created_at DESC, h.id DESC LIMIT %s",
         [patterns, *filter_params, limit],
     )
     return cursor.fetchall()
@@ -335,17 +389,17 @@ def search(
     mode: str | None = None,
     using: str = "default",
 ) -> SearchResponse:
-    """Chunks whose content or topics contain every word of ``query``, best first.
+    """Chunks whose content or topics contain any word of ``query`` (stop words aside), best first.
 
     One SQL statement, joined to chunks and sources. Returns the mode that answered and
     results ``{chunk_id, content, topics, applicability, citation, source_title, score}``
-    (score: BM25 relevance in fts5, ts_rank in postgres, 0 in like). A blank query, or one
-    with no words, gives no results. ``applicability`` and ``topic`` (optional, off by
+    (score: BM25 relevance in fts5, ts_rank in postgres, the number of query words found
+    in like). A blank query, or one with no words, gives no results. ``applicability`` and ``topic`` (optional, off by
     default) keep chunks listing that value (case-insensitively).
     """
     connection = connections[using]
     chosen = resolve_mode(mode, using)
-    words = query_words(query)
+    words = search_terms(query)
     if not words:
         return SearchResponse(chosen, [])
     limit = max(1, min(int(limit), MAX_LIMIT))
