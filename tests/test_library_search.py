@@ -623,3 +623,20 @@ def test_non_ascii_topics_are_found_however_they_were_stored(mode, source):
     assert found(mode, "éclair") == {str(escaped.pk), str(raw.pk)}
     assert found(mode, "ECLAIR") == {str(escaped.pk), str(raw.pk)}
     assert found(mode, "mille-feuille") == {str(raw.pk)}
+
+
+def test_seed_topics_added_later_reach_a_store_seeded_before_and_staff_topics_stay(curated):
+    from library.seed import curated_topics_complete
+
+    fair = curated.chunks.get(citation="Fair-play mystery")
+    fair.topics = ["mystery", "clues", "locked room"]  # an older seed, plus a topic staff added
+    fair.save()
+    assert "Fair-play mystery" not in citations(RANKED, "twist")
+
+    assert curated_topics_complete(KnowledgeSource, KnowledgeChunk) == 1
+    assert curated_topics_complete(KnowledgeSource, KnowledgeChunk) == 0  # idempotent
+
+    fair.refresh_from_db()
+    assert fair.topics[:3] == ["mystery", "clues", "locked room"]
+    assert {"fair play", "twist", "surprise"} <= set(fair.topics)
+    assert "Fair-play mystery" in citations(RANKED, "twist")
