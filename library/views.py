@@ -139,6 +139,10 @@ def topic_page(request: HttpRequest, topic: str) -> HttpResponse:
     """The passages listing one topic, by source and position."""
     _require_read(request)
     topic = topic.strip()[:100]
+    try:
+        topic = parse_form(SearchParams, {"topic": topic}).topic or ""  # e.g. a NUL character: said inline
+    except Invalid as exc:
+        return render(request, "library/topic.html", {"topic": topic, "error": exc}, status=422)
     return _browse(
         request, "library/topic.html", {"topic": topic, "page_obj": _page(request, chunks_with_topic(topic))}
     )

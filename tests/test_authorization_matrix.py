@@ -349,7 +349,7 @@ PAGE_EXPECTED: dict[str, tuple[int, ...]] = {
     "/library/": (302, 200, 200, 200, 200),
     "/library/chunks/<str:chunk_id>/": (302, 200, 200, 200, 200),
     "/library/topics/": (302, 200, 200, 200, 200),
-    "/library/topics/<str:topic>/": (302, 200, 200, 200, 200),
+    "/library/topics/<path:topic>/": (302, 200, 200, 200, 200),
     "/library/sources/": (302, 200, 200, 200, 200),
     "/library/sources/<uuid:source_id>/": (302, 200, 200, 200, 200),
     "/books/<uuid:book_id>/search/": (302, 404, 404, 200, 200),

@@ -133,3 +133,21 @@ def test_library_pages_need_a_login(client, notes):
     for path in ["/library/topics/", "/library/sources/", f"/library/chunks/{notes[1][0].pk}/"]:
         response = client.get(path)
         assert response.status_code == 302 and "/login" in response["Location"], path
+
+
+def test_any_topic_text_has_a_working_link_and_odd_topics_never_fail(author_browser, notes):
+    source, _ = notes
+    odd = KnowledgeChunkFactory(
+        source=source, content="Odd topics.", citation="Odd", topics=["cause/effect", "50% off", "  ", "é?#"]
+    )
+
+    html = author_browser.get(f"/library/chunks/{odd.pk}/").content.decode()
+    for href in ["/library/topics/cause%2Feffect/", "/library/topics/50%25%20off/", "/library/topics/%C3%A9%3F%23/"]:
+        assert f'href="{href}"' in html, href
+        page = author_browser.get(href)
+        assert page.status_code == 200 and 'href="/library/chunks/' in page.content.decode(), href
+    assert 'href="/library/topics/%20%20/"' not in html  # a blank topic gets no link
+    assert 'href="/library/topics/cause%2Feffect/"' in author_browser.get("/library/topics/").content.decode()
+
+    nul = author_browser.get("/library/topics/a%00b/")
+    assert nul.status_code == 422 and "form-error" in nul.content.decode()
