@@ -327,27 +327,41 @@ def _search_postgres(cursor, words, limit, filter_sql, filter_params) -> list[tu
 def _search_like(cursor, vendor, words, limit, filter_sql, filter_params) -> list[tuple]:
     # The words travel as one JSON array parameter, so any number of them is one statement.
     # The score is how many of the words the chunk holds; a chunk holding none is left out.
+    # Every chunk is scored (the order needs them all), so each chunk's folded text is built once:
+    # PostgreSQL gets ``OFFSET 0`` fences (a subquery it may not inline into the per-word count)
+    # and the words folded once; SQLite's query is cheap enough as it is.
+    columns = "h.id, h.content, h.topics, h.applicability, h.citation, h.title"
+
+    def rows(haystack: str) -> str:
+        return (
+            f"SELECT c.id, c.content, c.topics, c.applicability, c.citation, s.title, c.created_at,"
+            f" {haystack} AS haystack FROM {CHUNK_TABLE} c JOIN {SOURCE_TABLE} s ON s.id = c.source_id"
+            f" WHERE 1 = 1{filter_sql}"
+        )
+
     if vendor == "postgresql":
         patterns = json.dumps(["%" + like_escape(unicodedata.normalize("NFKC", w).casefold()) + "%" for w in words])
         haystack = "lower(library_search_fold(c.content || ' ' || library_chunk_topics_text(c.topics)))"
-        words_found = (
-            "SELECT count(*) FROM jsonb_array_elements_text(%s::jsonb) AS w(pattern)"
-            " WHERE h.haystack LIKE lower(library_search_fold(w.pattern)) ESCAPE '\\'"
+        sql = (
+            f"SELECT {columns}, h.score FROM ("
+            f"SELECT {columns}, h.created_at,"
+            f" (SELECT count(*) FROM unnest(p.patterns) AS w(pattern) WHERE h.haystack LIKE w.pattern ESCAPE '\\')"
+            f" AS score FROM (SELECT array_agg(lower(library_search_fold(t.pattern))) AS patterns"
+            f" FROM jsonb_array_elements_text(%s::jsonb) AS t(pattern)) AS p"
+            f" CROSS JOIN ({rows(haystack)} OFFSET 0) AS h OFFSET 0) AS h WHERE h.score > 0"
+            f" ORDER BY h.score DESC, h.created_at DESC, h.id DESC LIMIT %s"
         )
     else:
         patterns = json.dumps(["%" + like_escape(fold(w)) + "%" for w in words])
         haystack = "library_fold(c.content, c.topics)"
-        words_found = "SELECT count(*) FROM json_each(%s) AS w WHERE h.haystack LIKE w.value ESCAPE '\\'"
-    columns = "h.id, h.content, h.topics, h.applicability, h.citation, h.title"
-    cursor.execute(
-        f"SELECT {columns}, h.score FROM ("
-        f"SELECT {columns}, h.created_at, ({words_found}) AS score FROM ("
-        f"SELECT c.id, c.content, c.topics, c.applicability, c.citation, s.title, c.created_at, {haystack} AS haystack"
-        f" FROM {CHUNK_TABLE} c JOIN {SOURCE_TABLE} s ON s.id = c.source_id WHERE 1 = 1{filter_sql}"
-        f") AS h) AS h WHERE h.score > 0"
-        f" ORDER BY h.score DESC, h.created_at DESC, h.id DESC LIMIT %s",
-        [patterns, *filter_params, limit],
-    )
+        sql = (
+            f"SELECT {columns}, h.score FROM ("
+            f"SELECT {columns}, h.created_at,"
+            f" (SELECT count(*) FROM json_each(%s) AS w WHERE h.haystack LIKE w.value ESCAPE '\\') AS score"
+            f" FROM ({rows(haystack)}) AS h) AS h WHERE h.score > 0"
+            f" ORDER BY h.score DESC, h.created_at DESC, h.id DESC LIMIT %s"
+        )
+    cursor.execute(sql, [patterns, *filter_params, limit])
     return cursor.fetchall()
 
 
