@@ -102,6 +102,7 @@ def test_the_decision_page_shows_the_proposal_its_role_and_resolved_sources(auth
     assert "The tide tables disagree." in html  # the scratchpad entry
     assert "Mara lies to everyone, even to herself." in html  # the turn
     assert "Craft notes, fair play" in html  # the chunk's citation
+    assert f'href="/library/chunks/{sources["chunk"].pk}/"' in html  # which opens the chunk in context
     assert 'data-testid="research-state">pending</span>' in html  # research with its admission state
     assert '<select id="verdict" name="verdict"' in html
     assert '<option value="approve"' in html and '<option value="reject"' in html
