@@ -39,10 +39,11 @@ from ..models import (
     SubIdea,
     TraceStatus,
 )
+from .artifacts import ratify_successor
 from .base import lock_meta, refresh, root_of
 from .bounds import apply_grant, subtree_ids
-from .cards import card_as_dict, card_digest, raise_card
-from .cascade import cascade_apply, cascade_preview
+from .cards import card_as_dict, card_digest, card_impact, raise_card
+from .cascade import cascade_apply
 from .gates import handoff, next_gate
 from .plan import select_candidate
 
@@ -69,12 +70,7 @@ def describe(approval: Approval) -> dict:
     card = _card(approval)
     if card is None:
         return {"card": None, "impact": None}
-    impact = None
-    if card.trace_seed:
-        try:
-            impact = cascade_preview(book=card.book, seed=card.trace_seed)
-        except Exception:  # a seed that no longer exists previews as nothing
-            impact = None
+    impact = card_impact(card)
     return {
         "card": card_as_dict(card),
         "impact": impact,
@@ -173,9 +169,15 @@ def _approve(meta, card, node, decision) -> dict:
     for slot in slots:
         if slot.status in {ArtifactStatus.STALE, ArtifactStatus.REJECTED}:
             raise Conflict(f"slot {slot.slug} is {slot.status}", code="slot_closed")
-    ratified = sorted(slots.values_list("slug", flat=True))
-    slots.update(status=ArtifactStatus.RATIFIED, round_last_touched=meta.round)
-    effect: dict = {"ratified": ratified, "from_gate": card.gate}
+    ratified = []
+    for slot in slots.order_by("slug"):
+        # A successor proposed beside a ratified version becomes current only now, by this verdict.
+        ratify_successor(slot)
+        slot.status = ArtifactStatus.RATIFIED
+        slot.round_last_touched = meta.round
+        slot.save()
+        ratified.append({"slug": slot.slug, "version": slot.version})
+    effect: dict = {"ratified": [r["slug"] for r in ratified], "versions": ratified, "from_gate": card.gate}
     if card.node_id:
         node.lifecycle = Lifecycle.RATIFIED
         node.save(update_fields=["lifecycle", "updated_at"])
