@@ -310,3 +310,23 @@ def test_books_started_before_get_their_loop_by_the_data_migration(author, unsta
     assert not LoopMeta.objects.filter(book=unstarted).exists()
     migration.forward(django_apps, None)  # idempotent
     assert PlanNode.objects.filter(book=started, is_root=True).count() == 1
+
+
+# --- The rest of the family: nothing an agent key does clears what holds a gate ---------------------------
+
+
+def test_only_the_queued_lens_clears_a_rerun_the_authors_constraint_queued(book, sol_api, luna_api, author_api):
+    r = luna_api.post(
+        url(book, "/artifacts"),
+        {"slug": "arc", "type": "scene-card", "lens": "reader-trust", "content": {"beat": "one"}},
+    )
+    assert r.status_code == 201
+    card = ask_gate(sol_api, book, "G0", artifacts=["arc"]).json()["approval_id"]
+    d = decide(author_api, book, card, "approve-with-constraint", constraint="no second murder")
+    assert d.status_code == 200
+    rerun = author_api.get(url(book, "/reruns")).json()["items"][0]
+    assert (rerun["lens"], rerun["status"]) == ("reader-trust", "queued")
+    r = sol_api.post(url(book, f"/reruns/{rerun['id']}/done"))
+    assert r.status_code == 403 and r.json()["code"] == "not_this_lens"
+    assert author_api.get(url(book, "/reruns")).json()["items"][0]["status"] == "queued"
+    assert luna_api.post(url(book, f"/reruns/{rerun['id']}/done")).status_code == 200

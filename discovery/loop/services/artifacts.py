@@ -168,13 +168,21 @@ def _settle_reruns(book, artifact: BlackboardArtifact) -> None:
 
 
 def rerun_done(*, access: BookAccess, rerun_id) -> LensRerun:
-    """A lens (or the controller) reports a queued re-run finished."""
-    book, _ = lens_book(access)
+    """The lens that was queued reports its re-run finished (as the role the roster names for it).
+
+    A re-run queued by the author's constraint or a cascade holds the next gate; no other role may clear it
+    (writing the re-run's slots clears it too)."""
+    book, role = lens_book(access)
     with transaction.atomic():
         meta = lock_meta(book)
         rerun = LensRerun.objects.select_for_update(of=("self",)).filter(book=book, pk=rerun_id).first()
         if rerun is None:
             raise NotFound("re-run not found")
+        named = RosterEntry.objects.filter(slug=rerun.lens).values_list("agent_role", flat=True).first()
+        if role not in {"author", named or role}:
+            raise Forbidden(
+                f"the {rerun.lens} re-run is reported done by {named}, not {role}", code="not_this_lens"
+            )
         rerun.status = RerunStatus.DONE
         rerun.save()
         refresh(meta)

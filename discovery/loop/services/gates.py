@@ -61,11 +61,12 @@ def next_gate(gate: str) -> str | None:
 
 
 def decision_brief(book) -> BlackboardArtifact | None:
+    """The brief G3 hands off: the author's ratified one if there is one (a brief proposed later beside it
+    never displaces it), else the latest open one (for the reasons G3 gives)."""
+    briefs = BlackboardArtifact.objects.filter(book=book, type="decision-brief").exclude(status__in=CLOSED_SLOTS)
     return (
-        BlackboardArtifact.objects.filter(book=book, type="decision-brief")
-        .exclude(status__in=CLOSED_SLOTS)
-        .order_by("-updated_at")
-        .first()
+        briefs.filter(status=ArtifactStatus.RATIFIED).order_by("-updated_at").first()
+        or briefs.order_by("-updated_at").first()
     )
 
 
