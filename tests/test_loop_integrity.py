@@ -57,7 +57,10 @@ def test_no_lens_and_not_sol_settles_a_value_conflict(book, luna_api, sol_api, t
 
 def test_an_unsettled_value_conflict_stops_the_automatic_g1(book, luna_api, sol_api, author_api):
     pass_gate(sol_api, author_api, book, "G0")
-    _conflict(luna_api, book)
+    qid = _conflict(luna_api, book)
+    # Luna raised it and tries to settle it herself (issue 12's path to an automatic G1): refused.
+    r = luna_api.post(url(book, f"/questions/{qid}/resolve"), {"resolution": "Mercy.", "cites": f"question:{qid}"})
+    assert r.status_code == 403
     r = ask_gate(sol_api, book, "G1")
     assert r.status_code == 201, r.json()  # a card for the author, not a pass
     assert any("value conflict" in t for t in r.json()["card"]["risk_triggers"])
