@@ -157,6 +157,9 @@ def test_a_lens_proposes_beside_a_ratified_slot_and_never_replaces_it(book, sol_
     # Only the author's verdict at a gate makes the successor current.
     pass_gate(sol_api, author_api, book, "G1")
     r = ask_gate(sol_api, book, "G1.5", artifacts=["story-bet"])
+    shown = author_api.get(f"/approvals/{r.json()['approval_id']}").json()["proposal"]["slots"]
+    assert shown[0]["content"]["bet"] == "a fair-play mystery in a tidal town"
+    assert shown[0]["successor"]["content"] == {"bet": "a romance instead"}  # she sees what approve makes current
     assert decide(author_api, book, r.json()["approval_id"], "approve").status_code == 200
     slot = BlackboardArtifact.objects.get(book=book, slug="story-bet")
     assert (slot.status, slot.version, slot.content, slot.successor) == (

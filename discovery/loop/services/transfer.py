@@ -129,6 +129,7 @@ def loop_state(book: Book) -> dict[str, dict]:
                 "untrusted": a.untrusted,
                 "data_class": a.data_class,
                 "content": a.content,
+                "successor": a.successor,
                 "created_at": _ts(a.created_at),
             }
             for a in artifacts

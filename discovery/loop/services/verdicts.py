@@ -71,8 +71,19 @@ def describe(approval: Approval) -> dict:
     if card is None:
         return {"card": None, "impact": None}
     impact = card_impact(card)
+    # What approve would ratify: each slot's current version and, where one waits, the successor it would
+    # make current (the digest covers both, so a change lapses the approval).
+    slots = [
+        {"slug": slug, "version": version, "status": status, "content": content, "successor": successor or None}
+        for slug, version, status, content, successor in BlackboardArtifact.objects.filter(
+            book_id=card.book_id, slug__in=card.artifacts or []
+        )
+        .order_by("slug")
+        .values_list("slug", "version", "status", "content", "successor")
+    ]
     return {
         "card": card_as_dict(card),
+        "slots": slots,
         "impact": impact,
         "verdicts": sorted(CARD_VERDICTS[card.kind]),
     }
