@@ -156,6 +156,10 @@ def test_the_author_imports_into_a_loop_not_started_everything_as_proposed(rich,
     # The import is the author's act, one row in the book's own log.
     row = DecisionLogEntry.objects.get(book=fresh)
     assert (row.subject_type, row.ratified_by, row.sequence) == ("loop-import", "author:ada", body["decision_sequence"])
+    # Nothing was decided yet, so she may import again (it replaces what the first import proposed).
+    again = _upload(author_api, fresh, data)
+    assert again.status_code == 200 and again.json()["decision_sequence"] == row.sequence + 1
+    assert BlackboardArtifact.objects.filter(book=fresh).count() == 3
     assert decision_log_verify(fresh).ok
 
 

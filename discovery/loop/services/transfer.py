@@ -546,7 +546,8 @@ def _require_unstarted(book: Book, meta: LoopMeta) -> None:
         reasons.append("slots have been ratified")
     if meta.constraints:
         reasons.append("the author has recorded constraints")
-    if DecisionLogEntry.objects.filter(book=book, subject_type__in=LOOP_SUBJECTS).exists():
+    # An earlier import of hers brought only proposed material, so it does not count as a start.
+    if DecisionLogEntry.objects.filter(book=book, subject_type__in=LOOP_DECISIONS).exists():
         reasons.append("the decision log holds loop decisions")
     if reasons:
         raise Conflict(
@@ -556,7 +557,7 @@ def _require_unstarted(book: Book, meta: LoopMeta) -> None:
         )
 
 
-LOOP_SUBJECTS = ("loop-option-card", "loop-question", "loop-import")
+LOOP_DECISIONS = ("loop-option-card", "loop-question")
 
 
 def loop_import(*, access: BookAccess, data: bytes) -> dict:
