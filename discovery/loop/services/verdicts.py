@@ -292,6 +292,13 @@ def apply_verdict(decision: Decision) -> None:
         raise Conflict("the option card is gone", code="card_gone")
     if card.status != CardStatus.PENDING:
         raise Conflict(f"the option card is {card.status}", code="not_pending")
+    # The loop is locked now: what the author was shown must still be what the verdict acts on (a write that
+    # landed between the digest check and this lock would otherwise widen the cascade unseen).
+    if card_digest(card) != approval.subject_digest:
+        raise Conflict(
+            "the card, its slots or its impact changed while the verdict was being given; decide again",
+            code="superseded",
+        )
     if decision.verdict not in CARD_VERDICTS[card.kind]:
         raise Invalid(
             f"a {card.kind} card takes {', '.join(sorted(CARD_VERDICTS[card.kind]))}, not {decision.verdict}",
