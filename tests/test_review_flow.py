@@ -275,8 +275,9 @@ def test_inbox_and_log_page_query_counts_do_not_grow_with_the_data(author_browse
 
 
 def test_a_gate_decision_page_offers_the_seven_loop_verdicts_and_decides_in_place(book, sol_api, author_browser):
-    from .loop_scenes import ask_gate, url
+    from .loop_scenes import ask_gate, start_discovery, url
 
+    start_discovery(book)  # the loop begins with the discovery
     assert sol_api.get(url(book)).status_code == 200
     approval = Approval.objects.get(pk=ask_gate(sol_api, book, "G0").json()["approval_id"])
     _, html = page(author_browser, f"/review/{approval.pk}/")
