@@ -54,6 +54,7 @@ def book_links(book: Book) -> dict[str, str | None]:
         "log": reverse("approvals:book_log", args=[book.pk]),
         "loop": reverse("loop:page", args=[book.pk]),
         "library": reverse("library:search"),
+        "search": reverse("library:book_search", args=[book.pk]),
     }
 
 
@@ -74,7 +75,7 @@ def ref_url(book: Book, ref: dict) -> str | None:
     if kind in anchors:
         return anchors[kind]
     if kind == "chunk":
-        return f"{reverse('library:search')}?chunk={ref_id}"
+        return reverse("library:chunk", args=[ref_id])
     return ref.get("url")
 
 

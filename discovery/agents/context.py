@@ -58,8 +58,8 @@ def query_words(text: str, *, limit: int = 8) -> list[str]:
 
 
 def library_hits(access: BookAccess, text: str) -> dict:
-    """Library chunks for ``text``: each content word searched on its own (every word of a query
-    must appear), merged, ranked by how many words a chunk matched, then by score."""
+    """Library chunks for ``text``: each content word searched on its own (so each hit knows which
+    words it matched), merged, ranked by how many words a chunk matched, then by score."""
     words = query_words(text)
     found: dict[str, dict] = {}
     mode = ""

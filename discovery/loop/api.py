@@ -15,7 +15,7 @@ from ninja.responses import Status
 from approvals.services import approval_decide
 from discovery.access import BookAccess, Cap, book_access
 from novelgraph.auth import principal_of
-from novelgraph.errors import Invalid, NotFound
+from novelgraph.errors import Conflict, Invalid, NotFound
 from novelgraph.schemas import ERRORS
 
 from . import selectors
@@ -60,6 +60,7 @@ from .schemas import (
     ValidationStatusIn,
     WithdrawIn,
 )
+from .services.cards import card_impact, card_renew_after_lapse
 from .services.transfer import loop_export, loop_import
 
 router = Router(tags=["loop"])
@@ -71,7 +72,7 @@ def _access(request: HttpRequest, book_id: uuid.UUID) -> BookAccess:
 
 
 def _book(request: HttpRequest, book_id: uuid.UUID):
-    return loop.base.reader_book(_access(request, book_id))
+    return loop.base.started_book(_access(request, book_id))
 
 
 def _view(book) -> dict:
@@ -318,14 +319,27 @@ def verdict(request: HttpRequest, book_id: uuid.UUID, approval_id: uuid.UUID, pa
     """The author's verdict on an option card (a convenience over /approvals/{id}/verdict): one log row."""
     access = book_access(principal_of(request), book_id, Cap.DISCOVERY_READ)
     book = access.book
-    entry = approval_decide(
-        access=access,
-        approval_id=approval_id,
-        verdict=payload.verdict,
-        rationale=payload.rationale,
-        constraint=payload.constraint,
-        expected_kind="gate",
-    )
+    try:
+        entry = approval_decide(
+            access=access,
+            approval_id=approval_id,
+            verdict=payload.verdict,
+            rationale=payload.rationale,
+            constraint=payload.constraint,
+            expected_kind="gate",
+        )
+    except Conflict as lapsed:
+        if lapsed.code != "superseded":
+            raise
+        # What the author was shown (the card, its slots, its impact preview) changed: the approval lapsed.
+        # The card is put before her again with the impact as it is now; she decides on that one.
+        card = card_renew_after_lapse(book=book)
+        raise Conflict(
+            lapsed.message + "; a new option card shows the impact as it is now",
+            code="superseded",
+            approval_id=str(card.approval_id) if card and card.approval_id else None,
+            impact=card_impact(card) if card else None,
+        ) from None
     return {
         "sequence": entry.sequence,
         "decision": entry.decision,
@@ -352,7 +366,9 @@ def export(request: HttpRequest, book_id: uuid.UUID):
 
 @router.post(f"{BASE}/import", response={200: ImportOut, **ERRORS})
 def import_(request: HttpRequest, book_id: uuid.UUID, file: File[UploadedFile]):
-    """Replace the loop's state from an export zip. An unknown schema_version is reported and skipped."""
+    """The author imports an export zip into a loop that has not started (409 otherwise; agents 403). It lands
+    as proposed material; gate and status are re-derived; the import is one decision-log row. An unknown
+    schema_version is reported and skipped."""
     if file.size and file.size > 20 * 1024 * 1024:
         raise Invalid("the file is larger than 20 MB", field="file")
     return loop_import(access=_access(request, book_id), data=file.read())
