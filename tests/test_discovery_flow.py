@@ -516,8 +516,8 @@ def test_g2_needs_an_approved_charter_and_its_log_names_the_version_and_digest(
         pass_gate(sol_api, author_api, book, gate)
     pass_gate(sol_api, author_api, book, "G1.5")
     clean_chain(sol_api, book)
-    review(luna_api, book, "canon-integrity")
-    review(terra_api, book, "reader-trust")
+    review(terra_api, book, "canon-integrity")  # the roster names Terra
+    review(luna_api, book, "reader-trust")  # and Luna
     assert sol_api.post(f"/books/{book.pk}/loop/rounds", {}).status_code == 200
     refused = ask_gate(sol_api, book, "G2")
     assert refused.status_code == 409 and "no approved Story Charter" in refused.json()["detail"]
@@ -619,8 +619,8 @@ def test_validation_status_moves_only_forward_through_the_validation_plan_routes
 
 def test_a_lens_withdraws_its_own_unratified_trace_node_or_edge(author_api, sol_api, terra_api, luna_api, book):
     start(author_api, book)
-    trace(terra_api, book, [("t-a", "premise"), ("t-b", "story-question")], [("t-a", "t-b")])
-    trace(luna_api, book, [("l-a", "chapter")], [], lens="canon-integrity")
+    trace(terra_api, book, [("t-a", "premise"), ("t-b", "story-question")], [("t-a", "t-b")], lens="canon-integrity")
+    trace(luna_api, book, [("l-a", "chapter")], [], lens="reader-trust")
     base = f"/books/{book.pk}/loop/trace"
     # Another lens's node or edge: 403.
     assert luna_api.post(f"{base}/nodes/t-a/withdraw", {}).status_code == 403
@@ -633,13 +633,13 @@ def test_a_lens_withdraws_its_own_unratified_trace_node_or_edge(author_api, sol_
     # A node backed by a ratified slot goes through the cascade and the author: 409.
     assert (
         terra_api.post(
-            f"/books/{book.pk}/loop/artifacts", {"slug": "arc", "type": "arc", "lens": "reader-trust", "content": {}}
+            f"/books/{book.pk}/loop/artifacts", {"slug": "arc", "type": "arc", "lens": "canon-integrity", "content": {}}
         ).status_code
         == 201
     )
     assert (
         terra_api.post(
-            f"{base}/nodes", {"node_id": "t-c", "kind": "arc", "artifact": "arc", "produced_by": "reader-trust"}
+            f"{base}/nodes", {"node_id": "t-c", "kind": "arc", "artifact": "arc", "produced_by": "canon-integrity"}
         ).status_code
         == 201
     )

@@ -229,7 +229,7 @@ def test_g3_hands_off_to_drafting_chapter_one_and_the_backlog(book, sol_api, aut
     assert [e["id"] for e in backlog.content["entries"]] == [str(parked.pk)]
     assert LoopMeta.objects.get(book=book).status == "handed-off"
     row = DecisionLogEntry.objects.filter(book=book).order_by("-sequence").first()
-    assert (row.gate, row.ratified_by) == ("G3", "author:ada")
+    assert (row.gate, row.ratified_by) == ("G3", "controller:sol")
     assert decision_log_verify(book).ok
 
 
