@@ -79,11 +79,30 @@ class TurnIn(Schema):
     observations: list[ObservationIn] = Field(default_factory=list, max_length=MAX_LIST_ITEMS)
 
 
+# What a contradiction's two sides may be: two claims, two observations, a claim and a turn, a claim
+# and a charter field (a charter reference whose label names the field), or earlier entries.
+CONTRADICTION_SIDE_TYPES = ("claim", "observation", "turn", "charter", "entry")
+
+
 class EntryIn(Schema):
     kind: ScratchpadEntryKind
     content: Text(limit(ScratchpadEntry, "content"))
     confidence: Confidence | None = None
     source_refs: SourceRefs = Field(default_factory=list)
+
+    @field_validator("source_refs")
+    @classmethod
+    def _contradiction_names_both_sides(cls, value, info: ValidationInfo):
+        if info.data.get("kind") == ScratchpadEntryKind.CONTRADICTION:
+            sides = {(ref.type, ref.id) for ref in value if ref.type in CONTRADICTION_SIDE_TYPES}
+            if len(sides) < 2:
+                raise input_error(
+                    "a contradiction names its two sides: at least two references of type "
+                    + ", ".join(CONTRADICTION_SIDE_TYPES)
+                    + f" ({len(sides)} given)"
+                )
+        return value
+
     provenance: Provenance | None = Field(
         None, description="where the thought comes from; literary-guidance cites the library chunk it draws on"
     )
@@ -174,9 +193,9 @@ class StoryRecordIn(Schema):
         None, description="the last chapter in which it holds; a later claim supersedes it from there"
     )
     known_by: KnownBy = KnownBy.READER
-    known_by_characters: Annotated[
-        list[Text(CHARACTER_NAME)], Field(default_factory=list, max_length=MAX_LIST_ITEMS)
-    ] = Field(default_factory=list)
+    known_by_characters: Annotated[list[Text(CHARACTER_NAME)], Field(max_length=MAX_LIST_ITEMS)] = Field(
+        default_factory=list, validate_default=True
+    )
     first_shown_chapter: Chapter | None = Field(None, description="where the reader first sees it")
     decisive: StrictBool = False
     evidence_for: uuid.UUID | None = Field(None, description="the reveal (a claim) this decisive evidence supports")
@@ -437,6 +456,53 @@ class ClaimOut(Schema):
     evidence_for_id: uuid.UUID | None
     reveal: str
     revises_id: uuid.UUID | None
+
+
+class ConflictSideOut(Schema):
+    type: str
+    id: str
+    label: str
+    status: str
+
+
+class ConflictOut(Schema):
+    kind: Literal["value", "visibility"]
+    reason: str
+    sides: list[ConflictSideOut]
+
+
+class CanonClaimOut(Schema):
+    id: uuid.UUID
+    base_id: uuid.UUID
+    subject: str
+    predicate: str
+    value: Any
+    provenance: str
+    true_from_chapter: int | None
+    true_until_chapter: int | None
+    true_until_effective: int | None
+    known_by: str
+    known_by_characters: list[str]
+    first_shown_chapter: int | None
+    decisive: bool
+    evidence_for_id: uuid.UUID | None
+    reveal: str
+    visibility: str
+    secret: bool | None = None
+
+
+class FairPlayOut(Schema):
+    ok: bool | None = Field(description="null as of a chapter: fair play is judged on the whole book")
+    findings: list[dict]
+
+
+class CodexOut(Schema):
+    book_id: uuid.UUID
+    as_of_chapter: int | None
+    chapters: list[dict]
+    claims: list[CanonClaimOut]
+    withheld: list[str]
+    fair_play: FairPlayOut
 
 
 class ApprovalRefOut(Schema):
