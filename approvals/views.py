@@ -18,6 +18,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from discovery.access import BookAccess, Cap, page_access
 from discovery.agents.selectors import produced_by
+from discovery.selectors import approval_conflicts
 from novelgraph.auth import principal_for_user
 from novelgraph.errors import Conflict, Forbidden, Invalid
 from novelgraph.schemas import parse_form
@@ -92,6 +93,10 @@ def _decision_context(request: HttpRequest, access: BookAccess, approval: Approv
         "sidebar": inbox_for(access.principal, limit=10, superseded_limit=0),
         # The agent run that asked for this decision (a charter draft, a claim, a gate card), if one did.
         "run": produced_by("approval", [approval.pk]).get(str(approval.pk)),
+        # A proposed claim that contradicts approved canon: both sides, for the author's verdict.
+        "conflicts": approval_conflicts(access, approval.subject_type, approval.subject_id)
+        if approval.status == Approval.Status.PENDING
+        else [],
     }
     context.update(extra)
     return context

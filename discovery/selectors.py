@@ -292,6 +292,14 @@ def claim_conflicts(access: BookAccess, claim: KnowledgeClaim) -> list[dict]:
     return conflicts_with(proposed, rows)
 
 
+def approval_conflicts(access: BookAccess, subject_type: str, subject_id: Any) -> list[dict]:
+    """For a canon-promotion approval's review page: what its proposed claim contradicts (both sides)."""
+    if subject_type != "claim":
+        return []
+    claim = KnowledgeClaim.objects.filter(pk=subject_id).first()
+    return claim_conflicts(access, claim) if claim is not None else []
+
+
 def codex_view(access: BookAccess, as_of_chapter: int | None = None) -> dict:
     """The book's canon on a chapter axis: story records, the fair-play findings, and what is
     withheld (by scope for the role; by chapter when ``as_of_chapter`` is given)."""

@@ -355,3 +355,81 @@ def test_a_visibility_that_contradicts_an_earlier_reveal_is_flagged(author_api, 
         found = sol_api.get(f"/claims/{claim['id']}/conflicts", book_id=str(book.pk)).json()
         assert len(found) == expected and all(c["kind"] == "visibility" for c in found)
         assert all("chapter 4" in c["reason"] for c in found)
+
+
+# --- Pages: the codex, the review page, dossiers as of a chapter -------------------------------
+
+
+def test_the_codex_page_draws_the_timeline_and_reports_fair_play(
+    author_api, author_browser, editor_browser, book, session
+):
+    reveal, clue = mystery(author_api, book, clue_chapter=8)
+    canon(author_api, book, body(book, "Ines", "hides", "a second key", known_by="nobody"))
+    page = author_browser.get(f"/books/{book.pk}/codex/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert '<svg xmlns="http://www.w3.org/2000/svg" class="loop-svg codex-svg" id="codex-timeline"' in html
+    assert f'id="tl-{reveal["id"]}"' in html and f'id="tl-{clue["id"]}"' in html
+    assert "solution · FAIR-PLAY-002" in html and "too late" in html and "secret still held" in html
+    assert "<script" not in html.split('id="codex-timeline"')[1].split("</svg>")[0]
+    assert editor_browser.get(f"/books/{book.pk}/codex/").status_code == 200
+    # As of chapter 3 the chapter-7 reveal is not on the page at all.
+    early = author_browser.get(f"/books/{book.pk}/codex/", {"as_of_chapter": 3}).content.decode()
+    assert reveal["id"] not in early and "forged" not in early
+    assert "withheld: 1 reveal(s) first shown after chapter 3" in early
+    bad = author_browser.get(f"/books/{book.pk}/codex/", {"as_of_chapter": "zero"})
+    assert bad.status_code == 422 and 'aria-invalid="true"' in bad.content.decode()
+    # The evidence moved earlier: the page says fair play passes.
+    canon(
+        author_api,
+        book,
+        body(
+            book,
+            "the letter",
+            "is written in",
+            "a left-handed slant",
+            first_shown_chapter=3,
+            decisive=True,
+            evidence_for=reveal["id"],
+            revises=clue["id"],
+        ),
+    )
+    assert "Every reveal is supported" in author_browser.get(f"/books/{book.pk}/codex/").content.decode()
+
+
+def test_the_codex_page_is_404_for_an_outsider(book, other_book, author_browser):
+    assert author_browser.get(f"/books/{other_book.pk}/codex/").status_code == 404
+
+
+def test_a_conflicting_proposal_shows_both_sides_on_its_review_page(author_api, sol_api, author_browser, book, session):
+    approved = canon(author_api, book, body(book, "Mara", "eye colour", "grey"))
+    proposed = propose(sol_api, body(book, "Mara", "eye colour", "green", true_from_chapter=2))
+    approval = sol_api.post(f"/claims/{proposed['id']}/request-approval", {"book_id": str(book.pk), "note": ""})
+    page = author_browser.get(f"/review/{approval.json()['approval_id']}/")
+    html = page.content.decode()
+    assert page.status_code == 200 and 'data-testid="conflicts"' in html
+    assert "Mara eye colour: green" in html and "Mara eye colour: grey" in html
+    assert proposed["id"] in html and approved["id"] in html
+    # Her verdict resolves it; the decided page no longer flags it, the log keeps both sides.
+    decided = author_browser.post(
+        f"/review/{approval.json()['approval_id']}/", {"verdict": "reject", "rationale": "Grey it stays."}
+    )
+    assert decided.status_code == 302
+    after = author_browser.get(f"/review/{approval.json()['approval_id']}/").content.decode()
+    assert 'data-testid="conflicts"' not in after and approved["id"] in after  # in the logged detail
+    # A proposal that contradicts nothing shows no conflicts section.
+    other = propose(sol_api, body(book, "Mara", "hair", "black"))
+    quiet = sol_api.post(f"/claims/{other['id']}/request-approval", {"book_id": str(book.pk), "note": ""})
+    assert (
+        'data-testid="conflicts"' not in author_browser.get(f"/review/{quiet.json()['approval_id']}/").content.decode()
+    )
+
+
+def test_the_author_takes_a_dossier_as_of_a_chapter_on_the_page(author_api, author_browser, book, session):
+    mystery(author_api, book, clue_chapter=2)
+    response = author_browser.post(f"/books/{book.pk}/dossiers/new/", {"agent_role": "terra", "as_of_chapter": "3"})
+    assert response.status_code == 302
+    page = author_browser.get(response["Location"]).content.decode()
+    assert 'data-testid="as-of">chapter 3' in page and "forged" not in page
+    refused = author_browser.post(f"/books/{book.pk}/dossiers/new/", {"agent_role": "terra", "as_of_chapter": "-2"})
+    assert refused.status_code == 422 and "as_of_chapter" in refused.content.decode()
