@@ -282,7 +282,7 @@ def claim_story_set(request: HttpRequest, claim_id: uuid.UUID, payload: ClaimSto
 
 
 @router.get(
-    "/claims/{claim_id}/conflicts",
+    "/books/{book_id}/claims/{claim_id}/conflicts",
     response={200: list[ConflictOut], **ERRORS},
     summary="The approved canon a proposed claim contradicts, both sides named (book:read)",
 )
