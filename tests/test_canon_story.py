@@ -3,11 +3,17 @@ dossiers as of a chapter, contradictions that name both sides. Through the API."
 
 from __future__ import annotations
 
+from io import StringIO
+
 import pytest
+from django.core.management import call_command
+from django.test import Client
 
 from approvals.models import Approval, DecisionLogEntry
-from discovery.models import KnowledgeClaim, ScratchpadEntry
+from discovery.models import Book, KnowledgeClaim, ScratchpadEntry
+from novelgraph.services import api_key_create
 
+from .conftest import Api
 from .discovery_support import start
 from .factories import ResearchItemFactory
 
@@ -433,3 +439,59 @@ def test_the_author_takes_a_dossier_as_of_a_chapter_on_the_page(author_api, auth
     assert 'data-testid="as-of">chapter 3' in page and "forged" not in page
     refused = author_browser.post(f"/books/{book.pk}/dossiers/new/", {"agent_role": "terra", "as_of_chapter": "-2"})
     assert refused.status_code == 422 and "as_of_chapter" in refused.content.decode()
+
+
+# --- The demo mystery ---------------------------------------------------------------------------
+
+
+def test_the_demo_mystery_carries_story_records_and_plays_fair_until_its_clue_comes_late():
+    call_command("demo", stdout=StringIO())
+    demo = Book.objects.get(title="The Lighthouse Letter")
+    author = demo.owner
+    api = Api(Client(), api_key_create(owner=author, role="author")[1])
+    browser = Client()
+    assert browser.login(username="author", password="novelgraph-author")
+
+    codex = api.get(f"/books/{demo.pk}/codex").json()
+    by_subject = {c["subject"]: c for c in codex["claims"]}
+    letter, clue = by_subject["The letter"], by_subject["The letter's handwriting"]
+    reveal = next(c for c in codex["claims"] if c["reveal"] == "solution")
+    assert (letter["predicate"], letter["first_shown_chapter"]) == ("is found by", 1)
+    assert (clue["decisive"], clue["evidence_for_id"], clue["first_shown_chapter"]) == (True, reveal["id"], 4)
+    assert (reveal["first_shown_chapter"], reveal["known_by_characters"]) == (12, ["Ines"])
+    assert codex["fair_play"] == {"ok": True, "findings": []}
+    page = browser.get(f"/books/{demo.pk}/codex/").content.decode()
+    for claim in (letter, clue, reveal):
+        assert f'id="tl-{claim["id"]}"' in page
+    assert "solution revealed ch 12" in page and "decisive clue, shown ch 4" in page
+
+    def revise_clue(previous: str, chapter: int) -> str:
+        moved = canon(
+            api,
+            demo,
+            body(
+                demo,
+                clue["subject"],
+                clue["predicate"],
+                clue["value"],
+                true_from_chapter=1,
+                first_shown_chapter=chapter,
+                decisive=True,
+                evidence_for=reveal["id"],
+                revises=previous,
+            ),
+        )
+        return moved["id"]
+
+    late = revise_clue(clue["id"], 13)
+    [finding] = api.get(f"/books/{demo.pk}/codex").json()["fair_play"]["findings"]
+    assert finding["code"] == "FAIR-PLAY-002" and finding["reveal"]["chapter"] == 12
+    assert finding["evidence"][0]["first_shown_chapter"] == 13
+    assert "FAIR-PLAY-002" in browser.get(f"/books/{demo.pk}/codex/").content.decode()
+    revise_clue(late, 3)
+    assert api.get(f"/books/{demo.pk}/codex").json()["fair_play"] == {"ok": True, "findings": []}
+    # As of chapter 5 a role is never given the solution.
+    dossier = api.post(f"/books/{demo.pk}/dossiers", {"agent_role": "terra", "as_of_chapter": 5}).json()
+    assert reveal["id"] not in str(dossier["content"]) and "Ines, Mara's sister" not in str(dossier["content"])
+    assert dossier["content"]["scratchpad"] == [] and dossier["content"]["observations"] == []
+    assert any("whole-book discovery material" in line for line in dossier["content"]["withheld"])

@@ -72,7 +72,8 @@ def dossier_content(
 
     As of a chapter (``as_of_chapter``), the claims are only those true by then: a reveal first
     shown later is withheld (and counted under ``withheld``), and any other fact the reader has
-    not yet seen is given marked ``secret``.
+    not yet seen is given marked ``secret``. The charter, scratchpad and observations are not on
+    the chapter axis (they may name any later reveal), so an as-of dossier withholds them and says so.
 
     A fixed number of queries, whatever the amount of data.
     """
@@ -134,6 +135,20 @@ def dossier_content(
             .order_by("created_at")
             .values("id", "session_id", "turn_id", "key", "value", "provenance", "confidence")
         ]
+    if as_of_chapter is not None:
+        # Discovery material is not placed on the chapter axis: it may name any later reveal, so a
+        # role drafting a chapter is not given it (and is told so).
+        unplaced = [
+            name
+            for name, held in (("story charter", charter), ("scratchpad", scratchpad), ("observations", observations))
+            if held
+        ]
+        if unplaced:
+            withheld.append(
+                f"withheld as of chapter {as_of_chapter}: {', '.join(unplaced)} (whole-book discovery material, "
+                "not placed on the chapter axis; it may name later reveals)"
+            )
+        charter, scratchpad, observations = None, [], []
     return {
         "schema": DOSSIER_SCHEMA,
         "book": {"id": str(book.pk), "title": book.title},
