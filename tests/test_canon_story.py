@@ -10,9 +10,11 @@ from django.core.management import call_command
 from django.test import Client
 
 from approvals.models import Approval, DecisionLogEntry
+from discovery.agents.models import AgentRun
 from discovery.models import Book, KnowledgeClaim, ScratchpadEntry
 from novelgraph.services import api_key_create
 
+from .agents_support import start_run, work_off_queue
 from .conftest import Api
 from .discovery_support import start
 from .factories import ResearchItemFactory
@@ -495,3 +497,37 @@ def test_the_demo_mystery_carries_story_records_and_plays_fair_until_its_clue_co
     assert reveal["id"] not in str(dossier["content"]) and "Ines, Mara's sister" not in str(dossier["content"])
     assert dossier["content"]["scratchpad"] == [] and dossier["content"]["observations"] == []
     assert any("whole-book discovery material" in line for line in dossier["content"]["withheld"])
+
+
+# --- Agent runs as of a chapter -------------------------------------------------------------------
+
+
+def test_an_agent_run_as_of_chapter_3_is_never_given_the_chapter_7_reveal(author_api, book, session):
+    reveal, clue = mystery(author_api, book, clue_chapter=2)
+    author_api.post(
+        f"/sessions/{session.pk}/turns",
+        {
+            "role": "author",
+            "content": "Ines forged the letter; the reader learns it in chapter 7.",
+            "observations": [{"key": "forger", "value": "Ines", "provenance": "author-stated"}],
+        },
+    )
+    data = start_run(author_api, book, "next-question", as_of_chapter=3)
+    assert data["input"]["as_of_chapter"] == 3
+    work_off_queue()
+    runs = list(AgentRun.objects.filter(book=book).order_by("created_at"))
+    assert runs and all(run.input.get("as_of_chapter") == 3 for run in runs)  # work handed on stays as of 3
+    for run in runs:
+        assert run.status == "done", (run.task, run.reason)
+        given = str(run.dossier.content) + str(run.looked_up)
+        assert reveal["id"] not in given and "forged" not in given, run.task
+        assert run.dossier.content["as_of_chapter"] == 3
+    sol = runs[0]
+    assert clue["id"] in {c["id"] for c in sol.dossier.content["claims"]}
+    assert "turns" in sol.looked_up["withheld_as_of_chapter"]
+    whole = start_run(author_api, book, "next-question")
+    assert "as_of_chapter" not in whole["input"]
+    assert (
+        author_api.post(f"/books/{book.pk}/agent-runs", {"task": "next-question", "as_of_chapter": 0}).json()["field"]
+        == "as_of_chapter"
+    )
