@@ -403,7 +403,7 @@ class KnowledgeClaimStatus(models.TextChoices):
     APPROVED = "approved", "Approved (canon)"
     REJECTED = "rejected", "Rejected"
     # Approved canon that a later approved revision (``revises``) replaced; it stays in history.
-    SUPERSEDED = "superseded", "Superseded (by a revision)"
+    REVISED = "revised", "Revised (replaced by an approved revision)"
 
 
 class KnownBy(models.TextChoices):

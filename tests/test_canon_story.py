@@ -207,9 +207,9 @@ def test_fair_play_reports_late_evidence_and_passes_once_it_moves_earlier(author
             revises=clue["id"],
         ),
     )
-    assert KnowledgeClaim.objects.get(pk=clue["id"]).status == "superseded"
+    assert KnowledgeClaim.objects.get(pk=clue["id"]).status == "revised"
     entry = DecisionLogEntry.objects.filter(book=book, subject_id=moved["id"]).get()
-    assert entry.detail["superseded_claim"] == clue["id"]
+    assert entry.detail["revised_claim"] == clue["id"]
     report = author_api.get(f"/books/{book.pk}/codex").json()["fair_play"]
     assert report == {"ok": True, "findings": []}
 

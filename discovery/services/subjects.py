@@ -176,9 +176,9 @@ def claim_apply(decision: Decision) -> None:
             revised = KnowledgeClaim.objects.select_for_update().get(pk=claim.revises_id)
             if revised.status != KnowledgeClaim.Status.APPROVED:
                 raise Conflict(f"the claim this one revises is already {revised.status}", code="not_canon")
-            revised.status = KnowledgeClaim.Status.SUPERSEDED
+            revised.status = KnowledgeClaim.Status.REVISED
             revised.save(update_fields=["status", "updated_at"])
-            decision.detail["superseded_claim"] = str(revised.pk)
+            decision.detail["revised_claim"] = str(revised.pk)
     else:
         claim.status = KnowledgeClaim.Status.REJECTED
     claim.approval = approval
