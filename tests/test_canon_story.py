@@ -531,3 +531,32 @@ def test_an_agent_run_as_of_chapter_3_is_never_given_the_chapter_7_reveal(author
         author_api.post(f"/books/{book.pk}/agent-runs", {"task": "next-question", "as_of_chapter": 0}).json()["field"]
         == "as_of_chapter"
     )
+
+
+def test_the_review_page_shows_the_story_record_the_author_approves(author_api, sol_api, author_browser, book, session):
+    reveal = canon(author_api, book, body(book, "Ines", "forged", "the letter", first_shown_chapter=7, reveal="twist"))
+    clue = propose(
+        sol_api,
+        body(
+            book,
+            "the letter",
+            "slants",
+            "left",
+            true_from_chapter=2,
+            first_shown_chapter=3,
+            decisive=True,
+            evidence_for=reveal["id"],
+            known_by="characters",
+            known_by_characters=["Ines", "Mara"],
+        ),
+    )
+    approval = sol_api.post(f"/claims/{clue['id']}/request-approval", {"book_id": str(book.pk), "note": ""}).json()
+    html = author_browser.get(f"/review/{approval['approval_id']}/").content.decode()
+    for text in (
+        "True from chapter",
+        "First shown in chapter",
+        "Named characters: Ines, Mara",
+        f"yes, for the reveal {reveal['id']}",
+    ):
+        assert text in html, text
+    assert "True until chapter" not in html  # not set, not shown

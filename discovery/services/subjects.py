@@ -185,6 +185,23 @@ def claim_apply(decision: Decision) -> None:
     claim.save(update_fields=["status", "approval", "updated_at"])
 
 
+def _story_fields(claim: KnowledgeClaim) -> dict:
+    """The claim's story record for the review page, the fields it sets (so the author approves them)."""
+    fields = {
+        "True from chapter": claim.true_from_chapter,
+        "True until chapter": claim.true_until_chapter,
+        "Known by": claim.get_known_by_display()
+        + (f": {', '.join(claim.known_by_characters)}" if claim.known_by_characters else ""),
+        "First shown in chapter": claim.first_shown_chapter,
+        "Decisive evidence": (("yes, for the reveal " + str(claim.evidence_for_id)) if claim.evidence_for_id else "yes")
+        if claim.decisive
+        else None,
+        "Reveal": claim.get_reveal_display() if claim.reveal != "none" else None,
+        "Revises": str(claim.revises_id) if claim.revises_id else None,
+    }
+    return {label: value for label, value in fields.items() if value is not None}
+
+
 def claim_describe(approval: Approval) -> dict:
     claim = KnowledgeClaim.objects.select_related("base").filter(pk=approval.subject_id).first()
     if claim is None:
@@ -210,16 +227,7 @@ def claim_describe(approval: Approval) -> dict:
             "Provenance": claim.provenance,
             "Status": claim.status,
             "Evidence": claim.evidence,
-            "True from chapter": claim.true_from_chapter,
-            "True until chapter": claim.true_until_chapter,
-            "Known by": claim.get_known_by_display()
-            + (f": {', '.join(claim.known_by_characters)}" if claim.known_by_characters else ""),
-            "First shown in chapter": claim.first_shown_chapter,
-            "Decisive evidence": "yes" + (f", for the reveal {claim.evidence_for_id}" if claim.evidence_for_id else "")
-            if claim.decisive
-            else "no",
-            "Reveal": claim.get_reveal_display(),
-            "Revises": str(claim.revises_id) if claim.revises_id else None,
+            **_story_fields(claim),
         },
         "source_refs": claim.source_refs,
     }
