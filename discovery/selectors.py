@@ -292,12 +292,37 @@ def claim_conflicts(access: BookAccess, claim: KnowledgeClaim) -> list[dict]:
     return conflicts_with(proposed, rows)
 
 
-def approval_conflicts(access: BookAccess, subject_type: str, subject_id: Any) -> list[dict]:
-    """For a canon-promotion approval's review page: what its proposed claim contradicts (both sides)."""
+def contradiction_entries_naming(book: Book, claim_id: Any) -> list[dict]:
+    """The book's contradiction entries that name this claim as one side (one query; they stay in the
+    append-only scratchpad whatever the verdict)."""
+    wanted = str(claim_id)
+    rows = (
+        ScratchpadEntry.objects.filter(session__book=book, kind=ScratchpadEntry.Kind.CONTRADICTION)
+        .order_by("created_at", "sequence")
+        .values("id", "sequence", "agent_role", "content", "source_refs")
+    )
+    return [
+        {**row, "id": str(row["id"])}
+        for row in rows
+        if any(
+            isinstance(r, dict) and r.get("type") == "claim" and str(r.get("id")) == wanted for r in row["source_refs"]
+        )
+    ]
+
+
+def approval_conflicts(access: BookAccess, subject_type: str, subject_id: Any) -> dict:
+    """For a canon-promotion approval's review page: what its proposed claim contradicts (both sides),
+    and the scratchpad's contradiction entries that name it."""
+    found: dict = {"conflicts": [], "entries": []}
     if subject_type != "claim":
-        return []
+        return found
     claim = KnowledgeClaim.objects.filter(pk=subject_id).first()
-    return claim_conflicts(access, claim) if claim is not None else []
+    if claim is None:
+        return found
+    found["conflicts"] = claim_conflicts(access, claim)
+    if Cap.SCRATCHPAD_READ in access.caps:
+        found["entries"] = contradiction_entries_naming(access.book, claim.pk)
+    return found
 
 
 def codex_view(access: BookAccess, as_of_chapter: int | None = None) -> dict:

@@ -409,10 +409,21 @@ def test_the_codex_page_is_404_for_an_outsider(book, other_book, author_browser)
     assert author_browser.get(f"/books/{other_book.pk}/codex/").status_code == 404
 
 
-def test_a_conflicting_proposal_shows_both_sides_on_its_review_page(author_api, sol_api, author_browser, book, session):
+def test_a_conflicting_proposal_shows_both_sides_on_its_review_page(
+    author_api, sol_api, luna_api, author_browser, book, session
+):
     approved = canon(author_api, book, body(book, "Mara", "eye colour", "grey"))
     proposed = propose(sol_api, body(book, "Mara", "eye colour", "green", true_from_chapter=2))
     approval = sol_api.post(f"/claims/{proposed['id']}/request-approval", {"book_id": str(book.pk), "note": ""})
+    entry = luna_api.post(
+        f"/sessions/{session.pk}/scratchpad",
+        {
+            "kind": "contradiction",
+            "content": "Green eyes contradict the grey of canon.",
+            "source_refs": [{"type": "claim", "id": proposed["id"]}, {"type": "claim", "id": approved["id"]}],
+        },
+    )
+    assert entry.status_code == 201, entry.content
     page = author_browser.get(f"/review/{approval.json()['approval_id']}/")
     html = page.content.decode()
     assert page.status_code == 200 and 'data-testid="conflicts"' in html
@@ -425,6 +436,9 @@ def test_a_conflicting_proposal_shows_both_sides_on_its_review_page(author_api, 
     assert decided.status_code == 302
     after = author_browser.get(f"/review/{approval.json()['approval_id']}/").content.decode()
     assert 'data-testid="conflicts"' not in after and approved["id"] in after  # in the logged detail
+    # The contradiction entry stays in the scratchpad, and still shows beside the decided proposal.
+    assert 'data-testid="contradiction-entries"' in after and "Green eyes contradict the grey" in after
+    assert ScratchpadEntry.objects.filter(pk=entry.json()["id"]).exists()
     # A proposal that contradicts nothing shows no conflicts section.
     other = propose(sol_api, body(book, "Mara", "hair", "black"))
     quiet = sol_api.post(f"/claims/{other['id']}/request-approval", {"book_id": str(book.pk), "note": ""})
