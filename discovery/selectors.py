@@ -279,6 +279,10 @@ def canon_story_rows(
         .order_by("created_at", "id")
         .values(*STORY_COLUMNS)
     ]
+    given_ids = {row["id"] for row in rows}
+    for row in rows:
+        if row["evidence_for_id"] not in given_ids:
+            row["evidence_for_id"] = None  # the reveal it supports is not readable here: not even its id
     return rows, withheld
 
 

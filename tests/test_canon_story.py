@@ -303,12 +303,32 @@ def test_luna_never_reads_series_canon_in_the_codex_or_a_dossier(author_api, lun
         book,
         {**body(book, "the coast", "drowns", "a street a year"), "scope": "series", "scope_id": str(book.series_id)},
     )
-    own = canon(author_api, book, body(book))
+    series_reveal = canon(
+        author_api,
+        book,
+        {
+            **body(book, "the coast", "was drowned by", "the keepers", first_shown_chapter=9, reveal="twist"),
+            "scope": "series",
+            "scope_id": str(book.series_id),
+        },
+    )
+    own = canon(
+        author_api,
+        book,
+        body(
+            book, "the tide table", "is", "torn", decisive=True, evidence_for=series_reveal["id"], first_shown_chapter=2
+        ),
+    )
     codex = luna_api.get(f"/books/{book.pk}/codex").json()
     assert [c["id"] for c in codex["claims"]] == [own["id"]]
+    assert codex["claims"][0]["evidence_for_id"] is None  # not even the id of the series reveal
     assert "withheld: series canon (luna lacks series:read)" in codex["withheld"]
-    dossier = luna_api.post(f"/books/{book.pk}/dossiers", {"agent_role": "luna", "as_of_chapter": 4}).json()
-    assert series["id"] not in str(dossier["content"]["claims"])
+    assert series["id"] not in str(codex) and series_reveal["id"] not in str(codex)
+    for as_of_chapter in (None, 4, 10):
+        dossier = luna_api.post(
+            f"/books/{book.pk}/dossiers", {"agent_role": "luna", "as_of_chapter": as_of_chapter}
+        ).json()
+        assert series["id"] not in str(dossier["content"]) and series_reveal["id"] not in str(dossier["content"])
     assert series["id"] in {c["id"] for c in author_api.get(f"/books/{book.pk}/codex").json()["claims"]}
 
 
