@@ -594,3 +594,13 @@ def test_the_review_page_shows_the_story_record_the_author_approves(author_api, 
     ):
         assert text in html, text
     assert "True until chapter" not in html  # not set, not shown
+
+
+def test_the_author_asks_sol_as_of_a_chapter_on_the_agents_page(author_api, author_browser, book, session):
+    response = author_browser.post(f"/books/{book.pk}/agents/start/", {"task": "next-question", "as_of_chapter": "4"})
+    assert response.status_code == 302, response.content
+    run = AgentRun.objects.get(book=book)
+    assert run.input["as_of_chapter"] == 4
+    assert "as of chapter 4" in author_browser.get(f"/books/{book.pk}/agents/").content.decode()
+    refused = author_browser.post(f"/books/{book.pk}/agents/start/", {"task": "next-question", "as_of_chapter": "0"})
+    assert refused.status_code == 422 and AgentRun.objects.filter(book=book).count() == 1
