@@ -7,7 +7,9 @@ from io import StringIO
 
 import pytest
 from django.core.management import call_command
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 
 from approvals.models import Approval, DecisionLogEntry
 from discovery.agents.models import AgentRun
@@ -604,3 +606,30 @@ def test_the_author_asks_sol_as_of_a_chapter_on_the_agents_page(author_api, auth
     assert "as of chapter 4" in author_browser.get(f"/books/{book.pk}/agents/").content.decode()
     refused = author_browser.post(f"/books/{book.pk}/agents/start/", {"task": "next-question", "as_of_chapter": "0"})
     assert refused.status_code == 422 and AgentRun.objects.filter(book=book).count() == 1
+
+
+def test_the_codex_and_an_as_of_dossier_read_a_fixed_number_of_statements(author_api, book, session):
+    """Measured: 7 statements for the codex, 12 for an as-of dossier (key, book, bases, canon, chapters;
+    the dossier adds its session, charter and the insert), with 2 or 14 approved claims alike."""
+
+    def counted(call) -> int:
+        with CaptureQueriesContext(connection) as queries:
+            response = call()
+            assert response.status_code in (200, 201), response.content
+        return len(queries)
+
+    def measure() -> tuple[int, int]:
+        return (
+            counted(lambda: author_api.get(f"/books/{book.pk}/codex")),
+            counted(lambda: author_api.post(f"/books/{book.pk}/dossiers", {"agent_role": "terra", "as_of_chapter": 3})),
+        )
+
+    mystery(author_api, book, clue_chapter=2)
+    small = measure()
+    for n in range(12):
+        canon(
+            author_api,
+            book,
+            body(book, f"fact {n}", "holds", str(n), true_from_chapter=n + 1, first_shown_chapter=n + 2),
+        )
+    assert measure() == small
