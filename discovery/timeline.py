@@ -1,7 +1,8 @@
 """The codex timeline: canon on a chapter axis, drawn server-side as SVG (like the loop's pictures).
 
 One lane per approved claim: a bar over the chapters in which the fact is true (an arrow when it
-holds to the end), a diamond where the reader first sees it, and a text label for what colour
+holds to the end; dashed grey while it is a secret the reader does not know yet), a diamond where the
+reader first sees it, and a text label for what colour
 alone would tell (reveal, decisive evidence, secret still held, fair-play finding). Pure SVG with
 <title>/<desc>; styling lives in static/css/app.css (classes only, no style attributes, no scripts).
 """
@@ -73,9 +74,9 @@ def timeline_svg(rows: list[dict], chapters: list[dict], findings: list[dict]) -
         until = row.get("true_until_effective")
         end = until or last
         tag, cls = _status(row, flagged)
+        shown = row.get("first_shown_chapter")
         if row["id"] in late:
             tag, cls = tag + " · too late", "tl-flag"
-        shown = row.get("first_shown_chapter")
         title = (
             f"{label_of(row)} — true from chapter {start}"
             + (f" to {until}" if until else " to the end")
@@ -87,6 +88,14 @@ def timeline_svg(rows: list[dict], chapters: list[dict], findings: list[dict]) -
         bar_x = x0 + (start - 1) * CHAPTER_W + 4
         bar_w = (end - start + 1) * CHAPTER_W - 8
         lane.append(f'<rect class="tl-span" x="{bar_x}" y="{mid - 6}" width="{bar_w}" height="12" rx="4"/>')
+        held_until = (shown - 1) if shown is not None else end
+        if row.get("known_by") != "reader" and held_until >= start:
+            # The chapters in which the fact is true but the reader does not know it yet: a secret held.
+            held_w = (min(held_until, end) - start + 1) * CHAPTER_W - 8
+            lane.append(
+                f'<rect class="tl-held" x="{bar_x}" y="{mid - 6}" width="{held_w}" height="12" rx="4">'
+                f"<title>secret held: chapters {start}–{min(held_until, end)}</title></rect>"
+            )
         if until is None:
             tip = bar_x + bar_w
             lane.append(f'<path class="tl-open" d="M {tip} {mid - 8} L {tip + 8} {mid} L {tip} {mid + 8} z"/>')
