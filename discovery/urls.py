@@ -15,6 +15,7 @@ urlpatterns = [
         name="observation_resolve",
     ),
     path("books/<uuid:book_id>/dossiers/", views.dossiers, name="dossiers"),
+    path("books/<uuid:book_id>/codex/", views.codex, name="codex"),
     path("books/<uuid:book_id>/dossiers/new/", views.dossier_create, name="dossier_create"),
     path("books/<uuid:book_id>/dossiers/<uuid:dossier_id>/", views.dossier_detail, name="dossier"),
 ]

@@ -33,8 +33,9 @@ from .loop.models import LoopMeta
 from .loop.selectors import gate_steps
 from .models import Book, KnowledgeClaim, Observation, ScratchpadEntry, ScratchpadEntryKind, SessionQuestion, Turn
 from .refs import resolve_source_refs
-from .schemas import DossierIn, ObservationResolveIn, TurnIn
-from .selectors import OPEN_SESSION_STATUSES, canon_bases, current_session, discovery_view, scratchpad_for
+from .schemas import AsOfFilter, DossierIn, ObservationResolveIn, TurnIn
+from .selectors import OPEN_SESSION_STATUSES, canon_bases, codex_view, current_session, discovery_view, scratchpad_for
+from .timeline import timeline_svg
 
 RECENT_ACTIVITY = 12
 
@@ -49,6 +50,7 @@ def book_links(book: Book) -> dict[str, str | None]:
         "scratchpad": reverse("discovery:scratchpad", args=[book.pk]),
         "agents": reverse("agents:runs", args=[book.pk]),
         "dossiers": reverse("discovery:dossiers", args=[book.pk]),
+        "codex": reverse("discovery:codex", args=[book.pk]),
         "research": reverse("library:research", args=[book.pk]),
         "review": f"{reverse('approvals:inbox')}?book={book.pk}",
         "log": reverse("approvals:book_log", args=[book.pk]),
@@ -355,6 +357,40 @@ def dossier_detail(request: HttpRequest, book_id: uuid.UUID, dossier_id: uuid.UU
     )
 
 
+# --- Codex: canon on a chapter axis -------------------------------------------------------
+
+
+@login_required
+def codex(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
+    """The book's canon on a chapter axis (SVG), its story records and the fair-play check;
+    ``?as_of_chapter=N`` shows only what is true by chapter N (later reveals withheld)."""
+    access = page_access(request, book_id, Cap.BOOK_READ)
+    book = access.book
+    as_of_error = ""
+    as_of_chapter = None
+    raw = request.GET.get("as_of_chapter", "").strip()
+    if raw:
+        try:
+            as_of_chapter = parse_form(AsOfFilter, {"as_of_chapter": raw}).as_of_chapter
+        except DomainError as exc:
+            as_of_error = exc.message
+    view = codex_view(access, as_of_chapter)
+    return render(
+        request,
+        "discovery/codex.html",
+        {
+            **view,
+            "book": book,
+            "role": access.role,
+            "links": book_links(book),
+            "as_of_raw": raw,
+            "as_of_error": as_of_error,
+            "timeline": timeline_svg(view["claims"], view["chapters"], view["fair_play"]["findings"]),
+        },
+        status=422 if as_of_error else 200,
+    )
+
+
 # --- Writes: turns, discovery start, dossier snapshots --------------------------------
 
 
@@ -410,9 +446,14 @@ def discovery_start(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
 def dossier_create(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
     """The author takes a new snapshot for a role through ``services.dossier_create``."""
     access = page_access(request, book_id, Cap.BOOK_READ)
+    form = {"agent_role": request.POST.get("agent_role", "")}
+    if request.POST.get("as_of_chapter", "").strip():
+        form["as_of_chapter"] = request.POST["as_of_chapter"].strip()
     try:
-        payload = parse_form(DossierIn, {"agent_role": request.POST.get("agent_role", "")})
-        dossier = services.dossier_create(access=access, agent_role=payload.agent_role)
+        payload = parse_form(DossierIn, form)
+        dossier = services.dossier_create(
+            access=access, agent_role=payload.agent_role, as_of_chapter=payload.as_of_chapter
+        )
     except DomainError as exc:
         return _dossiers_page(request, access, snapshot_error=exc.message, status=exc.status)
     return redirect("discovery:dossier", book_id=access.book.pk, dossier_id=dossier.pk)

@@ -248,6 +248,9 @@ API_EXPECTED: dict[str, tuple[int, ...]] = {
     "POST /books/{book_id}/dossiers": (401, 401, 404, 404, 404, 404, 201, 403, 403, 403, 201),
     "GET /books/{book_id}/dossiers": (401, 401, 404, 404, 404, 404, 200, 200, 200, 200, 200),
     "GET /dossiers/{dossier_id}": (401, 401, 404, 404, 404, 404, 200, 403, 403, 200, 200),
+    "POST /claims/{claim_id}/story": (401, 401, 404, 404, 404, 404, 403, 403, 200, 403, 200),
+    "GET /books/{book_id}/claims/{claim_id}/conflicts": (401, 401, 404, 404, 404, 404, 200, 200, 200, 200, 200),
+    "GET /books/{book_id}/codex": (401, 401, 404, 404, 404, 404, 200, 200, 200, 200, 200),
     "POST /books/{book_id}/handoffs": (401, 401, 404, 404, 404, 404, 403, 403, 201, 403, 201),
     "POST /handoffs/{handoff_id}/result": (401, 401, 404, 404, 404, 404, 422, 422, 422, 422, 422),
     "GET /handoffs/{handoff_id}": (401, 401, 404, 404, 404, 404, 200, 200, 200, 200, 200),
@@ -374,6 +377,7 @@ PAGE_EXPECTED: dict[str, tuple[int, ...]] = {
     "/books/<uuid:book_id>/dossiers/": (302, 404, 404, 200, 200),
     "/books/<uuid:book_id>/dossiers/new/": (302, 405, 405, 405, 405),
     "/books/<uuid:book_id>/dossiers/<uuid:dossier_id>/": (302, 404, 404, 200, 200),
+    "/books/<uuid:book_id>/codex/": (302, 404, 404, 200, 200),
 }
 
 
