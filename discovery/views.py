@@ -11,12 +11,13 @@ from __future__ import annotations
 import uuid
 from itertools import chain
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db.models import Count, Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_http_methods, require_POST
 
 from approvals.models import Approval, DecisionLogEntry
 from library.models import ResearchItem
@@ -31,9 +32,9 @@ from .agents.models import AgentRun
 from .agents.selectors import produced_by
 from .loop.models import LoopMeta
 from .loop.selectors import gate_steps
-from .models import Book, KnowledgeClaim, ScratchpadEntry, ScratchpadEntryKind, SessionQuestion, Turn
+from .models import Book, KnowledgeClaim, ScratchpadEntry, ScratchpadEntryKind, Series, SessionQuestion, Turn
 from .refs import resolve_source_refs
-from .schemas import DossierIn, TurnIn
+from .schemas import GENRE_PACKS, BookIn, DossierIn, EditorIn, SeriesIn, TurnIn
 from .selectors import canon_bases, current_session, discovery_view, scratchpad_for
 
 RECENT_ACTIVITY = 12
@@ -54,6 +55,7 @@ def book_links(book: Book) -> dict[str, str | None]:
         "log": reverse("approvals:book_log", args=[book.pk]),
         "loop": reverse("loop:page", args=[book.pk]),
         "library": reverse("library:search"),
+        "people": reverse("discovery:people", args=[book.pk]),
     }
 
 
@@ -383,3 +385,111 @@ def dossier_create(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
     except DomainError as exc:
         return _dossiers_page(request, access, snapshot_error=exc.message, status=exc.status)
     return redirect("discovery:dossier", book_id=access.book.pk, dossier_id=dossier.pk)
+
+
+# --- Starting: a series, a book, its editors ------------------------------------------
+
+
+def _form_values(request: HttpRequest, names: tuple[str, ...]) -> dict[str, str]:
+    return {name: request.POST.get(name, "") for name in names}
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def series_new(request: HttpRequest) -> HttpResponse:
+    """A new series through ``services.series_create`` (the API's ``POST /series``); then a first book in it."""
+    form = _form_values(request, ("title", "premise", "publication_target"))
+    error = None
+    if request.method == "POST":
+        try:
+            series = services.series_create(
+                principal=principal_for_user(request.user), payload=parse_form(SeriesIn, form)
+            )
+        except DomainError as exc:
+            error = exc
+        else:
+            messages.success(request, f"Series “{series.title}” created. Now its first book.")
+            return redirect(f"{reverse('discovery:book_new')}?series={series.pk}")
+    return render(
+        request,
+        "discovery/series_new.html",
+        {"form": form, "error": error},
+        status=error.status if error else 200,
+    )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def book_new(request: HttpRequest) -> HttpResponse:
+    """A new book through ``services.book_create`` (the API's ``POST /books``): title, premise, a genre
+    pack from the list, optionally a series of hers and its planned order."""
+    form = _form_values(request, ("title", "premise", "genre_pack", "series_id", "planned_order"))
+    if request.method == "GET":
+        form["series_id"] = request.GET.get("series", "")
+    error = None
+    if request.method == "POST":
+        data = {**form, "series_id": form["series_id"] or None, "planned_order": form["planned_order"] or None}
+        try:
+            book = services.book_create(principal=principal_for_user(request.user), payload=parse_form(BookIn, data))
+        except DomainError as exc:
+            error = exc
+        else:
+            messages.success(request, f"“{book.title}” is yours. Start its discovery when you are ready.")
+            return redirect("discovery:book", book_id=book.pk)
+    return render(
+        request,
+        "discovery/book_new.html",
+        {
+            "form": form,
+            "error": error,
+            "series": Series.objects.filter(owner=request.user).order_by("title"),
+            "genre_packs": GENRE_PACKS,
+        },
+        status=error.status if error else 200,
+    )
+
+
+def _people_page(request: HttpRequest, access: BookAccess, *, error=None, username: str = "", status: int = 200):
+    book = access.book
+    return render(
+        request,
+        "discovery/people.html",
+        {
+            "book": book,
+            "role": access.role,
+            "links": book_links(book),
+            "editors": list(book.editors.order_by("username")),
+            "error": error,
+            "username": username,
+        },
+        status=status,
+    )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def book_people(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
+    """Who works on the book. POST (the author): invite an editor by username (``services.book_editor_add``)."""
+    access = page_access(request, book_id, Cap.BOOK_READ)
+    if request.method == "GET":
+        return _people_page(request, access)
+    username = request.POST.get("username", "")
+    try:
+        person = services.book_editor_add(access=access, payload=parse_form(EditorIn, {"username": username}))
+    except DomainError as exc:
+        return _people_page(request, access, error=exc, username=username, status=exc.status)
+    messages.success(request, f"{person.get_username()} now edits “{access.book.title}”.")
+    return redirect("discovery:people", book_id=access.book.pk)
+
+
+@login_required
+@require_POST
+def book_editor_remove(request: HttpRequest, book_id: uuid.UUID, user_id: int) -> HttpResponse:
+    """The author removes an editor (``services.book_editor_remove``); the page asks to confirm first."""
+    access = page_access(request, book_id, Cap.BOOK_READ)
+    try:
+        services.book_editor_remove(access=access, user_id=user_id)
+    except DomainError as exc:
+        return _people_page(request, access, error=exc, status=exc.status)
+    messages.success(request, "The editor was removed; they no longer see this book.")
+    return redirect("discovery:people", book_id=access.book.pk)

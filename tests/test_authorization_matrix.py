@@ -178,6 +178,10 @@ def scene(author, editor, outsider, book, other_book, sol_api, monkeypatch):
         "author": api_key_create(owner=author, role="author")[1],
     }
     ids["key_id"] = api_key_create(owner=author, role="luna")[0].pk
+    # A second editor, whom the author may remove (the scene's editor keeps her access for the other rows).
+    second_editor = UserFactory(username="second-editor")
+    book.editors.add(second_editor)
+    ids["user_id"] = second_editor.pk
     return ids, keys, book
 
 
@@ -350,6 +354,10 @@ PAGE_EXPECTED: dict[str, tuple[int, ...]] = {
     "/books/<uuid:book_id>/dossiers/": (302, 404, 404, 200, 200),
     "/books/<uuid:book_id>/dossiers/new/": (302, 405, 405, 405, 405),
     "/books/<uuid:book_id>/dossiers/<uuid:dossier_id>/": (302, 404, 404, 200, 200),
+    "/series/new/": (302, 200, 200, 200, 200),
+    "/books/new/": (302, 200, 200, 200, 200),
+    "/books/<uuid:book_id>/people/": (302, 404, 404, 200, 200),
+    "/books/<uuid:book_id>/people/<int:user_id>/remove/": (302, 405, 405, 405, 405),
 }
 
 
@@ -449,6 +457,7 @@ PAGE_POSTS: dict[str, dict] = {
     "/books/<uuid:book_id>/dossiers/new/": {"agent_role": "luna"},
     "/books/<uuid:book_id>/agents/start/": {"task": "thrusts"},
     "/books/<uuid:book_id>/research/<uuid:item_id>/decide/": {"verdict": "approve", "rationale": "A primary source."},
+    "/books/<uuid:book_id>/people/<int:user_id>/remove/": {},
 }
 PAGE_POST_EXPECTED: dict[str, tuple[int, ...]] = {
     "/keys/<uuid:key_id>/revoke/": (302, 404, 404, 404, 302),
@@ -457,6 +466,7 @@ PAGE_POST_EXPECTED: dict[str, tuple[int, ...]] = {
     "/books/<uuid:book_id>/turns/": (302, 404, 404, 302, 302),
     "/books/<uuid:book_id>/dossiers/new/": (302, 404, 404, 403, 302),
     "/books/<uuid:book_id>/agents/start/": (302, 404, 404, 403, 302),
+    "/books/<uuid:book_id>/people/<int:user_id>/remove/": (302, 404, 404, 403, 302),
 }
 
 

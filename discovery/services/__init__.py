@@ -1,6 +1,6 @@
 """Every write and rule of discovery (seed 000). Routes, pages, admin and commands call these."""
 
-from .books import book_create, series_create
+from .books import book_create, book_editor_add, book_editor_remove, series_create
 from .charters import charter_propose, charter_resolve
 from .claims import claim_decide, claim_for_book, claim_propose, claim_request_approval, claim_target
 from .dossiers import dossier_content, dossier_create, dossier_readable, dossier_store, dossiers_for
@@ -11,6 +11,8 @@ from .sessions import discovery_start, question_set, thrust_propose, turn_add
 
 __all__ = [
     "book_create",
+    "book_editor_add",
+    "book_editor_remove",
     "charter_propose",
     "charter_resolve",
     "claim_decide",

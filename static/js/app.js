@@ -38,3 +38,18 @@ document.addEventListener("htmx:afterSettle", () => {
   const field = document.querySelector('[aria-invalid="true"]');
   if (field) field.focus();
 });
+
+// Destructive actions confirm first: a form with data-confirm asks before it is sent
+// (with htmx too: the check runs before htmx sees the submit).
+document.addEventListener(
+  "submit",
+  (event) => {
+    const form = event.target;
+    const question = form instanceof HTMLFormElement ? form.dataset.confirm : null;
+    if (question && !window.confirm(question)) {
+      event.preventDefault();
+      event.stopImmediatePropagation();
+    }
+  },
+  true,
+);
