@@ -21,8 +21,9 @@ from discovery.agents.selectors import produced_by
 from novelgraph.auth import principal_for_user
 from novelgraph.errors import Conflict, Forbidden, Invalid
 from novelgraph.schemas import parse_form
+from novelgraph.words import AGENT_NAMES
 
-from .models import Approval
+from .models import Approval, Verdict
 from .schemas import VerdictIn
 from .selectors import (
     approval_get,
@@ -33,6 +34,7 @@ from .selectors import (
     pending_count_for,
 )
 from .services import VERDICT_NEEDS_CONSTRAINT, approval_decide
+from .wording import verdict_help
 
 PER_PAGE = 50
 APPROVALS_CHANGED = "approvals-changed"
@@ -75,14 +77,82 @@ def inbox(request: HttpRequest) -> HttpResponse:
     return render(request, template, context)
 
 
+CARD_KINDS = {
+    "gate": "gate card",
+    "bound": "bound card (the loop paused at a limit)",
+    "consent": "consent card (a one-way door)",
+    "cascade": "cascade card (confirm what goes stale)",
+}
+
+
+def card_fields(card: dict | None) -> dict:
+    """A loop option card as labelled, readable fields (no ids, no schema version)."""
+    if not card:
+        return {}
+    fields = {
+        "Kind": CARD_KINDS.get(card.get("kind"), card.get("kind")),
+        "Gate": card.get("gate"),
+        "What is asked": card.get("summary"),
+        "Decisions requested": card.get("decisions_requested"),
+        "Recommended": card.get("recommended"),
+        "Reversibility": (card.get("reversibility_class") or "").replace("-", " "),
+        "Slots it covers": card.get("artifacts"),
+        "Bound reached": card.get("bound"),
+        "Proposed extension": card.get("proposed_extension"),
+        "Risk triggers": card.get("risk_triggers"),
+        "Rests on": card.get("trace_seed"),
+        "Raised by": AGENT_NAMES.get(card.get("raised_by"), card.get("raised_by")),
+        "Round": card.get("round"),
+    }
+    return {label: value for label, value in fields.items() if value not in (None, "", [], {})}
+
+
+def impact_fields(impact) -> dict | None:
+    """A cascade preview in words: what would go stale, which lenses re-run, whether it needs confirming."""
+    if not isinstance(impact, dict) or "affected" not in impact:
+        return impact
+    if impact.get("already_applied"):
+        return {"Already applied": f"what this rests on is already {impact.get('seed_status')}; nothing more changes"}
+    affected = []
+    for a in impact.get("affected") or []:
+        rerun = f", re-run by {a['lens']}" if a.get("lens") else ""
+        affected.append(f"{a.get('artifact') or a.get('node_id')} ({a.get('kind')}{rerun})")
+    return {
+        "Would go stale": affected or "nothing",
+        "Lenses that would re-run": impact.get("lenses") or "none",
+        "Needs your confirmation": (
+            f"yes: {len(affected)} slots is more than the limit of {impact.get('limit'):g}"
+            if impact.get("breaker")
+            else "no"
+        ),
+    }
+
+
+def subject_name(approval: Approval, proposal: dict) -> str:
+    """What the decision is about, by its name (never its id)."""
+    card = proposal.get("card") or {}
+    return proposal.get("title") or card.get("summary") or approval.summary
+
+
 def _decision_context(request: HttpRequest, access: BookAccess, approval: Approval, **extra) -> dict:
     view = approval_view(access, approval)
-    shown = {"title", "fields", "source_refs", "impact", "type", "id", "exists"}
+    shown = {"title", "fields", "source_refs", "impact", "type", "id", "exists", "card", "verdicts"}
     if view.proposal.get("fields"):
         shown.add("content")
+    card = view.proposal.get("card") or {}
+    offered = view.proposal.get("verdicts") or view.verdicts
+    offered = [v for v in view.verdicts if v in offered]
     context = {
         "view": view,
-        "extras": [(k, v) for k, v in view.proposal.items() if k not in shown],
+        "subject_name": subject_name(approval, view.proposal),
+        "card_fields": card_fields(card),
+        "impact": impact_fields(view.impact),
+        "verdict_choices": [(v, Verdict(v).label, verdict_help(approval.kind, v, card.get("kind"))) for v in offered],
+        "extras": [
+            (k, v)
+            for k, v in view.proposal.items()
+            if k not in shown and k not in {"research_id", "version", "content"} and v not in (None, "", [], {})
+        ],
         "approval": approval,
         "may_decide": access.is_author,
         "needs_text": {str(k): v for k, v in VERDICT_NEEDS_CONSTRAINT.items()},

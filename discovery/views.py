@@ -38,6 +38,13 @@ from .schemas import GENRE_PACKS, BookIn, DossierIn, EditorIn, SeriesIn, TurnIn
 from .selectors import canon_bases, current_session, discovery_view, scratchpad_for
 
 RECENT_ACTIVITY = 12
+# A decision's subject in words (the log stores the type's internal name).
+SUBJECT_WORDS = {
+    "charter": "the Story Charter",
+    "claim": "a canon claim",
+    "research": "research",
+    "loop-option-card": "a gate card",
+}
 
 
 # --- Links ----------------------------------------------------------------------
@@ -164,7 +171,7 @@ def recent_activity(book_ids: list) -> list[dict]:
                 "book": d.book,
                 "what": "decision",
                 "who": d.ratified_by.split(":", 1)[-1],
-                "text": f"{d.get_decision_display()} {d.subject_type}: {d.rationale}",
+                "text": f"{d.get_decision_display()} {SUBJECT_WORDS.get(d.subject_type, 'a decision')}: {d.rationale}",
                 "href": book_links(d.book)["log"],
             }
             for d in decisions.order_by("-ts")[:RECENT_ACTIVITY]
