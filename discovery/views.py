@@ -32,10 +32,20 @@ from .agents.models import AgentRun
 from .agents.selectors import produced_by
 from .loop.models import LoopMeta
 from .loop.selectors import gate_steps
-from .models import Book, KnowledgeClaim, ScratchpadEntry, ScratchpadEntryKind, Series, SessionQuestion, Turn
+from .models import (
+    Book,
+    KnowledgeClaim,
+    ScratchpadEntry,
+    ScratchpadEntryKind,
+    Series,
+    SessionQuestion,
+    StoryCharter,
+    Turn,
+)
 from .refs import resolve_source_refs
-from .schemas import GENRE_PACKS, BookIn, DossierIn, EditorIn, SeriesIn, TurnIn
+from .schemas import GENRE_PACKS, BookIn, CharterIn, DossierIn, EditorIn, SeriesIn, TurnIn
 from .selectors import canon_bases, current_session, discovery_view, scratchpad_for
+from .templatetags.discovery_pages import as_list
 
 RECENT_ACTIVITY = 12
 # A decision's subject in words (the log stores the type's internal name).
@@ -63,6 +73,8 @@ def book_links(book: Book) -> dict[str, str | None]:
         "loop": reverse("loop:page", args=[book.pk]),
         "library": reverse("library:search"),
         "people": reverse("discovery:people", args=[book.pk]),
+        "charter_new": reverse("discovery:charter_new", args=[book.pk]),
+        "charter_compare": reverse("discovery:charter_compare", args=[book.pk]),
     }
 
 
@@ -369,6 +381,9 @@ def turn_add(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
         return _render_scratchpad(request, access, composer_error=exc, draft=content, status=exc.status)
     if request.htmx:
         return _render_scratchpad(request, access)
+    if request.POST.get("return_to") == "book":  # the answer to Sol's question, from the book page
+        messages.success(request, "Your answer is in the conversation; Sol takes it from there.")
+        return redirect(f"{reverse('discovery:book', args=[access.book.pk])}#turn-{turn.pk}")
     return redirect(f"{reverse('discovery:scratchpad', args=[access.book.pk])}#turn-{turn.pk}")
 
 
@@ -500,3 +515,127 @@ def book_editor_remove(request: HttpRequest, book_id: uuid.UUID, user_id: int) -
         return _people_page(request, access, error=exc, status=exc.status)
     messages.success(request, "The editor was removed; they no longer see this book.")
     return redirect("discovery:people", book_id=access.book.pk)
+
+
+# --- The Story Charter: write a version, compare two ------------------------------------
+
+# The charter's fields in order: (name, label, kind) where kind is "text", "lines" (one item a line)
+# or "pairs" (one "aspect: description" a line, for the protagonist).
+CHARTER_FIELDS: tuple[tuple[str, str, str], ...] = (
+    ("main_thrust", "Main thrust", "text"),
+    ("reader_promise", "Reader promise", "lines"),
+    ("protagonist", "Protagonist", "pairs"),
+    ("central_conflict", "Central conflict", "text"),
+    ("genre_contract", "Genre contract", "text"),
+    ("thematic_questions", "Thematic questions", "lines"),
+    ("narrative_form", "Narrative form", "text"),
+    ("ending_horizon", "Ending horizon", "text"),
+    ("constraints", "Constraints", "lines"),
+    ("productive_unknowns", "Productive unknowns", "lines"),
+    ("rejected_directions", "Rejected directions", "lines"),
+)
+REQUIRED_CHARTER_FIELDS = {"main_thrust", "reader_promise", "protagonist", "central_conflict"}
+
+
+def _charter_as_form(content: dict) -> dict[str, str]:
+    """A charter's content as the form's text fields (lists one item a line, the protagonist as pairs)."""
+    form = {}
+    for name, _label, kind in CHARTER_FIELDS:
+        value = content.get(name)
+        if kind == "lines":
+            form[name] = "\n".join(str(v) for v in as_list(value))
+        elif kind == "pairs" and isinstance(value, dict):
+            form[name] = "\n".join(f"{k}: {v}" for k, v in value.items())
+        else:
+            form[name] = "" if value is None else str(value)
+    return form
+
+
+def _charter_from_form(form: dict[str, str]) -> dict:
+    """The form's text as a charter payload for ``CharterIn`` (which validates it, as the API's does)."""
+    data: dict = {}
+    for name, _label, kind in CHARTER_FIELDS:
+        text = form.get(name, "")
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        if kind == "lines":
+            data[name] = lines
+        elif kind == "pairs":
+            pairs = {}
+            for line in lines:
+                key, sep, value = line.partition(":")
+                if sep and key.strip():
+                    pairs[key.strip()] = value.strip()
+                else:
+                    pairs.setdefault("description", "")
+                    pairs["description"] = (pairs["description"] + " " + line).strip()
+            data[name] = pairs
+        else:
+            data[name] = text.strip() or (None if name not in REQUIRED_CHARTER_FIELDS else "")
+    return data
+
+
+def _charter_page(request, access: BookAccess, *, form: dict, base, error=None, status: int = 200):
+    book = access.book
+    return render(
+        request,
+        "discovery/charter_new.html",
+        {
+            "book": book,
+            "role": access.role,
+            "links": book_links(book),
+            "fields": [(name, label, kind, form.get(name, "")) for name, label, kind in CHARTER_FIELDS],
+            "required": REQUIRED_CHARTER_FIELDS,
+            "base": base,
+            "error": error,
+        },
+        status=status,
+    )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def charter_new(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
+    """The author writes a Story Charter version of her own, starting from the current one; it is
+    proposed through ``services.charter_propose`` (as from the API) and binds only once she approves it."""
+    access = page_access(request, book_id, Cap.BOOK_READ)
+    charters = StoryCharter.objects.filter(book=access.book)
+    base = charters.filter(status=StoryCharter.Status.APPROVED).first() or charters.order_by("-version").first()
+    if request.method == "GET":
+        return _charter_page(request, access, form=_charter_as_form(base.content if base else {}), base=base)
+    form = {name: request.POST.get(name, "") for name, _label, _kind in CHARTER_FIELDS}
+    try:
+        access.require(Cap.CHARTER_PROPOSE)
+        charter = services.charter_propose(access=access, payload=parse_form(CharterIn, _charter_from_form(form)))
+    except DomainError as exc:
+        return _charter_page(request, access, form=form, base=base, error=exc, status=exc.status)
+    messages.success(request, f"Version {charter.version} is proposed. It binds the book once you approve it.")
+    return redirect(f"{reverse('discovery:book', args=[access.book.pk])}#charter-{charter.pk}")
+
+
+@login_required
+def charter_compare(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
+    """Any two Story Charter versions side by side, field by field (``?a=<version>&b=<version>``)."""
+    access = page_access(request, book_id, Cap.BOOK_READ)
+    charters = list(StoryCharter.objects.filter(book=access.book).order_by("-version"))
+    by_version = {str(c.version): c for c in charters}
+    left = by_version.get(request.GET.get("a", "")) or (charters[1] if len(charters) > 1 else None)
+    right = by_version.get(request.GET.get("b", "")) or (charters[0] if charters else None)
+    rows = []
+    if left and right:
+        for name, label, _kind in CHARTER_FIELDS:
+            a, b = left.content.get(name), right.content.get(name)
+            rows.append({"label": label, "a": a, "b": b, "changed": a != b})
+    return render(
+        request,
+        "discovery/charter_compare.html",
+        {
+            "book": access.book,
+            "role": access.role,
+            "links": book_links(access.book),
+            "charters": charters,
+            "left": left,
+            "right": right,
+            "rows": rows,
+            "changed": sum(1 for row in rows if row["changed"]),
+        },
+    )

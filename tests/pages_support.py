@@ -12,9 +12,9 @@ from .factories import PASSWORD
 TOKEN = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
 
 
-def csrf_browser(user) -> Client:
+def csrf_browser(user, password: str = PASSWORD) -> Client:
     client = Client(enforce_csrf_checks=True)
-    assert client.login(username=user.username, password=PASSWORD)
+    assert client.login(username=user.username, password=password)
     return client
 
 

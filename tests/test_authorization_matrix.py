@@ -358,6 +358,10 @@ PAGE_EXPECTED: dict[str, tuple[int, ...]] = {
     "/books/new/": (302, 200, 200, 200, 200),
     "/books/<uuid:book_id>/people/": (302, 404, 404, 200, 200),
     "/books/<uuid:book_id>/people/<int:user_id>/remove/": (302, 405, 405, 405, 405),
+    "/books/<uuid:book_id>/charters/new/": (302, 404, 404, 200, 200),
+    "/books/<uuid:book_id>/charters/compare/": (302, 404, 404, 200, 200),
+    "/books/<uuid:book_id>/loop/nodes/<uuid:node_id>/pick/": (302, 405, 405, 405, 405),
+    "/books/<uuid:book_id>/loop/questions/<uuid:question_id>/answer/": (302, 405, 405, 405, 405),
 }
 
 
@@ -458,6 +462,12 @@ PAGE_POSTS: dict[str, dict] = {
     "/books/<uuid:book_id>/agents/start/": {"task": "thrusts"},
     "/books/<uuid:book_id>/research/<uuid:item_id>/decide/": {"verdict": "approve", "rationale": "A primary source."},
     "/books/<uuid:book_id>/people/<int:user_id>/remove/": {},
+    # A candidate id the scene does not have: the author's pick is refused as not found, nothing changes.
+    "/books/<uuid:book_id>/loop/nodes/<uuid:node_id>/pick/": {
+        "candidate_id": "00000000-0000-0000-0000-000000000000",
+        "rationale": "Not the others.",
+    },
+    "/books/<uuid:book_id>/loop/questions/<uuid:question_id>/answer/": {"resolution": "Answered on the page."},
 }
 PAGE_POST_EXPECTED: dict[str, tuple[int, ...]] = {
     "/keys/<uuid:key_id>/revoke/": (302, 404, 404, 404, 302),
@@ -467,6 +477,8 @@ PAGE_POST_EXPECTED: dict[str, tuple[int, ...]] = {
     "/books/<uuid:book_id>/dossiers/new/": (302, 404, 404, 403, 302),
     "/books/<uuid:book_id>/agents/start/": (302, 404, 404, 403, 302),
     "/books/<uuid:book_id>/people/<int:user_id>/remove/": (302, 404, 404, 403, 302),
+    "/books/<uuid:book_id>/loop/nodes/<uuid:node_id>/pick/": (302, 404, 404, 403, 404),
+    "/books/<uuid:book_id>/loop/questions/<uuid:question_id>/answer/": (302, 404, 404, 403, 302),
 }
 
 
