@@ -14,6 +14,7 @@ from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods
 
 from discovery.access import BookAccess, Cap, page_access
@@ -34,7 +35,7 @@ from .selectors import (
     pending_count_for,
 )
 from .services import VERDICT_NEEDS_CONSTRAINT, approval_decide
-from .wording import verdict_help
+from .wording import VERDICT_PAST, verdict_help
 
 PER_PAGE = 50
 APPROVALS_CHANGED = "approvals-changed"
@@ -160,11 +161,24 @@ def _decision_context(request: HttpRequest, access: BookAccess, approval: Approv
         "error": None,
         "error_field": None,
         "sidebar": inbox_for(access.principal, limit=10, superseded_limit=0),
+        "oob": False,
         # The agent run that asked for this decision (a charter draft, a claim, a gate card), if one did.
         "run": produced_by("approval", [approval.pk]).get(str(approval.pk)),
     }
     context.update(extra)
     return context
+
+
+def _stale_message(approval: Approval) -> str:
+    """When the form was sent against a state that changed meanwhile, say what happened instead."""
+    if approval.status == Approval.Status.DECIDED and approval.decided_at:
+        who = approval.decided_by.get_username() if approval.decided_by else "the author"
+        when = timezone.localtime(approval.decided_at).strftime("%H:%M")
+        done = VERDICT_PAST.get(approval.verdict, "decided")
+        return f"Already {done} by {who} at {when}; nothing was recorded."
+    if approval.status == Approval.Status.SUPERSEDED:
+        return "This approval lapsed (the proposal changed) before your verdict arrived; nothing was recorded."
+    return ""
 
 
 @login_required
@@ -191,7 +205,13 @@ def decision(request: HttpRequest, approval_id: uuid.UUID) -> HttpResponse:
     except (Invalid, Conflict) as exc:
         approval.refresh_from_db()
         context = _decision_context(
-            request, access, approval, form=form, error=exc.message, error_field=getattr(exc, "field", None)
+            request,
+            access,
+            approval,
+            form=form,
+            error=_stale_message(approval) or exc.message,
+            error_field=getattr(exc, "field", None),
+            oob=bool(request.htmx),
         )
         if request.htmx:
             response = render(request, "approvals/decision.html#decision-panel", context)
@@ -202,7 +222,7 @@ def decision(request: HttpRequest, approval_id: uuid.UUID) -> HttpResponse:
     if request.htmx:
         approval.refresh_from_db()
         response = render(
-            request, "approvals/decision.html#decision-panel", _decision_context(request, access, approval)
+            request, "approvals/decision.html#decision-panel", _decision_context(request, access, approval, oob=True)
         )
         response["HX-Trigger"] = APPROVALS_CHANGED
         return response

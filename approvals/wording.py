@@ -55,3 +55,16 @@ def verdict_help(kind: str, verdict: str, card_kind: str | None = None) -> str:
     if kind == ApprovalKind.GATE:
         return CARD_HELP.get((card_kind or "", verdict)) or LOOP_HELP.get(verdict, "")
     return PROPOSAL_HELP.get(kind, {}).get(verdict, "")
+
+
+# A recorded verdict in the past tense ("already approved by ada at 17:02").
+VERDICT_PAST: dict[str, str] = {
+    Verdict.APPROVE: "approved",
+    Verdict.REJECT: "rejected",
+    Verdict.APPROVE_WITH_CONSTRAINT: "approved with a constraint",
+    Verdict.REDIRECT: "redirected",
+    Verdict.EXPLORE_ALTERNATIVES: "sent back to explore alternatives",
+    Verdict.ABANDON: "abandoned",
+    Verdict.PARK: "parked",
+    Verdict.EXTEND: "extended",
+}
