@@ -21,7 +21,7 @@ from . import services
 from .models import ResearchItem
 from .schemas import ResearchDecideIn, SearchParams
 from .search import MAX_QUERY_CHARS
-from .selectors import research_of
+from .selectors import chunk_in_context, chunks_of, chunks_with_topic, library_outline, research_of, source_get
 
 PAGE_LIMIT = 20
 MODE_LABELS = {
@@ -50,6 +50,7 @@ def search_page(request: HttpRequest) -> HttpResponse:
         params = None
         response = search_index.SearchResponse(mode=search_index.resolve_mode(), results=[])
     context = {
+        **_browse(request, searched=bool(params and params.q)),
         "q": raw["q"][:MAX_QUERY_CHARS],
         "applicability": raw["applicability"][:100].strip(),
         "topic": raw["topic"][:100].strip(),
@@ -61,6 +62,29 @@ def search_page(request: HttpRequest) -> HttpResponse:
     }
     template = "library/search.html#results" if request.htmx else "library/search.html"
     return render(request, template, context, status=status)
+
+
+def _browse(request: HttpRequest, *, searched: bool) -> dict:
+    """A cited chunk in context (``?chunk=``), a source's passages (``?source=``), the passages of a topic
+    when no words are given, and the outline to browse by (sources and topics)."""
+    outline = None if request.htmx else library_outline()
+    context: dict = {"cited": None, "source": None, "passages": [], "outline": outline}
+    if request.GET.get("chunk"):
+        try:
+            context["cited"] = chunk_in_context(request.GET["chunk"])
+        except NotFound:
+            context["cited_missing"] = True
+    if request.GET.get("source"):
+        try:
+            source = source_get(request.GET["source"])
+        except NotFound:
+            source = None
+        if source is not None:
+            context["source"] = source
+            context["passages"] = list(chunks_of(source)[:200])
+    elif not searched and request.GET.get("topic", "").strip():
+        context["passages"] = chunks_with_topic(request.GET["topic"].strip()[:100])
+    return context
 
 
 # --- A book's research ----------------------------------------------------------

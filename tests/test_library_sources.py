@@ -3,6 +3,7 @@ curation tools and the search page."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -507,3 +508,38 @@ def test_the_curated_library_is_curated_by_staff_not_by_any_author(author_api, a
         {"content": "A staff addition.", "citation": "Staff note", "topics": []},
     )
     assert response.status_code == 201
+
+
+# --- Browsing and citations (issue 15) ---------------------------------------------
+
+
+def test_a_citation_opens_the_cited_chunk_in_context(db):
+    from django.test import Client
+
+    from library.models import KnowledgeChunk
+
+    from .factories import PASSWORD, KnowledgeChunkFactory, KnowledgeSourceFactory, UserFactory
+
+    source = KnowledgeSourceFactory(title="On Clues")
+    before = KnowledgeChunkFactory(source=source, position=1, content="The passage before.", topics=["clues"])
+    cited = KnowledgeChunkFactory(source=source, position=2, content="Plant the clue in plain sight.", topics=["clues"])
+    KnowledgeChunkFactory(source=source, position=3, content="The passage after.", topics=["pacing"])
+    reader = UserFactory(username="reader")
+    browser = Client()
+    assert browser.login(username=reader.username, password=PASSWORD)
+
+    html = browser.get(f"/library/?chunk={cited.pk}").content.decode()
+    shown = html.split('data-testid="cited-chunk">', 1)[1].split("</blockquote>", 1)[0]
+    assert shown == "Plant the clue in plain sight."
+    assert "The passage before." in html and "The passage after." in html and "On Clues" in html
+    assert "no longer in the library" in browser.get("/library/?chunk=not-a-chunk").content.decode()
+
+    by_source = browser.get(f"/library/?source={source.pk}").content.decode()
+    assert by_source.index("The passage before.") < by_source.index("Plant the clue") < by_source.index("after.")
+    by_topic = browser.get("/library/?topic=clues").content.decode()
+    assert 'id="passages"' in by_topic and "Plant the clue" in by_topic
+    assert "The passage after." not in by_topic.split('id="passages"', 1)[1].split("</section>", 1)[0]
+    outline = browser.get("/library/").content.decode()
+    assert f'href="?source={source.pk}#passages">On Clues</a>' in outline
+    assert re.search(r'href="\?topic=clues#passages">clues \(\d+\)</a>', outline)
+    assert KnowledgeChunk.objects.filter(pk=before.pk).exists()

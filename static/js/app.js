@@ -53,3 +53,13 @@ document.addEventListener(
   },
   true,
 );
+
+// Phone width: the Menu button opens and closes the main navigation.
+document.documentElement.classList.add("js");
+document.addEventListener("click", (event) => {
+  const toggle = event.target instanceof Element ? event.target.closest(".nav-toggle") : null;
+  if (!toggle) return;
+  const header = toggle.closest(".site-header");
+  const open = header.classList.toggle("nav-open");
+  toggle.setAttribute("aria-expanded", open ? "true" : "false");
+});
