@@ -379,11 +379,10 @@ def turn_add(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
         turn = services.turn_add(access=access, session=session, payload=payload)
     except DomainError as exc:
         return _render_scratchpad(request, access, composer_error=exc, draft=content, status=exc.status)
+    if request.POST.get("next") == "book":  # answered from the book page, under the current question
+        return redirect(f"{reverse('discovery:book', args=[access.book.pk])}#turn-{turn.pk}")
     if request.htmx:
         return _render_scratchpad(request, access)
-    if request.POST.get("return_to") == "book":  # the answer to Sol's question, from the book page
-        messages.success(request, "Your answer is in the conversation; Sol takes it from there.")
-        return redirect(f"{reverse('discovery:book', args=[access.book.pk])}#turn-{turn.pk}")
     return redirect(f"{reverse('discovery:scratchpad', args=[access.book.pk])}#turn-{turn.pk}")
 
 

@@ -95,12 +95,12 @@ def test_two_versions_side_by_side_field_by_field(author_browser, book):
 def test_the_author_answers_sols_question_from_the_book_page(author, book):
     session = DiscoverySessionFactory(book=book, current_question="Who does the reader trust at the end?")
     page = f"/books/{book.pk}/"
-    assert 'name="return_to" value="book"' in csrf_browser(author).get(page).content.decode()
+    assert 'name="next" value="book"' in csrf_browser(author).get(page).content.decode()
     response = submit(
         csrf_browser(author),
         page,
         f"/books/{book.pk}/turns/",
-        {"content": "Nobody, until the last page.", "return_to": "book"},
+        {"content": "Nobody, until the last page.", "next": "book"},
     )
     turn = Turn.objects.get(session=session)
     assert response.status_code == 302 and response["Location"] == f"/books/{book.pk}/#turn-{turn.pk}"

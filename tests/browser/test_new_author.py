@@ -90,9 +90,10 @@ def test_a_new_author_goes_from_an_empty_account_to_an_approved_charter_and_cano
 
     # She answers Sol's question from the book page.
     page.get_by_role("navigation", name="This book").get_by_role("link", name="Overview").click()
-    page.get_by_label("Your answer").fill("Tova suspects her own father.")
-    page.get_by_role("button", name="Answer").click()
-    page.get_by_role("status").filter(has_text="Your answer is in the conversation").wait_for()
+    page.get_by_label("Answer with a turn").fill("Tova suspects her own father.")
+    page.get_by_role("button", name="Answer", exact=True).click()
+    page.wait_for_url("**/books/*/#turn-*")
+    page.get_by_text("Tova suspects her own father.").wait_for()
 
     # She writes her own version from Sol's, then compares the two field by field.
     page.get_by_role("link", name="Write a version from the current one").click()
@@ -182,14 +183,24 @@ def test_the_editors_day_reads_and_writes_turns_but_decides_nothing(page, seeded
     page.get_by_role("link", name="The Pilot's Daughter").click()
     assert "You are the editor" in page.locator(".page-head").inner_text()
     assert page.get_by_role("button", name="Start the discovery").count() == 0
-    page.get_by_label("Your answer").fill("The father is the obvious suspect: too obvious?")
-    page.get_by_role("button", name="Answer").click()
-    page.get_by_role("status").filter(has_text="Your answer is in the conversation").wait_for()
+    page.get_by_label("Answer with a turn").fill("The father is the obvious suspect: too obvious?")
+    page.get_by_role("button", name="Answer", exact=True).click()
+    page.wait_for_url("**/books/*/#turn-*")
+    page.get_by_text("The father is the obvious suspect: too obvious?").wait_for()
     page.get_by_role("navigation", name="This book").get_by_role("link", name="People").click()
     assert page.get_by_role("button", name="Add as editor").count() == 0
     page.get_by_role("navigation", name="This book").get_by_role("link", name="Loop").click()
     assert_accessible_basics(page)
     check_phone(page)
+    # At phone width the main navigation collapses behind the Menu button.
+    page.set_viewport_size({"width": 390, "height": 844})
+    main_nav = page.get_by_role("navigation", name="Main")
+    assert not main_nav.is_visible()
+    page.get_by_role("button", name="Menu").click()
+    main_nav.get_by_role("link", name="Library").wait_for()
+    assert page.get_by_role("button", name="Menu").get_attribute("aria-expanded") == "true"
+    assert_fits_phone_width(page)
+    page.set_viewport_size({"width": 1280, "height": 900})
     page.goto(f"/books/{book.pk}/charters/new/")
     assert page.get_by_test_id("read-only").is_visible()
     assert page.get_by_role("button", name="Propose this version").count() == 0
