@@ -205,3 +205,27 @@ def test_the_editors_day_reads_and_writes_turns_but_decides_nothing(page, seeded
     assert page.get_by_test_id("read-only").is_visible()
     assert page.get_by_role("button", name="Propose this version").count() == 0
     assert page.js_errors == []
+
+
+def test_the_loop_pictures_stay_legible_at_phone_width_and_the_composer_is_one_tap_away(page, seeded):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    call_command("demo", stdout=StringIO())
+    book = Book.objects.get(title="The Lighthouse Letter")
+    page.set_viewport_size({"width": 390, "height": 844})
+    log_in(page, "author", "novelgraph-author")
+    page.goto(f"/books/{book.pk}/loop/")
+    assert_fits_phone_width(page)
+    label = page.locator("section[aria-labelledby=plan-h] svg .loop-label").first
+    height = label.evaluate("(el) => el.getBoundingClientRect().height")
+    assert height >= 10, f"plan-tree text is {height:.1f}px tall at phone width"
+    assert_accessible_basics(page)
+    page.goto(f"/books/{book.pk}/scratchpad/")
+    page.get_by_role("link", name="Write your next turn").click()
+    composer = page.get_by_label("Your turn")
+    composer.wait_for()
+    assert composer.evaluate(
+        "(el) => { const r = el.getBoundingClientRect(); return r.top >= 0 && r.top < innerHeight; }"
+    )
