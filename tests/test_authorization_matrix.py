@@ -335,6 +335,7 @@ API_EXPECTED: dict[str, tuple[int, ...]] = {
 PAGE_EXPECTED: dict[str, tuple[int, ...]] = {
     "/login/": (200, 200, 200, 200, 200),
     "/logout/": (405, 405, 405, 405, 405),
+    "/set-password/<uidb64>/<token>/": (200, 200, 200, 200, 200),
     "/keys/": (302, 200, 200, 200, 200),
     "/keys/<uuid:key_id>/revoke/": (302, 405, 405, 405, 405),
     "/review/": (302, 200, 200, 200, 200),
