@@ -54,6 +54,7 @@ def test_a_new_author_goes_from_an_empty_account_to_an_approved_charter_and_cano
     page.get_by_label("Genre pack").select_option("mystery")
     page.get_by_label("Planned order in the series").fill("1")
     assert_accessible_basics(page)
+    screenshot(page, "new-book")
     check_phone(page)
     page.get_by_role("button", name="Create the book").click()
     page.wait_for_url("**/books/*/")
@@ -109,6 +110,7 @@ def test_a_new_author_goes_from_an_empty_account_to_an_approved_charter_and_cano
     page.get_by_role("link", name="Compare versions side by side").click()
     assert page.get_by_test_id("changed-count").inner_text() == "2 fields differ."
     assert_accessible_basics(page)
+    screenshot(page, "charter-compare")
     check_phone(page)
 
     # Sol's version, superseded in her mind by her own: she rejects it, saying why.
