@@ -237,6 +237,11 @@ class WhoAmI(Schema):
     book_ids: list[str]
 
 
+class EditorOut(Schema):
+    id: int
+    username: str
+
+
 class SeriesOut(Schema):
     id: uuid.UUID
     title: str

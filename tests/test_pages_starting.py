@@ -156,3 +156,14 @@ def test_the_local_author_is_a_plain_author_and_staff_is_a_separate_account(db):
     call_command("ensure_local_author", stdout=out)
     assert "as the editor: editor / novelgraph-editor" in out.getvalue(), "all three logins on every run"
     assert not User.objects.get(username="author").is_superuser
+
+
+def test_the_api_invites_and_removes_an_editor_through_the_same_service(author_api, sol_api, book):
+    mira = UserFactory(username="mira")
+    assert sol_api.post(f"/books/{book.pk}/editors", {"username": "mira"}).status_code == 403
+    created = author_api.post(f"/books/{book.pk}/editors", {"username": "mira"})
+    assert created.status_code == 201 and created.json() == {"id": mira.pk, "username": "mira"}
+    assert author_api.post(f"/books/{book.pk}/editors", {"username": "mira"}).status_code == 409
+    assert author_api.delete(f"/books/{book.pk}/editors/{mira.pk}").status_code == 204
+    assert not book.editors.filter(pk=mira.pk).exists()
+    assert author_api.delete(f"/books/{book.pk}/editors/{mira.pk}").status_code == 404
