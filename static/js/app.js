@@ -45,7 +45,14 @@ document.addEventListener(
   "submit",
   (event) => {
     const form = event.target;
-    const question = form instanceof HTMLFormElement ? form.dataset.confirm : null;
+    let question = form instanceof HTMLFormElement ? form.dataset.confirm : null;
+    // A verdict form asks only for the verdicts that discard work (data-confirm-verdicts lists them).
+    if (form instanceof HTMLFormElement && form.dataset.confirmVerdicts && form.elements.verdict) {
+      const chosen = form.elements.verdict.value;
+      if (form.dataset.confirmVerdicts.split(" ").includes(chosen)) {
+        question = `${chosen}: ${form.dataset.confirmText || "this discards work."} Record it?`;
+      }
+    }
     if (question && !window.confirm(question)) {
       event.preventDefault();
       event.stopImmediatePropagation();

@@ -231,3 +231,48 @@ def test_the_loop_pictures_stay_legible_at_phone_width_and_the_composer_is_one_t
     assert composer.evaluate(
         "(el) => { const r = el.getBoundingClientRect(); return r.top >= 0 && r.top < innerHeight; }"
     )
+
+
+def test_a_verdict_that_discards_work_asks_first_and_a_gate_card_reads_plainly(page, seeded):
+    author = UserFactory(username="nadia")
+    book = Book.objects.create(owner=author, title="The Pilot's Daughter", slug="pilots-daughter-2")
+    own = api_key_create(owner=author, role="author")[1]
+    sol = api_key_create(owner=author, role="sol")[1]
+    api(own, f"/books/{book.pk}/discovery", {})
+    card = api(
+        sol,
+        f"/books/{book.pk}/loop/gates/G0/request",
+        {
+            "summary": "the value seed holds",
+            "decisions_requested": ["ratify the seed"],
+            "recommended": "approve",
+            "reversibility_class": "reversible",
+        },
+    )
+    log_in(page, "nadia", PASSWORD)
+    page.goto(f"/review/{card['approval_id']}/")
+    assert page.get_by_test_id("subject").inner_text() == "the value seed holds"
+    fields = page.get_by_test_id("card-fields").inner_text()
+    assert "Decisions requested" in fields and "ratify the seed" in fields and "{" not in fields
+    assert page.get_by_test_id("verdict-help").locator("dt").count() == 7
+    assert_accessible_basics(page)
+    check_phone(page)
+
+    page.get_by_label("Verdict").select_option("abandon")
+    page.get_by_label("Rationale (required)").fill("Not this seed.")
+    asked = []
+
+    def dismiss(dialog) -> None:
+        asked.append(dialog.message)
+        dialog.dismiss()
+
+    page.once("dialog", dismiss)
+    page.get_by_role("button", name="Record the decision").click()
+    assert asked and asked[0].startswith("abandon:")
+    assert Approval.objects.get(pk=card["approval_id"]).status == "pending", "dismissed: nothing recorded"
+
+    page.get_by_label("Verdict").select_option("approve")
+    page.get_by_role("button", name="Record the decision").click()  # approve asks nothing
+    page.locator("[data-testid=log-entry]").wait_for()
+    assert Approval.objects.get(pk=card["approval_id"]).verdict == "approve"
+    assert page.js_errors == []
