@@ -17,6 +17,7 @@ from . import services
 from .access import BookAccess, Cap, book_access, books_visible_to, principal_capabilities
 from .schemas import (
     ApprovalRefOut,
+    AsOfFilter,
     BookDetailOut,
     BookIn,
     BookOut,
@@ -28,6 +29,9 @@ from .schemas import (
     ClaimDecisionOut,
     ClaimIn,
     ClaimOut,
+    ClaimStoryIn,
+    CodexOut,
+    ConflictOut,
     DiscoveryViewOut,
     DossierIn,
     DossierOut,
@@ -54,6 +58,8 @@ from .schemas import (
 )
 from .selectors import (
     charter_get,
+    claim_conflicts,
+    codex_view,
     discovery_view,
     dossier_get,
     handoff_get,
@@ -286,6 +292,29 @@ def claim_request_approval(request: HttpRequest, claim_id: uuid.UUID, payload: R
     return Status(201, {"approval_id": approval.pk, "claim_id": claim_id, "status": approval.status})
 
 
+@router.post(
+    "/claims/{claim_id}/story",
+    response={200: ClaimOut, **ERRORS},
+    summary="Set a proposed claim's story record (canon:propose); a pending approval of it lapses",
+    description="When it is true (chapters), who knows it, where the reader first sees it, whether it is decisive "
+    "evidence (for which reveal) and whether it is a reveal. A new proposal: the approval's fingerprint covers it. "
+    "Approved canon changes only through a new claim that revises it (409).",
+)
+def claim_story_set(request: HttpRequest, claim_id: uuid.UUID, payload: ClaimStoryIn):
+    access = _access(request, payload.book_id)
+    return services.claim_story_set(access=access, claim_id=claim_id, payload=payload)
+
+
+@router.get(
+    "/books/{book_id}/claims/{claim_id}/conflicts",
+    response={200: list[ConflictOut], **ERRORS},
+    summary="The approved canon a proposed claim contradicts, both sides named (book:read)",
+)
+def claim_conflicts_list(request: HttpRequest, claim_id: uuid.UUID, book_id: uuid.UUID):
+    access = _access(request, book_id, Cap.BOOK_READ)
+    return claim_conflicts(access, services.claim_for_book(access, claim_id))
+
+
 def _claim_decide(request: HttpRequest, claim_id: uuid.UUID, payload: ClaimDecisionIn, approve: bool) -> dict:
     access = _access(request, payload.book_id)
     approval = services.claim_decide(access=access, claim_id=claim_id, approve=approve, rationale=payload.rationale)
@@ -324,7 +353,10 @@ def claim_reject(request: HttpRequest, claim_id: uuid.UUID, payload: ClaimDecisi
     summary="Take an immutable, role-scoped dossier (agents: their own role; the author: any role)",
 )
 def dossier_create(request: HttpRequest, book_id: uuid.UUID, payload: DossierIn):
-    return Status(201, services.dossier_create(access=_access(request, book_id), agent_role=payload.agent_role))
+    dossier = services.dossier_create(
+        access=_access(request, book_id), agent_role=payload.agent_role, as_of_chapter=payload.as_of_chapter
+    )
+    return Status(201, dossier)
 
 
 @router.get(
@@ -342,6 +374,21 @@ def dossier_detail(request: HttpRequest, dossier_id: uuid.UUID):
     dossier = dossier_get(dossier_id)
     access = book_access(principal_of(request), dossier.book, missing="dossier")
     return services.dossier_readable(access, dossier)
+
+
+# --- Codex: canon on a chapter axis -----------------------------------------------------
+
+
+@router.get(
+    "/books/{book_id}/codex",
+    response={200: CodexOut, **ERRORS},
+    summary="The book's canon with story records, and the fair-play check of its reveals (book:read)",
+    description="As of a chapter (`as_of_chapter`): only what is true by then; reveals first shown later are "
+    "withheld and other facts the reader has not seen are marked secret. Canon the role may not read "
+    "(series canon for Luna) is withheld and named.",
+)
+def codex_get(request: HttpRequest, book_id: uuid.UUID, filters: Query[AsOfFilter]):
+    return codex_view(_access(request, book_id, Cap.BOOK_READ), filters.as_of_chapter)
 
 
 # --- Handoffs ----------------------------------------------------------------------

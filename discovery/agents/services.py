@@ -105,6 +105,9 @@ def agent_run_start(*, access: BookAccess, payload: AgentRunIn, parent: AgentRun
                 ),
             )
             task_input = {"handoff_id": str(handoff.pk), "topic": payload.topic}
+        as_of_chapter = payload.as_of_chapter or (parent.input.get("as_of_chapter") if parent else None)
+        if as_of_chapter is not None:
+            task_input["as_of_chapter"] = as_of_chapter  # work handed on stays as of the same chapter
         run = AgentRun.objects.create(
             book=book,
             role=role,
@@ -255,7 +258,14 @@ def agent_run_execute(*, run_id: Any) -> AgentRun | None:
         if meta is not None:
             refuse_when_paused(meta)
         worked = True
-        dossier = with_retries(lambda: dossier_store(book=run.book, agent_role=run.role, requested_by=run.requested_by))
+        dossier = with_retries(
+            lambda: dossier_store(
+                book=run.book,
+                agent_role=run.role,
+                requested_by=run.requested_by,
+                as_of_chapter=run.input.get("as_of_chapter"),
+            )
+        )
         extras = looked_up(access, run)
         AgentRun.objects.filter(pk=run.pk).update(dossier=dossier, looked_up=extras)
         context = run_context(access, run, dossier.content, extras)

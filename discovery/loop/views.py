@@ -33,6 +33,10 @@ from .svg import plan_tree_svg, trace_svg
 
 def _loop_context(access: BookAccess) -> dict:
     book = reader_book(access)
+    if selectors.loop_meta(book) is None:
+        # Reads never write: a book whose discovery has not started has no loop, and opening the page
+        # does not make one. The loop begins when the discovery starts.
+        return {"book": book, "role": access.role, "links": book_links(book), "not_started": True}
     view = selectors.loop_view(book)
     meta = view["meta"]
     report = trace_lint(book, strict=True)

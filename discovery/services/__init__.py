@@ -2,7 +2,14 @@
 
 from .books import book_create, book_editor_add, book_editor_remove, series_create
 from .charters import charter_propose, charter_resolve
-from .claims import claim_decide, claim_for_book, claim_propose, claim_request_approval, claim_target
+from .claims import (
+    claim_decide,
+    claim_for_book,
+    claim_propose,
+    claim_request_approval,
+    claim_story_set,
+    claim_target,
+)
 from .dossiers import dossier_content, dossier_create, dossier_readable, dossier_store, dossiers_for
 from .handoffs import handoff_create, handoff_return
 from .knowledge import ensure_knowledge_bases
@@ -19,6 +26,7 @@ __all__ = [
     "claim_for_book",
     "claim_propose",
     "claim_request_approval",
+    "claim_story_set",
     "claim_target",
     "discovery_start",
     "dossier_content",

@@ -10,11 +10,11 @@ from django.utils import timezone
 from novelgraph.errors import Conflict, Forbidden
 
 from ..access import BookAccess, Cap, capabilities_of
+from ..canon import as_of
 from ..models import (
     Book,
     ContextDossier,
     DiscoverySession,
-    KnowledgeClaim,
     Observation,
     ScratchpadEntry,
     StoryCharter,
@@ -23,7 +23,7 @@ from ..selectors import (
     SCOPE_READ_CAP,
     SCOPE_WITHHELD_LABEL,
     book_bases,
-    canon_bases,
+    canon_story_rows,
     current_session,
     readable_bases,
 )
@@ -35,11 +35,45 @@ def _iso(value) -> str | None:
     return value.isoformat() if value is not None else None
 
 
-def dossier_content(*, book: Book, session: DiscoverySession | None, agent_role: str) -> dict:
+def _dossier_claim(row: dict) -> dict:
+    """A claim as a dossier gives it: its value and its story record (and, as of a chapter, whether
+    it is still a secret)."""
+    return {key: row[key] for key in DOSSIER_CLAIM_COLUMNS if key in row}
+
+
+DOSSIER_CLAIM_COLUMNS = (
+    "id",
+    "base_id",
+    "subject",
+    "predicate",
+    "value",
+    "provenance",
+    "approval_id",
+    "true_from_chapter",
+    "true_until_chapter",
+    "known_by",
+    "known_by_characters",
+    "first_shown_chapter",
+    "decisive",
+    "evidence_for_id",
+    "reveal",
+    "secret",
+    "visibility",
+)
+
+
+def dossier_content(
+    *, book: Book, session: DiscoverySession | None, agent_role: str, as_of_chapter: int | None = None
+) -> dict:
     """What ``agent_role`` is given now: the latest approved charter, the knowledge bases the
-    book can use, the approved claims in them (ids, decoded values), the session's scratchpad
-    entries, the unresolved (working) observations and the role's capabilities; role-scoped:
-    what the role may not read is left out and named under ``withheld``.
+    book can use, the approved claims in them (ids, decoded values, story records), the session's
+    scratchpad entries, the unresolved (working) observations and the role's capabilities;
+    role-scoped: what the role may not read is left out and named under ``withheld``.
+
+    As of a chapter (``as_of_chapter``), the claims are only those true by then: a reveal first
+    shown later is withheld (and counted under ``withheld``), and any other fact the reader has
+    not yet seen is given marked ``secret``. The charter, scratchpad and observations are not on
+    the chapter axis (they may name any later reveal), so an as-of dossier withholds them and says so.
 
     A fixed number of queries, whatever the amount of data.
     """
@@ -61,19 +95,11 @@ def dossier_content(*, book: Book, session: DiscoverySession | None, agent_role:
     given, not_given = readable_bases(book_bases(book), caps)
     for scope in dict.fromkeys(base["scope"] for base in not_given):
         withheld.append(f"{SCOPE_WITHHELD_LABEL[scope]} ({agent_role} lacks {SCOPE_READ_CAP[scope].value})")
-    claims = [
-        {
-            **row,
-            "id": str(row["id"]),
-            "base_id": str(row["base_id"]),
-            "approval_id": str(row["approval_id"]),
-        }
-        for row in KnowledgeClaim.objects.filter(
-            base_id__in=[b["id"] for b in canon_bases(given)], status=KnowledgeClaim.Status.APPROVED
-        )
-        .order_by("created_at")
-        .values("id", "base_id", "subject", "predicate", "value", "provenance", "approval_id")
-    ]
+    claims, _ = canon_story_rows(book, caps, agent_role, bases=(given, not_given))
+    if as_of_chapter is not None:
+        claims, by_chapter = as_of(claims, as_of_chapter)
+        withheld += by_chapter
+    claims = [_dossier_claim(row) for row in claims]
 
     scratchpad: list[dict] = []
     if session is not None and Cap.SCRATCHPAD_READ in caps:
@@ -109,10 +135,25 @@ def dossier_content(*, book: Book, session: DiscoverySession | None, agent_role:
             .order_by("created_at")
             .values("id", "session_id", "turn_id", "key", "value", "provenance", "confidence")
         ]
+    if as_of_chapter is not None:
+        # Discovery material is not placed on the chapter axis: it may name any later reveal, so a
+        # role drafting a chapter is not given it (and is told so).
+        unplaced = [
+            name
+            for name, held in (("story charter", charter), ("scratchpad", scratchpad), ("observations", observations))
+            if held
+        ]
+        if unplaced:
+            withheld.append(
+                f"withheld as of chapter {as_of_chapter}: {', '.join(unplaced)} (whole-book discovery material, "
+                "not placed on the chapter axis; it may name later reveals)"
+            )
+        charter, scratchpad, observations = None, [], []
     return {
         "schema": DOSSIER_SCHEMA,
         "book": {"id": str(book.pk), "title": book.title},
         "agent_role": agent_role,
+        "as_of_chapter": as_of_chapter,
         "session_id": str(session.pk) if session else None,
         "capabilities": sorted(c.value for c in caps),
         "charter": charter,
@@ -124,8 +165,11 @@ def dossier_content(*, book: Book, session: DiscoverySession | None, agent_role:
     }
 
 
-def dossier_store(*, book: Book, agent_role: str, requested_by=None) -> ContextDossier:
-    """Snapshot and store (no permission check: callers check who may take it)."""
+def dossier_store(
+    *, book: Book, agent_role: str, requested_by=None, as_of_chapter: int | None = None
+) -> ContextDossier:
+    """Snapshot and store (no permission check: callers check who may take it); as of a chapter
+    when ``as_of_chapter`` is given (see :func:`dossier_content`)."""
     session = current_session(book)
     if session is None:
         raise Conflict("this book has no discovery session yet; start discovery first", code="no_session")
@@ -135,15 +179,15 @@ def dossier_store(*, book: Book, agent_role: str, requested_by=None) -> ContextD
         session=session,
         agent_role=agent_role,
         requested_by=requested_by,
-        content=dossier_content(book=book, session=session, agent_role=agent_role),
+        content=dossier_content(book=book, session=session, agent_role=agent_role, as_of_chapter=as_of_chapter),
         created_at=timezone.now(),
     )
     dossier.save()
     return dossier
 
 
-def dossier_create(*, access: BookAccess, agent_role: str) -> ContextDossier:
-    """Store and return a new immutable dossier for ``agent_role``.
+def dossier_create(*, access: BookAccess, agent_role: str, as_of_chapter: int | None = None) -> ContextDossier:
+    """Store and return a new immutable dossier for ``agent_role`` (as of a chapter when given).
 
     An agent takes dossiers only for its own role (403); the author may take any role's
     (discovery:write; an editor is refused). The book needs a discovery session (409).
@@ -156,7 +200,7 @@ def dossier_create(*, access: BookAccess, agent_role: str) -> ContextDossier:
             )
     else:
         access.require(Cap.DISCOVERY_WRITE)
-    return dossier_store(book=access.book, agent_role=agent_role, requested_by=access.user)
+    return dossier_store(book=access.book, agent_role=agent_role, requested_by=access.user, as_of_chapter=as_of_chapter)
 
 
 def dossiers_for(access: BookAccess) -> QuerySet[ContextDossier]:
