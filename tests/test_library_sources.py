@@ -508,4 +508,3 @@ def test_the_curated_library_is_curated_by_staff_not_by_any_author(author_api, a
         {"content": "A staff addition.", "citation": "Staff note", "topics": []},
     )
     assert response.status_code == 201
-
