@@ -159,7 +159,7 @@ def test_a_new_author_goes_from_an_empty_account_to_an_approved_charter_and_cano
     assert KnowledgeClaim.objects.get(pk=claim["id"]).status == "approved"
     assert Approval.objects.filter(book=book, status="pending").count() == 0
     # The nav badge refreshes itself after the in-place decision: no count left, without a reload.
-    page.wait_for_function("document.querySelector('#review-nav') && !document.querySelector('#review-nav .count')")
+    page.locator("#review-nav .count").wait_for(state="detached")
 
     page.goto(f"/books/{book.pk}/")
     assert (
