@@ -163,6 +163,8 @@ class DecisionLogEntry(models.Model):
     prev_hash = models.CharField(max_length=64)
     hash = models.CharField(max_length=64)
     seal = models.CharField(max_length=64)
+    # Which key of the seal key ring sealed it (approvals.chain.seal_keys); blank before the ring.
+    seal_key_id = models.CharField(max_length=16, blank=True, default="", db_default="")
 
     class Meta:
         ordering = ["book", "sequence"]

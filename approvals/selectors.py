@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -19,6 +19,8 @@ from discovery.selectors import withheld_claims
 from novelgraph.auth import Principal
 from novelgraph.errors import NotFound
 
+from .anchor import anchor_line, anchor_tip
+from .canon import canon_verify
 from .chain import Verification, chain_fields, verify_rows
 from .models import Approval, DecisionLogEntry, Verdict
 
@@ -36,6 +38,7 @@ VERIFY_COLUMNS = (
     "prev_hash",
     "hash",
     "seal",
+    "seal_key_id",
 )
 
 
@@ -59,10 +62,13 @@ def _cursor_rows(queryset: QuerySet, batch: int = 2000) -> Iterator[tuple]:
 def decision_log_verify(book: Book) -> Verification:
     """Recompute the book's chain and seals; names the first entry that fails.
 
-    A chain alone cannot show that its newest entries were cut off, so the check
-    also asks that every decided approval of the book still has its log entry.
-    Two queries, whatever the length of the log.
+    A chain alone cannot show that its newest entries were cut off, so the check also asks
+    that the tip anchored outside the database (approvals/anchor.py) is still in the chain
+    with its hash, and that every decided approval of the book still has its log entry. Then
+    every approved charter, claim and research item is checked against the entry that
+    approved it (approvals/canon.py). The chain streams in batches: constant memory.
     """
+    anchor = anchor_tip(book.pk)
     rows = DecisionLogEntry.objects.filter(book=book).order_by("sequence")
     if connection.vendor == "sqlite":
         # The stored text of ts, not a parsed datetime (SQLite keeps it as UTC text).
@@ -70,9 +76,22 @@ def decision_log_verify(book: Book) -> Verification:
         rows = rows.values_list(*("ts_text" if c == "ts" else c for c in VERIFY_COLUMNS))
     else:
         rows = rows.values_list(*VERIFY_COLUMNS)
-    result = verify_rows(book.pk, _cursor_rows(rows))
+    result = verify_rows(book.pk, _cursor_rows(rows), checkpoint=anchor.sequence if anchor else None)
     if not result.ok:
         return result
+    anchored = anchor.sequence if anchor else None
+    if anchor is not None:
+        if not anchor.valid:
+            return _failed(result, result.entries, "the tip anchor outside the database is not sealed by this server")
+        if anchor.sequence > result.entries:
+            return _failed(
+                result,
+                result.entries + 1,
+                f"the log ends at entry {result.entries} but its anchor records entry {anchor.sequence}: "
+                "entries were cut from the tip",
+            )
+        if result.checkpoint_hash != anchor.hash:
+            return _failed(result, anchor.sequence, f"entry {anchor.sequence} differs from the anchored tip")
     orphan = (
         Approval.objects.filter(book=book, status=Approval.Status.DECIDED)
         .exclude(pk__in=DecisionLogEntry.objects.filter(book=book, approval__isnull=False).values("approval_id"))
@@ -81,13 +100,17 @@ def decision_log_verify(book: Book) -> Verification:
         .first()
     )
     if orphan is not None:
-        return Verification(
-            False,
-            result.entries,
-            result.entries + 1,
-            f"approval {orphan} was decided but its log entry is missing",
+        return _failed(result, result.entries + 1, f"approval {orphan} was decided but its log entry is missing")
+    checked, problem = canon_verify(book)
+    if problem is not None:
+        return replace(
+            result, ok=False, first_bad_sequence=None, reason=problem, anchored_sequence=anchored, canon_checked=checked
         )
-    return result
+    return replace(result, anchored_sequence=anchored, canon_checked=checked)
+
+
+def _failed(result: Verification, sequence: int | None, reason: str) -> Verification:
+    return replace(result, ok=False, first_bad_sequence=sequence, reason=reason)
 
 
 def decision_log_newest_first(book: Book) -> QuerySet[DecisionLogEntry]:
@@ -98,7 +121,8 @@ def decision_log_newest_first(book: Book) -> QuerySet[DecisionLogEntry]:
 
 
 def decision_log_export_lines(book: Book, *, withheld: dict[str, str] | None = None) -> Iterator[str]:
-    """The book's log as JSON Lines: every field of the hash recipe, then hash and seal.
+    """The book's log as JSON Lines: every field of the hash recipe, then hash, seal and seal_key_id;
+    the last line is ``{"tip": {book, sequence, hash, key_id, seal}}``, the tip sealed as the anchor seals it.
 
     Each line re-verifies on its own with ``approvals.chain``'s recipe (see the README
     and ``scripts/verify_decision_log_export.py``). An entry about a subject in ``withheld``
@@ -111,14 +135,22 @@ def decision_log_export_lines(book: Book, *, withheld: dict[str, str] | None = N
         .values_list(*VERIFY_COLUMNS)
         .iterator(chunk_size=2000)
     )
+    tip = None
     for row in rows:
         values = dict(zip(VERIFY_COLUMNS, row, strict=True))
-        fields = chain_fields(book_id=book.pk, **{k: values[k] for k in VERIFY_COLUMNS if k not in {"hash", "seal"}})
-        line = dict(fields, hash=values["hash"], seal=values["seal"])
+        fields = chain_fields(
+            book_id=book.pk, **{k: values[k] for k in VERIFY_COLUMNS if k not in {"hash", "seal", "seal_key_id"}}
+        )
+        line = dict(fields, hash=values["hash"], seal=values["seal"], seal_key_id=values["seal_key_id"])
         hidden = withheld_line(withheld, values["subject_type"], values["subject_id"])
         if hidden is not None:
             line.update(rationale="", detail={}, withheld=hidden)
+        tip = (values["sequence"], values["hash"])
         yield json.dumps(line, ensure_ascii=False, sort_keys=True) + "\n"
+    if tip is not None:
+        # The tip seal, as the anchor file writes it: whoever keeps this export can later show that a
+        # log which no longer reaches this entry was cut (`verify_decision_log --against FILE`).
+        yield json.dumps({"tip": anchor_line(book.pk, *tip)}, sort_keys=True) + "\n"
 
 
 # --- What a role may not read ------------------------------------------------------
