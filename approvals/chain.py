@@ -299,6 +299,4 @@ def verify_rows(book_id, rows, *, checkpoint: int | None = None) -> Verification
             checkpoint_hash = stored_hash
         expected_prev = stored_hash
         expected_sequence += 1
-    return Verification(
-        True, count, tip_hash=None if count == 0 else expected_prev, checkpoint_hash=checkpoint_hash
-    )
+    return Verification(True, count, tip_hash=None if count == 0 else expected_prev, checkpoint_hash=checkpoint_hash)

@@ -148,5 +148,3 @@ class VerificationOut(Schema):
     anchored_sequence: int | None = None
     # How many approved charters, claims and research items were checked against their log entries.
     canon_checked: int = 0
-
-

@@ -80,6 +80,7 @@ def decision_log_verify(book: Book) -> Verification:
     if not result.ok:
         return result
     anchored = anchor.sequence if anchor else None
+    result = replace(result, anchored_sequence=anchored)
     if anchor is not None:
         if not anchor.valid:
             return _failed(result, result.entries, "the tip anchor outside the database is not sealed by this server")
@@ -103,10 +104,8 @@ def decision_log_verify(book: Book) -> Verification:
         return _failed(result, result.entries + 1, f"approval {orphan} was decided but its log entry is missing")
     checked, problem = canon_verify(book)
     if problem is not None:
-        return replace(
-            result, ok=False, first_bad_sequence=None, reason=problem, anchored_sequence=anchored, canon_checked=checked
-        )
-    return replace(result, anchored_sequence=anchored, canon_checked=checked)
+        return replace(result, ok=False, first_bad_sequence=None, reason=problem, canon_checked=checked)
+    return replace(result, canon_checked=checked)
 
 
 def _failed(result: Verification, sequence: int | None, reason: str) -> Verification:
