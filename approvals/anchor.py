@@ -101,9 +101,9 @@ class Anchor:
     valid: bool  # its seal verifies with a key of the ring
 
 
-def anchor_tip(book_id) -> Anchor | None:
+def anchor_tip(book_id, using_connection=None) -> Anchor | None:
     """The newest anchored entry of the book (its file's last line), or None when it has none."""
-    path = anchor_path(book_id)
+    path = anchor_path(book_id, using_connection)
     try:
         with open(path, "rb") as handle:
             handle.seek(0, os.SEEK_END)
