@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hmac
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -19,9 +20,9 @@ from discovery.selectors import withheld_claims
 from novelgraph.auth import Principal
 from novelgraph.errors import NotFound
 
-from .anchor import anchor_line, anchor_tip
+from .anchor import anchor_line, anchor_seal, anchor_tip
 from .canon import canon_verify
-from .chain import Verification, chain_fields, verify_rows
+from .chain import Verification, chain_fields, seal_keys, verify_rows
 from .models import Approval, DecisionLogEntry, Verdict
 
 VERIFY_COLUMNS = (
@@ -106,6 +107,24 @@ def decision_log_verify(book: Book) -> Verification:
     if problem is not None:
         return replace(result, ok=False, first_bad_sequence=None, reason=problem, canon_checked=checked)
     return replace(result, canon_checked=checked)
+
+
+def decision_log_reaches(book: Book, tip: dict, result: Verification) -> Verification:
+    """Whether the verified log still holds the tip an earlier export sealed (``{"sequence", "hash", "key_id",
+    "seal"}``): a log cut below a tip the author kept fails, even when the anchor file was cut with it."""
+    sequence = int(tip["sequence"])
+    key = seal_keys().get(str(tip.get("key_id")))
+    if key is None or not hmac.compare_digest(
+        anchor_seal(book.pk, sequence, str(tip.get("hash")), key), str(tip.get("seal"))
+    ):
+        return _failed(result, sequence, "the export's tip seal was not written by this server")
+    stored = DecisionLogEntry.objects.filter(book=book, sequence=sequence).values_list("hash", flat=True).first()
+    if stored is None:
+        return _failed(result, result.entries + 1, f"the log ends at entry {result.entries} but the export reaches "
+                       f"entry {sequence}: entries were cut")  # fmt: skip
+    if stored != tip.get("hash"):
+        return _failed(result, sequence, f"entry {sequence} differs from the exported tip")
+    return result
 
 
 def _failed(result: Verification, sequence: int | None, reason: str) -> Verification:

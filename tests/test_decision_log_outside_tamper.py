@@ -253,3 +253,27 @@ def test_the_anchor_may_lag_but_then_its_entry_must_match(author, book, sol_api,
     path.write_text(lines[0] + "\n")  # the crash: the second entry's anchor line never reached the disk
     result = decision_log_verify(book)
     assert (result.ok, result.entries, result.anchored_sequence) == (True, 2, 1)
+
+
+def test_a_cut_hidden_by_also_cutting_the_anchor_file_is_seen_against_a_kept_export(
+    author, book, sol_api, author_api, tmp_path
+):
+    """The limit SECURITY.md states: someone who can write the anchor file too can cut both. An export the
+    author kept ends with its sealed tip, and `verify_decision_log --against` names the cut."""
+    pass_gate(sol_api, author_api, book, "G0")
+    assert ask_gate(sol_api, book, "G1", summary="genre and series fit").status_code == 200
+    export = author_api.get(f"/books/{book.pk}/decision-log/export")
+    kept = tmp_path / "kept.jsonl"
+    kept.write_bytes(b"".join(export.streaming_content))
+    call_command("verify_decision_log", "--against", str(kept), stdout=StringIO())  # intact: it reaches the tip
+
+    tip = DecisionLogEntry.objects.filter(book=book).order_by("-sequence").first()
+    _sql(f"DELETE FROM {LOG} WHERE id = %s", [_id(tip.pk)])
+    anchor_path(book.pk).unlink()
+
+    assert _verified(author_api, book)["ok"] is True, "without the anchor the cut chain alone looks whole"
+    assert _verified(author_api, book)["anchored_sequence"] is None
+    out = StringIO()
+    with pytest.raises(CommandError):
+        call_command("verify_decision_log", "--against", str(kept), stdout=out)
+    assert "the export reaches entry 2: entries were cut" in out.getvalue()

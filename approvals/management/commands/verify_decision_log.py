@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 
 from django.core.management.base import BaseCommand, CommandError
 
-from approvals.selectors import decision_log_verify
+from approvals.selectors import decision_log_reaches, decision_log_verify
 from discovery.models import Book
 
 
@@ -18,8 +19,13 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--book", metavar="ID", help="verify only this book (its id or slug)")
+        parser.add_argument(
+            "--against",
+            metavar="EXPORT",
+            help="also check that the log still reaches the sealed tip of this earlier export (a .jsonl file)",
+        )
 
-    def handle(self, *args, book: str | None = None, **options) -> None:
+    def handle(self, *args, book: str | None = None, against: str | None = None, **options) -> None:
         books = Book.objects.order_by("title", "pk")
         if book:
             try:
@@ -29,8 +35,13 @@ class Command(BaseCommand):
             if not books.exists():
                 raise CommandError(f"no book {book!r}")
         failures = []
+        kept = _export_tip(against) if against else None
+        if kept is not None:
+            books = books.filter(pk=kept["book"])
         for each in books.iterator():
             result = decision_log_verify(each)
+            if result.ok and kept is not None:
+                result = decision_log_reaches(each, kept, result)
             if result.ok:
                 self.stdout.write(f"ok      {each.pk}  {each.title}: {result.entries} entries verified")
             else:
@@ -39,3 +50,16 @@ class Command(BaseCommand):
                 failures.append(f"book {each.pk} ({each.title}) broken at entry {result.first_bad_sequence}")
         if failures:
             raise CommandError("decision log verification failed: " + "; ".join(failures))
+
+
+def _export_tip(path: str) -> dict:
+    """The ``{"tip": ...}`` line an export ends with."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            last = [line for line in handle if line.strip()][-1]
+        tip = json.loads(last)["tip"]
+        tip["book"] = str(uuid.UUID(str(tip["book"])))
+        int(tip["sequence"])
+    except (OSError, IndexError, KeyError, TypeError, ValueError) as exc:
+        raise CommandError(f"{path} does not end with a tip line: {exc}") from None
+    return tip
