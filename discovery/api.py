@@ -15,7 +15,6 @@ from novelgraph.schemas import ERRORS
 
 from . import services
 from .access import BookAccess, Cap, book_access, books_visible_to, principal_capabilities
-from .models import Handoff
 from .schemas import (
     ApprovalRefOut,
     BookDetailOut,
@@ -49,6 +48,7 @@ from .schemas import (
     TurnIn,
     TurnOut,
     WhoAmI,
+    handoff_out,
 )
 from .selectors import (
     charter_get,
@@ -323,24 +323,6 @@ def dossier_detail(request: HttpRequest, dossier_id: uuid.UUID):
 # --- Handoffs ----------------------------------------------------------------------
 
 
-def _handoff_out(handoff: Handoff) -> dict:
-    return {
-        "id": handoff.pk,
-        "book_id": handoff.book_id,
-        "session_id": handoff.session_id,
-        "from_role": handoff.from_role,
-        "to_role": handoff.to_role,
-        "decision": handoff.decision,
-        "allowed_sources": handoff.allowed_sources,
-        "statements": handoff.statements,
-        "dossier_id": handoff.dossier_id,
-        "status": handoff.status,
-        "created_at": handoff.created_at,
-        "returned_at": handoff.returned_at,
-        "result_entries": list(handoff.result_entries.order_by("sequence")),
-    }
-
-
 @router.post(
     "/books/{book_id}/handoffs",
     response={201: HandoffOut, **ERRORS},
@@ -348,7 +330,7 @@ def _handoff_out(handoff: Handoff) -> dict:
 )
 def handoff_create(request: HttpRequest, book_id: uuid.UUID, payload: HandoffIn):
     handoff = services.handoff_create(access=_access(request, book_id), payload=payload)
-    return Status(201, _handoff_out(handoff))
+    return Status(201, handoff_out(handoff))
 
 
 @router.post(
@@ -359,11 +341,11 @@ def handoff_create(request: HttpRequest, book_id: uuid.UUID, payload: HandoffIn)
 def handoff_return(request: HttpRequest, handoff_id: uuid.UUID, payload: HandoffResultIn):
     handoff = handoff_get(handoff_id)
     access = book_access(principal_of(request), handoff.book, Cap.DISCOVERY_READ, missing="handoff")
-    return _handoff_out(services.handoff_return(access=access, handoff=handoff, payload=payload))
+    return handoff_out(services.handoff_return(access=access, handoff=handoff, payload=payload))
 
 
 @router.get("/handoffs/{handoff_id}", response={200: HandoffOut, **ERRORS}, summary="One handoff and its result")
 def handoff_detail(request: HttpRequest, handoff_id: uuid.UUID):
     handoff = handoff_get(handoff_id)
     book_access(principal_of(request), handoff.book, Cap.DISCOVERY_READ, missing="handoff")
-    return _handoff_out(handoff)
+    return handoff_out(handoff)

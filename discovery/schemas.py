@@ -447,3 +447,22 @@ class DiscoveryViewOut(Schema):
     scratchpad: list[EntryOut]
     charters: list[ViewCharter]
     knowledge_bases: list[ViewBase]
+
+
+def handoff_out(handoff) -> dict:
+    """A handoff as ``HandoffOut`` shows it (the API and the MCP server)."""
+    return {
+        "id": handoff.pk,
+        "book_id": handoff.book_id,
+        "session_id": handoff.session_id,
+        "from_role": handoff.from_role,
+        "to_role": handoff.to_role,
+        "decision": handoff.decision,
+        "allowed_sources": handoff.allowed_sources,
+        "statements": handoff.statements,
+        "dossier_id": handoff.dossier_id,
+        "status": handoff.status,
+        "created_at": handoff.created_at,
+        "returned_at": handoff.returned_at,
+        "result_entries": list(handoff.result_entries.order_by("sequence")),
+    }
