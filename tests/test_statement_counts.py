@@ -35,10 +35,11 @@ STATEMENTS: dict[str, tuple[int, int]] = {
     "GET /library/search": (2, 2),  # key, the search statement on the raw connection
     "GET /books/{id}/discovery": (11, 11),
     "POST /books/{id}/charters": (10, 11),  # PostgreSQL locks the book row (SELECT ... FOR UPDATE)
-    "POST /claims/{id}/promote": (23, 24),  # likewise
+    # +1 each since the log records what became canon (approvals/canon.py reads the approved subject's content).
+    "POST /claims/{id}/promote": (24, 25),  # likewise
     "POST /sessions/{id}/turns": (8, 8),
     "POST /sessions/{id}/scratchpad": (7, 7),
-    "POST /approvals/{id}/verdict": (19, 20),  # likewise
+    "POST /approvals/{id}/verdict": (20, 21),  # likewise, and +1 for the canon record
 }
 
 
