@@ -250,6 +250,9 @@ def approval_decide(
     constraint = (constraint or "").strip()
     lapsed = False
     with transaction.atomic():
+        # The book's decisions queue here, before any handler writes: two verdicts on one book (say two
+        # charters approved at once, each creating the opening chapter) never interleave.
+        lock_row(Book, access.book.pk)
         approval = (
             Approval.objects.select_for_update().filter(pk=approval_id, book=access.book).first()
             if _is_id(approval_id)

@@ -36,10 +36,10 @@ STATEMENTS: dict[str, tuple[int, int]] = {
     "GET /books/{id}/discovery": (11, 11),
     "POST /books/{id}/charters": (10, 11),  # PostgreSQL locks the book row (SELECT ... FOR UPDATE)
     # +1 each since the log records what became canon (approvals/canon.py reads the approved subject's content).
-    "POST /claims/{id}/promote": (24, 25),  # likewise
+    "POST /claims/{id}/promote": (24, 26),  # likewise, twice: the verdict locks the book before its handler runs
     "POST /sessions/{id}/turns": (8, 8),
     "POST /sessions/{id}/scratchpad": (7, 7),
-    "POST /approvals/{id}/verdict": (20, 21),  # likewise, and +1 for the canon record
+    "POST /approvals/{id}/verdict": (20, 22),  # likewise, twice, and +1 for the canon record
 }
 
 
