@@ -123,9 +123,9 @@ def test_the_verify_command_fails_when_the_sealing_key_left_the_ring(book, autho
     old = secrets.token_hex(32)
     with override_settings(DECISION_LOG_SEAL_KEY=old, DECISION_LOG_SEAL_OLD_KEYS=[]):
         _log(book, author, 1)
-    with override_settings(DECISION_LOG_SEAL_KEY=secrets.token_hex(32), DECISION_LOG_SEAL_OLD_KEYS=[]):
-        with pytest.raises(CommandError):
-            call_command("verify_decision_log", "--book", str(book.pk), stdout=StringIO())
+    other = override_settings(DECISION_LOG_SEAL_KEY=secrets.token_hex(32), DECISION_LOG_SEAL_OLD_KEYS=[])
+    with other, pytest.raises(CommandError):
+        call_command("verify_decision_log", "--book", str(book.pk), stdout=StringIO())
     with override_settings(DECISION_LOG_SEAL_KEY=secrets.token_hex(32), DECISION_LOG_SEAL_OLD_KEYS=[old]):
         call_command("verify_decision_log", "--book", str(book.pk), stdout=StringIO())
 
