@@ -171,7 +171,9 @@ def main(argv=None) -> common.Report:
 
     connections.close_all()
 
-    capabilities = {role: sorted(c.value for c in caps) for role, caps in CAPABILITIES.items()}
+    capabilities = {
+        role: sorted(c.value for c in caps) for role, caps in CAPABILITIES.items()
+    }
     workers = 2 * (os.cpu_count() or 1) + 1
     bearer = [f"Authorization: Bearer {raw_key}"]
     cookie = [f"Cookie: {settings.SESSION_COOKIE_NAME}={session.session_key}"]

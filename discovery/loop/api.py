@@ -96,7 +96,9 @@ def nodes_create(request: HttpRequest, book_id: uuid.UUID, payload: NodeIn):
 
 @router.patch(f"{BASE}/nodes/{{node_id}}", response={200: NodeOut, **ERRORS})
 def nodes_update(request: HttpRequest, book_id: uuid.UUID, node_id: uuid.UUID, payload: NodePatch):
-    return loop.plan_node_update(access=_access(request, book_id), node_id=node_id, **payload.dict(exclude_unset=True))
+    return loop.plan_node_update(
+        access=_access(request, book_id), node_id=node_id, **payload.dict(exclude_unset=True)
+    )
 
 
 @router.get(f"{BASE}/nodes/{{node_id}}/candidates", response={200: list[CandidateOut], **ERRORS})
@@ -143,12 +145,16 @@ def questions_raise(request: HttpRequest, book_id: uuid.UUID, payload: QuestionI
 
 @router.post(f"{BASE}/questions/{{question_id}}/route", response={200: QuestionOut, **ERRORS})
 def questions_route(request: HttpRequest, book_id: uuid.UUID, question_id: uuid.UUID, payload: RouteIn):
-    return loop.question_route(access=_access(request, book_id), question_id=question_id, **payload.dict())
+    return loop.question_route(
+        access=_access(request, book_id), question_id=question_id, **payload.dict()
+    )
 
 
 @router.post(f"{BASE}/questions/{{question_id}}/resolve", response={200: QuestionOut, **ERRORS})
 def questions_resolve(request: HttpRequest, book_id: uuid.UUID, question_id: uuid.UUID, payload: QuestionResolveIn):
-    return loop.question_resolve(access=_access(request, book_id), question_id=question_id, **payload.dict())
+    return loop.question_resolve(
+        access=_access(request, book_id), question_id=question_id, **payload.dict()
+    )
 
 
 @router.post(f"{BASE}/questions/{{question_id}}/surface", response={200: QuestionOut, **ERRORS})
