@@ -123,33 +123,34 @@ def canon_record(subject_type: str, subject_id) -> dict | None:
     return None
 
 
+def _parsed(detail) -> dict:
+    return detail if isinstance(detail, dict) else json.loads(detail or "{}")
+
+
 def canon_verify(book) -> tuple[int, str | None]:
     """Check every approved charter, claim and research item of the book against the entry that approved it.
 
     Returns (how many were checked, the first failure or None). An approving entry written before
     the log carried ``canon`` (an old log) shows that the subject was approved, not what it said.
+    Reads only the approving entries of what is approved now (by subject, indexed), so its cost
+    follows the book's canon, not the length of its log.
     """
     from .models import DecisionLogEntry
 
     checked = 0
     for subject_type, kind in CANON.items():
-        current = {pk: (fields, value) for pk, fields, value in kind.rows(book, None)}
-        # The approvals of this subject type in the book's log, oldest first (detail as parsed JSON).
+        current = {pk: fields for pk, fields, _value in kind.rows(book, None)}
         approving: dict[str, dict] = {}
-        last_approved = None
-        entries = DecisionLogEntry.objects.filter(book=book, subject_type=subject_type, decision=APPROVING)
-        for subject_id, detail in entries.order_by("sequence").values_list("subject_id", "detail").iterator(2000):
-            approving[subject_id] = detail if isinstance(detail, dict) else json.loads(detail or "{}")
-            last_approved = subject_id
-        missing = [pk for pk in current if pk not in approving]
-        if missing:
-            # A series claim may have been approved in another book's log (that log verifies on its own).
-            others = DecisionLogEntry.objects.filter(
-                subject_type=subject_type, decision=APPROVING, subject_id__in=missing
-            ).exclude(book=book)
-            for subject_id, detail in others.order_by("sequence").values_list("subject_id", "detail"):
-                approving[subject_id] = detail if isinstance(detail, dict) else json.loads(detail or "{}")
-        for pk, (fields, _value) in current.items():
+        ids = list(current)
+        for at in range(0, len(ids), 500):
+            # The latest approving entry of each subject, in any book's log (a series claim may have been
+            # approved through a sibling book; each log verifies on its own).
+            entries = DecisionLogEntry.objects.filter(
+                subject_type=subject_type, decision=APPROVING, subject_id__in=ids[at : at + 500]
+            )
+            for subject_id, detail in entries.order_by("sequence").values_list("subject_id", "detail"):
+                approving[subject_id] = _parsed(detail)
+        for pk, fields in current.items():
             checked += 1
             detail = approving.get(pk)
             if detail is None:
@@ -160,6 +161,12 @@ def canon_verify(book) -> tuple[int, str | None]:
         if kind.one_per_book:
             if len(current) > 1:
                 return checked, f"{len(current)} {kind.label}s are approved; the log approves one at a time"
+            last_approved = (
+                DecisionLogEntry.objects.filter(book=book, subject_type=subject_type, decision=APPROVING)
+                .order_by("-sequence")
+                .values_list("subject_id", flat=True)
+                .first()
+            )
             if last_approved is not None and last_approved not in current and kind.exists(book, last_approved):
                 return checked, f"the log's latest approved {kind.label} {last_approved} is no longer approved"
     return checked, None

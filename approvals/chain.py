@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import itertools
 import json
 import re
 from dataclasses import dataclass
@@ -201,6 +202,17 @@ def _stored_detail(detail) -> str:
     return detail if detail.__class__ is str else _detail_text(detail)
 
 
+def _with_key_ids(rows):
+    """Rows of 14 columns as they are (no per-row cost); rows of 13 (no ``seal_key_id``) with a blank one."""
+    rows = iter(rows)
+    first = next(rows, None)
+    if first is None:
+        return ()
+    if len(first) == 14:
+        return itertools.chain((first,), rows)
+    return ((*row, "") for row in itertools.chain((first,), rows))
+
+
 def verify_rows(book_id, rows, *, checkpoint: int | None = None) -> Verification:
     """Recompute a chain from rows in sequence order and name the first entry that fails.
 
@@ -237,8 +249,8 @@ def verify_rows(book_id, rows, *, checkpoint: int | None = None) -> Verification
         prev_hash,
         stored_hash,
         stored_seal,
-        *key_id,
-    ) in rows:
+        kid,
+    ) in _with_key_ids(rows):
         count += 1
         if sequence != expected_sequence:
             return Verification(
@@ -270,9 +282,12 @@ def verify_rows(book_id, rows, *, checkpoint: int | None = None) -> Verification
             recomputed = sha256(canonical.encode()).hexdigest()
         if recomputed != stored_hash:
             return Verification(False, count, sequence, "hash does not match the entry's content")
-        kid = key_id[0] if key_id else ""
-        if kid == current or (kid and kid in ring):
-            seal = (sealer if kid == current else ring[kid]).copy()
+        if kid == current:
+            seal = sealer.copy()
+            seal.update(stored_hash.encode())
+            sealed = compare(seal.hexdigest(), stored_seal)
+        elif kid in ring:
+            seal = ring[kid].copy()
             seal.update(stored_hash.encode())
             sealed = compare(seal.hexdigest(), stored_seal)
         elif kid:

@@ -169,6 +169,8 @@ class DecisionLogEntry(models.Model):
     class Meta:
         ordering = ["book", "sequence"]
         verbose_name_plural = "decision log entries"
+        # Verification finds the entry that approved each approved subject (approvals/canon.py).
+        indexes = [models.Index(fields=["subject_type", "subject_id"], name="decisionlog_subject")]
         constraints = [
             models.UniqueConstraint(fields=["book", "sequence"], name="decisionlog_unique_sequence"),
             # Two entries can never follow the same predecessor: the chain cannot fork.

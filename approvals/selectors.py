@@ -10,7 +10,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import connection
-from django.db.models import Count, Q, QuerySet, TextField
+from django.db.models import Count, F, Func, Q, QuerySet, TextField
 from django.db.models.functions import Cast
 
 from discovery.access import BookAccess, Cap, book_access, books_visible_to
@@ -60,6 +60,9 @@ def _cursor_rows(queryset: QuerySet, batch: int = 2000) -> Iterator[tuple]:
             yield from rows
 
 
+_PG_TS_TEXT = "to_char(%(expressions)s AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US')"
+
+
 def decision_log_verify(book: Book) -> Verification:
     """Recompute the book's chain and seals; names the first entry that fails.
 
@@ -74,9 +77,11 @@ def decision_log_verify(book: Book) -> Verification:
     if connection.vendor == "sqlite":
         # The stored text of ts, not a parsed datetime (SQLite keeps it as UTC text).
         rows = rows.annotate(ts_text=Cast("ts", output_field=TextField()))
-        rows = rows.values_list(*("ts_text" if c == "ts" else c for c in VERIFY_COLUMNS))
     else:
-        rows = rows.values_list(*VERIFY_COLUMNS)
+        # PostgreSQL formats ts as UTC text in the same shape ("YYYY-MM-DD HH:MM:SS.ffffff"): building a
+        # timezone-aware datetime per row and formatting it again cost a quarter of verification (issue 19).
+        rows = rows.annotate(ts_text=Func(F("ts"), template=_PG_TS_TEXT, output_field=TextField()))
+    rows = rows.values_list(*("ts_text" if c == "ts" else c for c in VERIFY_COLUMNS))
     result = verify_rows(book.pk, _cursor_rows(rows), checkpoint=anchor.sequence if anchor else None)
     if not result.ok:
         return result
