@@ -43,7 +43,12 @@ class Command(BaseCommand):
             if result.ok and kept is not None:
                 result = decision_log_reaches(each, kept, result)
             if result.ok:
-                self.stdout.write(f"ok      {each.pk}  {each.title}: {result.entries} entries verified")
+                tip = result.anchored_sequence
+                anchored = f"tip anchored at #{tip}" if tip else "no tip anchor"
+                self.stdout.write(
+                    f"ok      {each.pk}  {each.title}: {result.entries} entries verified "
+                    f"({anchored}; {result.canon_checked} approved subjects checked against the log)"
+                )
             else:
                 line = f"BROKEN  {each.pk}  {each.title}: entry {result.first_bad_sequence} fails: {result.reason}"
                 self.stdout.write(line)
