@@ -281,3 +281,26 @@ def test_a_cut_hidden_by_also_cutting_the_anchor_file_is_seen_against_a_kept_exp
     with pytest.raises(CommandError):
         call_command("verify_decision_log", "--against", str(kept), stdout=out)
     assert "the export reaches entry 2: entries were cut" in out.getvalue()
+
+
+def test_after_a_deliberate_restore_reanchor_accepts_the_restored_tip_once_the_chain_verifies(
+    author, book, sol_api, author_api
+):
+    """A backup restored on purpose lacks the newest entries: verification says so until the operator re-anchors."""
+    pass_gate(sol_api, author_api, book, "G0")
+    assert ask_gate(sol_api, book, "G1", summary="genre and series fit").status_code == 200
+    tip = DecisionLogEntry.objects.filter(book=book).order_by("-sequence").first()
+    _sql(f"DELETE FROM {LOG} WHERE id = %s", [_id(tip.pk)])  # what an older backup looks like
+    assert not _verified(author_api, book)["ok"]
+
+    out = StringIO()
+    call_command("verify_decision_log", "--book", str(book.pk), "--reanchor", stdout=out)
+
+    assert f"tip anchored at #{tip.sequence - 1}" in out.getvalue()
+    assert _verified(author_api, book)["ok"]
+    assert len(anchor_path(book.pk).read_text().splitlines()) == 3, "the older anchor lines stay"
+    # A chain that does not verify is never re-anchored.
+    _sql(f"UPDATE {LOG} SET rationale = 'Forged' WHERE book_id = %s AND sequence = 1", [_id(book.pk)])
+    with pytest.raises(CommandError):
+        call_command("verify_decision_log", "--book", str(book.pk), "--reanchor", stdout=StringIO())
+    assert len(anchor_path(book.pk).read_text().splitlines()) == 3

@@ -7,6 +7,7 @@ import uuid
 
 from django.core.management.base import BaseCommand, CommandError
 
+from approvals.anchor import anchor_append
 from approvals.selectors import decision_log_reaches, decision_log_verify
 from discovery.models import Book
 
@@ -24,8 +25,18 @@ class Command(BaseCommand):
             metavar="EXPORT",
             help="also check that the log still reaches the sealed tip of this earlier export (a .jsonl file)",
         )
+        parser.add_argument(
+            "--reanchor",
+            action="store_true",
+            help=(
+                "after restoring a backup on purpose: append each book's current tip to its anchor file, once "
+                "its chain, seals and canon verify (the older anchor lines stay, as a record of what was lost)"
+            ),
+        )
 
-    def handle(self, *args, book: str | None = None, against: str | None = None, **options) -> None:
+    def handle(
+        self, *args, book: str | None = None, against: str | None = None, reanchor: bool = False, **options
+    ) -> None:
         books = Book.objects.order_by("title", "pk")
         if book:
             try:
@@ -39,7 +50,10 @@ class Command(BaseCommand):
         if kept is not None:
             books = books.filter(pk=kept["book"])
         for each in books.iterator():
-            result = decision_log_verify(each)
+            result = decision_log_verify(each, use_anchor=not reanchor)
+            if reanchor and result.ok and result.entries:
+                anchor_append(each.pk, result.entries, result.tip_hash)
+                result = decision_log_verify(each)
             if result.ok and kept is not None:
                 result = decision_log_reaches(each, kept, result)
             if result.ok:
