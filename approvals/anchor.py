@@ -54,26 +54,32 @@ def anchor_path(book_id, using_connection=None) -> Path:
     return anchor_dir(using_connection) / f"{book_id}.jsonl"
 
 
-def anchor_seal(book_id, sequence: int, hash_hex: str, key: str) -> str:
-    message = f"anchor:{book_id}:{sequence}:{hash_hex}".encode()
+def anchor_seal(book_id, sequence: int, hash_hex: str, key: str, *, reanchor: bool = False) -> str:
+    message = f"{'reanchor:' if reanchor else ''}anchor:{book_id}:{sequence}:{hash_hex}".encode()
     return hmac.new(key.encode(), message, hashlib.sha256).hexdigest()
 
 
-def anchor_line(book_id, sequence: int, hash_hex: str) -> dict:
-    return {
+def anchor_line(book_id, sequence: int, hash_hex: str, *, reanchor: bool = False) -> dict:
+    """One anchor line. A re-anchoring line's seal covers ``"reanchor:"`` too, so an ordinary line's seal
+    cannot be replayed as one."""
+    line = {
         "book": str(book_id),
         "sequence": sequence,
         "hash": hash_hex,
         "key_id": current_key_id(),
-        "seal": anchor_seal(book_id, sequence, hash_hex, settings.DECISION_LOG_SEAL_KEY),
+        "seal": anchor_seal(book_id, sequence, hash_hex, settings.DECISION_LOG_SEAL_KEY, reanchor=reanchor),
     }
+    if reanchor:
+        line["reanchor"] = True
+    return line
 
 
-def anchor_append(book_id, sequence: int, hash_hex: str, using_connection=None) -> None:
+def anchor_append(book_id, sequence: int, hash_hex: str, using_connection=None, *, reanchor: bool = False) -> None:
     """Append the book's new tip to its anchor file and sync it to disk."""
     path = anchor_path(book_id, using_connection)
     path.parent.mkdir(parents=True, exist_ok=True)
-    data = (json.dumps(anchor_line(book_id, sequence, hash_hex), sort_keys=True) + "\n").encode()
+    line = anchor_line(book_id, sequence, hash_hex, reanchor=reanchor)
+    data = (json.dumps(line, sort_keys=True) + "\n").encode()
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     try:
         os.write(fd, data)
@@ -102,7 +108,7 @@ class Anchor:
 
 
 def anchor_tip(book_id, using_connection=None) -> Anchor | None:
-    """The newest anchored entry of the book (its file's last line), or None when it has none."""
+    """The newest anchored entry of the book (the highest sequence among its file's last lines), or None."""
     path = anchor_path(book_id, using_connection)
     try:
         with open(path, "rb") as handle:
@@ -112,18 +118,36 @@ def anchor_tip(book_id, using_connection=None) -> Anchor | None:
             tail = handle.read()
     except FileNotFoundError:
         return None
-    lines = [line for line in tail.splitlines() if line.strip()]
-    if not lines:
+    lines = tail.splitlines()
+    if size > 4096:
+        lines = lines[1:]  # the chunk may start inside a line
+    # The newest anchored entry is the highest sequence among the last lines: two servers' processes may
+    # append two consecutive tips in either order (each after its own commit).
+    # A line that does not parse (torn by a crash mid-append) carries no seal and is skipped. A re-anchoring
+    # line (``verify_decision_log --reanchor`` after a deliberate restore) supersedes the lines before it.
+    parsed = []
+    for raw in lines:
+        try:
+            line = json.loads(raw)
+            entry = (int(line["sequence"]), line)
+        except (ValueError, KeyError, TypeError):
+            continue
+        if line.get("reanchor"):
+            parsed = []
+        parsed.append(entry)
+    if not parsed:
         return None
+    sequence, line = max(parsed, key=lambda item: item[0])
     try:
-        line = json.loads(lines[-1])
-        sequence, hash_hex, key_id, seal = int(line["sequence"]), str(line["hash"]), line["key_id"], line["seal"]
-    except (ValueError, KeyError, TypeError):
-        return Anchor(0, "", False)
+        hash_hex, key_id, seal = str(line["hash"]), line["key_id"], line["seal"]
+    except (KeyError, TypeError):
+        return Anchor(sequence, "", False)
     key = seal_keys().get(key_id)
     valid = (
         key is not None
         and str(line.get("book")) == str(book_id)
-        and hmac.compare_digest(anchor_seal(book_id, sequence, hash_hex, key), str(seal))
+        and hmac.compare_digest(
+            anchor_seal(book_id, sequence, hash_hex, key, reanchor=bool(line.get("reanchor"))), str(seal)
+        )
     )
     return Anchor(sequence, hash_hex, valid)

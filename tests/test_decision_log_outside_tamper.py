@@ -235,12 +235,18 @@ def test_a_changed_admitted_research_item_is_seen(author, book, sol_api, author_
 
 
 def test_a_forged_anchor_line_is_refused(author, book, sol_api, author_api):
-    """Appending a line to the anchor file without the key (say, naming an older entry) is named."""
+    """A line appended to the anchor file without the key: naming an older entry (to make a cut look
+    anchored) changes nothing, since the highest anchored sequence counts; naming a newer one is refused."""
     pass_gate(sol_api, author_api, book, "G0")
     first = DecisionLogEntry.objects.get(book=book, sequence=1)
-    line = {"book": str(book.pk), "sequence": 1, "hash": first.hash, "key_id": first.seal_key_id, "seal": "0" * 64}
+    older = {"book": str(book.pk), "sequence": 0, "hash": "0" * 64, "key_id": first.seal_key_id, "seal": "0" * 64}
     with open(anchor_path(book.pk), "a") as handle:
-        handle.write(json.dumps(line) + "\n")
+        handle.write(json.dumps(older) + "\n")
+    assert (anchor_tip(book.pk).sequence, anchor_tip(book.pk).valid) == (1, True)
+
+    newer = dict(older, sequence=2, hash=first.hash)
+    with open(anchor_path(book.pk), "a") as handle:
+        handle.write(json.dumps(newer) + "\n")
     assert anchor_tip(book.pk).valid is False
 
     _assert_broken(author, author_api, book, "not sealed by this server")
@@ -304,3 +310,17 @@ def test_after_a_deliberate_restore_reanchor_accepts_the_restored_tip_once_the_c
     with pytest.raises(CommandError):
         call_command("verify_decision_log", "--book", str(book.pk), "--reanchor", stdout=StringIO())
     assert len(anchor_path(book.pk).read_text().splitlines()) == 3
+
+
+def test_anchor_lines_appended_out_of_order_by_two_processes_still_anchor_the_highest_and_a_torn_line_is_skipped(
+    author, book, sol_api, author_api
+):
+    pass_gate(sol_api, author_api, book, "G0")
+    assert ask_gate(sol_api, book, "G1", summary="genre and series fit").status_code == 200
+    path = anchor_path(book.pk)
+    first, second = path.read_text().splitlines()
+    path.write_text(f"{second}\n{first}\n" + '{"book": "torn mid-wri')  # a crash in the middle of an append
+
+    tip = anchor_tip(book.pk)
+    assert (tip.sequence, tip.valid) == (2, True)
+    assert _verified(author_api, book)["anchored_sequence"] == 2

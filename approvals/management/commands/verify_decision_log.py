@@ -52,7 +52,7 @@ class Command(BaseCommand):
         for each in books.iterator():
             result = decision_log_verify(each, use_anchor=not reanchor)
             if reanchor and result.ok and result.entries:
-                anchor_append(each.pk, result.entries, result.tip_hash)
+                anchor_append(each.pk, result.entries, result.tip_hash, reanchor=True)
                 result = decision_log_verify(each)
             if result.ok and kept is not None:
                 result = decision_log_reaches(each, kept, result)
