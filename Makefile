@@ -17,12 +17,12 @@ setup: $(STAMP)
 migrate: setup
 	$(PY) manage.py migrate --noinput
 
-# migrate (the curated library is seeded by a migration), ensure the local author, load the
-# demo mystery when there are no books yet, print how to log in, serve (ASGI: the site, the API and
+# migrate (the curated library is seeded by a migration), load the demo mystery when there are no
+# books yet, ensure the local author (a plain author) and a staff account, print the three logins, serve (ASGI: the site, the API and
 # the MCP server's streamable HTTP at /mcp); the agents' worker runs beside the server and stops with it.
 run: migrate
-	$(PY) manage.py ensure_local_author
 	$(PY) manage.py demo --if-empty
+	$(PY) manage.py ensure_local_author
 	@echo "Agents: a worker (python manage.py db_worker) runs Sol's, Terra's and Luna's runs beside the server."
 	$(PY) manage.py agent_runs_reap --verbosity 0
 	$(PY) manage.py db_worker --no-reload --verbosity 0 & worker=$$!; \

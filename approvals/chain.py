@@ -4,19 +4,23 @@
 fields in ``CHAIN_FIELDS`` with keys sorted at every level, compact separators
 (``,`` and ``:``), non-ASCII characters written as UTF-8 (not escaped); ``ts`` is
 ISO 8601 UTC with microseconds and a ``Z``. The first entry's ``prev_hash`` is 64
-zeros. ``seal = HMAC-SHA256(server secret, hash)``, hex.
+zeros. ``seal = HMAC-SHA256(seal key, hash)``, hex, and ``seal_key_id`` names the key of the
+ring that sealed it (not hashed: a wrong id only makes the seal fail to verify).
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import itertools
 import json
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from django.conf import settings
+
+from novelgraph.sealkey import key_id_of
 
 GENESIS_HASH = "0" * 64
 CHAIN_FIELDS = (
@@ -51,6 +55,28 @@ def entry_hash(fields: dict) -> str:
 def seal_of(hash_hex: str, key: str | None = None) -> str:
     secret = (key or settings.DECISION_LOG_SEAL_KEY).encode()
     return hmac.new(secret, hash_hex.encode(), hashlib.sha256).hexdigest()
+
+
+def seal_keys() -> dict[str, str]:
+    """The key ring, id -> key: the current key (``NOVELGRAPH_SEAL_KEY``) first, then the older ones.
+
+    New entries are sealed with the current key and record its id (``seal_key_id``); an entry
+    sealed by an older key verifies with that key while it stays in the ring."""
+    ring = {key_id_of(settings.DECISION_LOG_SEAL_KEY): settings.DECISION_LOG_SEAL_KEY}
+    for key in getattr(settings, "DECISION_LOG_SEAL_OLD_KEYS", ()):
+        ring.setdefault(key_id_of(key), key)
+    return ring
+
+
+def current_key_id() -> str:
+    return key_id_of(settings.DECISION_LOG_SEAL_KEY)
+
+
+def seal_matches(hash_hex: str, seal: str, key_id: str = "") -> bool:
+    """Whether ``seal`` is the seal of ``hash_hex`` by the ring's key ``key_id`` (any ring key when blank)."""
+    ring = seal_keys()
+    keys = [ring[key_id]] if key_id in ring else ([] if key_id else list(ring.values()))
+    return any(hmac.compare_digest(seal_of(hash_hex, key), seal) for key in keys)
 
 
 def chain_fields(
@@ -90,6 +116,13 @@ class Verification:
     entries: int
     first_bad_sequence: int | None = None
     reason: str | None = None
+    # The newest entry's hash, and the hash at ``verify_rows(checkpoint=...)`` (the anchored tip).
+    tip_hash: str | None = None
+    checkpoint_hash: str | None = None
+    # The sequence the tip anchor outside the database records (None: no anchor for this book).
+    anchored_sequence: int | None = None
+    # How many approved charters, claims and research items were checked against the log.
+    canon_checked: int = 0
 
     def as_dict(self) -> dict:
         return {
@@ -97,6 +130,8 @@ class Verification:
             "entries": self.entries,
             "first_bad_sequence": self.first_bad_sequence,
             "reason": self.reason,
+            "anchored_sequence": self.anchored_sequence,
+            "canon_checked": self.canon_checked,
         }
 
 
@@ -167,19 +202,35 @@ def _stored_detail(detail) -> str:
     return detail if detail.__class__ is str else _detail_text(detail)
 
 
-def verify_rows(book_id, rows) -> Verification:
+def _with_key_ids(rows):
+    """Rows of 14 columns as they are (no per-row cost); rows of 13 (no ``seal_key_id``) with a blank one."""
+    rows = iter(rows)
+    first = next(rows, None)
+    if first is None:
+        return ()
+    if len(first) == 14:
+        return itertools.chain((first,), rows)
+    return ((*row, "") for row in itertools.chain((first,), rows))
+
+
+def verify_rows(book_id, rows, *, checkpoint: int | None = None) -> Verification:
     """Recompute a chain from rows in sequence order and name the first entry that fails.
 
     ``rows`` yields tuples (sequence, ts, gate, decision, subject_type, subject_id,
-    ratified_by, reversibility_class, rationale, detail, prev_hash, hash, seal); ``ts``
-    may be aware or naive UTC and ``detail`` a value or its JSON text, so a raw cursor
-    can feed it without the ORM's per-row conversions.
+    ratified_by, reversibility_class, rationale, detail, prev_hash, hash, seal, seal_key_id);
+    ``ts`` may be aware or naive UTC and ``detail`` a value or its JSON text, so a raw cursor
+    can feed it without the ORM's per-row conversions. ``seal_key_id`` may be left out (13
+    columns) or blank (entries sealed before the key ring): any key of the ring then verifies.
+    The result carries the hash of entry ``checkpoint`` (the anchored tip) and of the newest entry.
     """
     expected_prev = GENESIS_HASH
     expected_sequence = 1
     count = 0
-    # One keyed HMAC state, copied per entry: the same HMAC-SHA256 without re-keying each time.
-    sealer = hmac.new(settings.DECISION_LOG_SEAL_KEY.encode(), digestmod=hashlib.sha256)
+    checkpoint_hash = None
+    # One keyed HMAC state per key of the ring, copied per entry: HMAC-SHA256 without re-keying each time.
+    ring = {kid: hmac.new(key.encode(), digestmod=hashlib.sha256) for kid, key in seal_keys().items()}
+    current = next(iter(ring))
+    sealer = ring[current]
     book_json = _encode_string(str(book_id))
     sha256 = hashlib.sha256
     compare = hmac.compare_digest
@@ -198,7 +249,8 @@ def verify_rows(book_id, rows) -> Verification:
         prev_hash,
         stored_hash,
         stored_seal,
-    ) in rows:
+        kid,
+    ) in _with_key_ids(rows):
         count += 1
         if sequence != expected_sequence:
             return Verification(
@@ -230,15 +282,36 @@ def verify_rows(book_id, rows) -> Verification:
             recomputed = sha256(canonical.encode()).hexdigest()
         if recomputed != stored_hash:
             return Verification(False, count, sequence, "hash does not match the entry's content")
-        seal = sealer.copy()
-        seal.update(stored_hash.encode())
-        if not compare(seal.hexdigest(), stored_seal):
+        if kid == current:
+            seal = sealer.copy()
+            seal.update(stored_hash.encode())
+            sealed = compare(seal.hexdigest(), stored_seal)
+        elif kid in ring:
+            seal = ring[kid].copy()
+            seal.update(stored_hash.encode())
+            sealed = compare(seal.hexdigest(), stored_seal)
+        elif kid:
+            return Verification(
+                False,
+                count,
+                sequence,
+                f"sealed by key {kid}, which is not in the seal key ring (NOVELGRAPH_SEAL_OLD_KEYS)",
+            )
+        else:  # sealed before the key ring recorded key ids: any key of the ring
+            sealed = False
+            for each in ring.values():
+                seal = each.copy()
+                seal.update(stored_hash.encode())
+                sealed = sealed or compare(seal.hexdigest(), stored_seal)
+        if not sealed:
             return Verification(
                 False,
                 count,
                 sequence,
                 "seal does not match: the hash was not written by this server",
             )
+        if sequence == checkpoint:
+            checkpoint_hash = stored_hash
         expected_prev = stored_hash
         expected_sequence += 1
-    return Verification(True, count)
+    return Verification(True, count, tip_hash=None if count == 0 else expected_prev, checkpoint_hash=checkpoint_hash)

@@ -127,6 +127,25 @@ class CanonicalJSONEncoder(json.JSONEncoder):
         super().__init__(**kwargs)
 
 
+class CanonicalJSONTextField(models.JSONField):
+    """A JSON value kept as its canonical text (sorted keys, compact, UTF-8) in a text column, on every database.
+
+    PostgreSQL's ``jsonb`` reorders keys and respaces the text, so verification had to parse and re-encode
+    every detail there (issue 19); stored as text, it comes back byte-for-byte as hashed, as on SQLite."""
+
+    def db_type(self, connection) -> str:
+        return "text"
+
+    def get_db_prep_value(self, value, connection, prepared=False):
+        if not prepared:
+            value = self.get_prep_value(value)
+        if value is None:
+            return None
+        if hasattr(value, "as_sql"):
+            return value
+        return json.dumps(value, cls=self.encoder)
+
+
 class DecisionLogEntry(models.Model):
     """One row of a book's append-only, hash-chained, HMAC-sealed decision log."""
 
@@ -152,7 +171,7 @@ class DecisionLogEntry(models.Model):
     # Verdict-specific detail (constraint, steer, what was granted, affected slots).
     # Stored in its canonical form (sorted keys, compact) so verification can hash the
     # stored text as it is instead of parsing and re-encoding it (bench/RESULTS.md).
-    detail = models.JSONField(default=dict, blank=True, encoder=CanonicalJSONEncoder)
+    detail = CanonicalJSONTextField(default=dict, blank=True, encoder=CanonicalJSONEncoder)
     approval = models.ForeignKey(
         Approval,
         null=True,
@@ -163,10 +182,14 @@ class DecisionLogEntry(models.Model):
     prev_hash = models.CharField(max_length=64)
     hash = models.CharField(max_length=64)
     seal = models.CharField(max_length=64)
+    # Which key of the seal key ring sealed it (approvals.chain.seal_keys); blank before the ring.
+    seal_key_id = models.CharField(max_length=16, blank=True, default="", db_default="")
 
     class Meta:
         ordering = ["book", "sequence"]
         verbose_name_plural = "decision log entries"
+        # Verification finds the entry that approved each approved subject (approvals/canon.py).
+        indexes = [models.Index(fields=["subject_type", "subject_id"], name="decisionlog_subject")]
         constraints = [
             models.UniqueConstraint(fields=["book", "sequence"], name="decisionlog_unique_sequence"),
             # Two entries can never follow the same predecessor: the chain cannot fork.

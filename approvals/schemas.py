@@ -144,5 +144,7 @@ class VerificationOut(Schema):
     entries: int
     first_bad_sequence: int | None
     reason: str | None
-
-
+    # The entry the tip anchor outside the database records (null: this book has no anchor yet).
+    anchored_sequence: int | None = None
+    # How many approved charters, claims and research items were checked against their log entries.
+    canon_checked: int = 0

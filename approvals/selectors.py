@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import hmac
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import connection
-from django.db.models import Count, Q, QuerySet, TextField
+from django.db.models import Count, F, Func, Q, QuerySet, TextField
 from django.db.models.functions import Cast
 
 from discovery.access import BookAccess, Cap, book_access, books_visible_to
@@ -19,7 +20,9 @@ from discovery.selectors import withheld_claims
 from novelgraph.auth import Principal
 from novelgraph.errors import NotFound
 
-from .chain import Verification, chain_fields, verify_rows
+from .anchor import anchor_line, anchor_seal, anchor_tip
+from .canon import canon_verify
+from .chain import Verification, chain_fields, seal_keys, verify_rows
 from .models import Approval, DecisionLogEntry, Verdict
 
 VERIFY_COLUMNS = (
@@ -36,6 +39,7 @@ VERIFY_COLUMNS = (
     "prev_hash",
     "hash",
     "seal",
+    "seal_key_id",
 )
 
 
@@ -56,23 +60,45 @@ def _cursor_rows(queryset: QuerySet, batch: int = 2000) -> Iterator[tuple]:
             yield from rows
 
 
-def decision_log_verify(book: Book) -> Verification:
+_PG_TS_TEXT = "to_char(%(expressions)s AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US')"
+
+
+def decision_log_verify(book: Book, *, use_anchor: bool = True) -> Verification:
     """Recompute the book's chain and seals; names the first entry that fails.
 
-    A chain alone cannot show that its newest entries were cut off, so the check
-    also asks that every decided approval of the book still has its log entry.
-    Two queries, whatever the length of the log.
+    A chain alone cannot show that its newest entries were cut off, so the check also asks
+    that the tip anchored outside the database (approvals/anchor.py) is still in the chain
+    with its hash, and that every decided approval of the book still has its log entry. Then
+    every approved charter, claim and research item is checked against the entry that
+    approved it (approvals/canon.py). The chain streams in batches: constant memory.
     """
+    anchor = anchor_tip(book.pk) if use_anchor else None
     rows = DecisionLogEntry.objects.filter(book=book).order_by("sequence")
     if connection.vendor == "sqlite":
         # The stored text of ts, not a parsed datetime (SQLite keeps it as UTC text).
         rows = rows.annotate(ts_text=Cast("ts", output_field=TextField()))
-        rows = rows.values_list(*("ts_text" if c == "ts" else c for c in VERIFY_COLUMNS))
     else:
-        rows = rows.values_list(*VERIFY_COLUMNS)
-    result = verify_rows(book.pk, _cursor_rows(rows))
+        # PostgreSQL formats ts as UTC text in the same shape ("YYYY-MM-DD HH:MM:SS.ffffff"): building a
+        # timezone-aware datetime per row and formatting it again cost a quarter of verification (issue 19).
+        rows = rows.annotate(ts_text=Func(F("ts"), template=_PG_TS_TEXT, output_field=TextField()))
+    rows = rows.values_list(*("ts_text" if c == "ts" else c for c in VERIFY_COLUMNS))
+    result = verify_rows(book.pk, _cursor_rows(rows), checkpoint=anchor.sequence if anchor else None)
     if not result.ok:
         return result
+    anchored = anchor.sequence if anchor else None
+    result = replace(result, anchored_sequence=anchored)
+    if anchor is not None:
+        if not anchor.valid:
+            return _failed(result, result.entries, "the tip anchor outside the database is not sealed by this server")
+        if anchor.sequence > result.entries:
+            return _failed(
+                result,
+                result.entries + 1,
+                f"the log ends at entry {result.entries} but its anchor records entry {anchor.sequence}: "
+                "entries were cut from the tip",
+            )
+        if result.checkpoint_hash != anchor.hash:
+            return _failed(result, anchor.sequence, f"entry {anchor.sequence} differs from the anchored tip")
     orphan = (
         Approval.objects.filter(book=book, status=Approval.Status.DECIDED)
         .exclude(pk__in=DecisionLogEntry.objects.filter(book=book, approval__isnull=False).values("approval_id"))
@@ -81,13 +107,33 @@ def decision_log_verify(book: Book) -> Verification:
         .first()
     )
     if orphan is not None:
-        return Verification(
-            False,
-            result.entries,
-            result.entries + 1,
-            f"approval {orphan} was decided but its log entry is missing",
-        )
+        return _failed(result, result.entries + 1, f"approval {orphan} was decided but its log entry is missing")
+    checked, problem = canon_verify(book)
+    if problem is not None:
+        return replace(result, ok=False, first_bad_sequence=None, reason=problem, canon_checked=checked)
+    return replace(result, canon_checked=checked)
+
+
+def decision_log_reaches(book: Book, tip: dict, result: Verification) -> Verification:
+    """Whether the verified log still holds the tip an earlier export sealed (``{"sequence", "hash", "key_id",
+    "seal"}``): a log cut below a tip the author kept fails, even when the anchor file was cut with it."""
+    sequence = int(tip["sequence"])
+    key = seal_keys().get(str(tip.get("key_id")))
+    if key is None or not hmac.compare_digest(
+        anchor_seal(book.pk, sequence, str(tip.get("hash")), key), str(tip.get("seal"))
+    ):
+        return _failed(result, sequence, "the export's tip seal was not written by this server")
+    stored = DecisionLogEntry.objects.filter(book=book, sequence=sequence).values_list("hash", flat=True).first()
+    if stored is None:
+        return _failed(result, result.entries + 1, f"the log ends at entry {result.entries} but the export reaches "
+                       f"entry {sequence}: entries were cut")  # fmt: skip
+    if stored != tip.get("hash"):
+        return _failed(result, sequence, f"entry {sequence} differs from the exported tip")
     return result
+
+
+def _failed(result: Verification, sequence: int | None, reason: str) -> Verification:
+    return replace(result, ok=False, first_bad_sequence=sequence, reason=reason)
 
 
 def decision_log_newest_first(book: Book) -> QuerySet[DecisionLogEntry]:
@@ -98,7 +144,8 @@ def decision_log_newest_first(book: Book) -> QuerySet[DecisionLogEntry]:
 
 
 def decision_log_export_lines(book: Book, *, withheld: dict[str, str] | None = None) -> Iterator[str]:
-    """The book's log as JSON Lines: every field of the hash recipe, then hash and seal.
+    """The book's log as JSON Lines: every field of the hash recipe, then hash, seal and seal_key_id;
+    the last line is ``{"tip": {book, sequence, hash, key_id, seal}}``, the tip sealed as the anchor seals it.
 
     Each line re-verifies on its own with ``approvals.chain``'s recipe (see the README
     and ``scripts/verify_decision_log_export.py``). An entry about a subject in ``withheld``
@@ -111,14 +158,22 @@ def decision_log_export_lines(book: Book, *, withheld: dict[str, str] | None = N
         .values_list(*VERIFY_COLUMNS)
         .iterator(chunk_size=2000)
     )
+    tip = None
     for row in rows:
         values = dict(zip(VERIFY_COLUMNS, row, strict=True))
-        fields = chain_fields(book_id=book.pk, **{k: values[k] for k in VERIFY_COLUMNS if k not in {"hash", "seal"}})
-        line = dict(fields, hash=values["hash"], seal=values["seal"])
+        fields = chain_fields(
+            book_id=book.pk, **{k: values[k] for k in VERIFY_COLUMNS if k not in {"hash", "seal", "seal_key_id"}}
+        )
+        line = dict(fields, hash=values["hash"], seal=values["seal"], seal_key_id=values["seal_key_id"])
         hidden = withheld_line(withheld, values["subject_type"], values["subject_id"])
         if hidden is not None:
             line.update(rationale="", detail={}, withheld=hidden)
+        tip = (values["sequence"], values["hash"])
         yield json.dumps(line, ensure_ascii=False, sort_keys=True) + "\n"
+    if tip is not None:
+        # The tip seal, as the anchor file writes it: whoever keeps this export can later show that a
+        # log which no longer reaches this entry was cut (`verify_decision_log --against FILE`).
+        yield json.dumps({"tip": anchor_line(book.pk, *tip)}, sort_keys=True) + "\n"
 
 
 # --- What a role may not read ------------------------------------------------------

@@ -25,7 +25,9 @@ from discovery.models import Book
 from novelgraph.db import lock_row
 from novelgraph.errors import Conflict, Invalid, NotFound
 
-from .chain import GENESIS_HASH, chain_fields, entry_hash, seal_of
+from .anchor import anchor_after_commit
+from .canon import APPROVING, canon_record
+from .chain import GENESIS_HASH, chain_fields, current_key_id, entry_hash, seal_of
 from .models import Approval, DecisionLogEntry, Reversibility, Verdict
 
 # Verdicts that need a text saying what they impose, steer or grant.
@@ -146,7 +148,7 @@ def decision_log_append(
             prev_hash=prev_hash,
         )
         digest = entry_hash(fields)
-        return DecisionLogEntry.objects.create(
+        entry = DecisionLogEntry.objects.create(
             book=book,
             sequence=sequence,
             ts=ts,
@@ -163,7 +165,11 @@ def decision_log_append(
             prev_hash=prev_hash,
             hash=digest,
             seal=seal_of(digest),
+            seal_key_id=current_key_id(),
         )
+        # The tip, anchored outside the database once this transaction commits (approvals/anchor.py).
+        anchor_after_commit(book.pk, sequence, digest)
+        return entry
 
 
 # --- Approvals ------------------------------------------------------------
@@ -244,6 +250,9 @@ def approval_decide(
     constraint = (constraint or "").strip()
     lapsed = False
     with transaction.atomic():
+        # The book's decisions queue here, before any handler writes: two verdicts on one book (say two
+        # charters approved at once, each creating the opening chapter) never interleave.
+        lock_row(Book, access.book.pk)
         approval = (
             Approval.objects.select_for_update().filter(pk=approval_id, book=access.book).first()
             if _is_id(approval_id)
@@ -289,6 +298,11 @@ def approval_decide(
             detail = dict(decision.detail)
             if constraint:
                 detail["constraint"] = constraint
+            if verdict == APPROVING:
+                # What became canon (its content's digest; a claim's value), checked by verification.
+                record = canon_record(approval.subject_type, approval.subject_id)
+                if record is not None:
+                    detail["canon"] = record
             entry = decision_log_append(
                 book=access.book,
                 decision=verdict,

@@ -14,6 +14,7 @@ from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods
 
 from discovery.access import BookAccess, Cap, page_access
@@ -22,8 +23,9 @@ from discovery.selectors import approval_conflicts
 from novelgraph.auth import principal_for_user
 from novelgraph.errors import Conflict, Forbidden, Invalid
 from novelgraph.schemas import parse_form
+from novelgraph.words import AGENT_NAMES
 
-from .models import Approval
+from .models import Approval, Verdict
 from .schemas import VerdictIn
 from .selectors import (
     approval_get,
@@ -34,6 +36,7 @@ from .selectors import (
     pending_count_for,
 )
 from .services import VERDICT_NEEDS_CONSTRAINT, approval_decide
+from .wording import VERDICT_PAST, verdict_help
 
 PER_PAGE = 50
 APPROVALS_CHANGED = "approvals-changed"
@@ -76,14 +79,82 @@ def inbox(request: HttpRequest) -> HttpResponse:
     return render(request, template, context)
 
 
+CARD_KINDS = {
+    "gate": "gate card",
+    "bound": "bound card (the loop paused at a limit)",
+    "consent": "consent card (a one-way door)",
+    "cascade": "cascade card (confirm what goes stale)",
+}
+
+
+def card_fields(card: dict | None) -> dict:
+    """A loop option card as labelled, readable fields (no ids, no schema version)."""
+    if not card:
+        return {}
+    fields = {
+        "Kind": CARD_KINDS.get(card.get("kind"), card.get("kind")),
+        "Gate": card.get("gate"),
+        "What is asked": card.get("summary"),
+        "Decisions requested": card.get("decisions_requested"),
+        "Recommended": card.get("recommended"),
+        "Reversibility": (card.get("reversibility_class") or "").replace("-", " "),
+        "Slots it covers": card.get("artifacts"),
+        "Bound reached": card.get("bound"),
+        "Proposed extension": card.get("proposed_extension"),
+        "Risk triggers": card.get("risk_triggers"),
+        "Rests on": card.get("trace_seed"),
+        "Raised by": AGENT_NAMES.get(card.get("raised_by"), card.get("raised_by")),
+        "Round": card.get("round"),
+    }
+    return {label: value for label, value in fields.items() if value not in (None, "", [], {})}
+
+
+def impact_fields(impact) -> dict | None:
+    """A cascade preview in words: what would go stale, which lenses re-run, whether it needs confirming."""
+    if not isinstance(impact, dict) or "affected" not in impact:
+        return impact
+    if impact.get("already_applied"):
+        return {"Already applied": f"what this rests on is already {impact.get('seed_status')}; nothing more changes"}
+    affected = []
+    for a in impact.get("affected") or []:
+        rerun = f", re-run by {a['lens']}" if a.get("lens") else ""
+        affected.append(f"{a.get('artifact') or a.get('node_id')} ({a.get('kind')}{rerun})")
+    return {
+        "Would go stale": affected or "nothing",
+        "Lenses that would re-run": impact.get("lenses") or "none",
+        "Needs your confirmation": (
+            f"yes: {len(affected)} slots is more than the limit of {impact.get('limit'):g}"
+            if impact.get("breaker")
+            else "no"
+        ),
+    }
+
+
+def subject_name(approval: Approval, proposal: dict) -> str:
+    """What the decision is about, by its name (never its id)."""
+    card = proposal.get("card") or {}
+    return proposal.get("title") or card.get("summary") or approval.summary
+
+
 def _decision_context(request: HttpRequest, access: BookAccess, approval: Approval, **extra) -> dict:
     view = approval_view(access, approval)
-    shown = {"title", "fields", "changes", "source_refs", "impact", "type", "id", "exists"}
+    shown = {"title", "fields", "changes", "source_refs", "impact", "type", "id", "exists", "card", "verdicts"}
     if view.proposal.get("fields"):
         shown.add("content")
+    card = view.proposal.get("card") or {}
+    offered = view.proposal.get("verdicts") or view.verdicts
+    offered = [v for v in view.verdicts if v in offered]
     context = {
         "view": view,
-        "extras": [(k, v) for k, v in view.proposal.items() if k not in shown],
+        "subject_name": subject_name(approval, view.proposal),
+        "card_fields": card_fields(card),
+        "impact": impact_fields(view.impact),
+        "verdict_choices": [(v, Verdict(v).label, verdict_help(approval.kind, v, card.get("kind"))) for v in offered],
+        "extras": [
+            (k, v)
+            for k, v in view.proposal.items()
+            if k not in shown and k not in {"research_id", "version", "content"} and v not in (None, "", [], {})
+        ],
         "approval": approval,
         "may_decide": access.is_author,
         "needs_text": {str(k): v for k, v in VERDICT_NEEDS_CONSTRAINT.items()},
@@ -91,6 +162,7 @@ def _decision_context(request: HttpRequest, access: BookAccess, approval: Approv
         "error": None,
         "error_field": None,
         "sidebar": inbox_for(access.principal, limit=10, superseded_limit=0),
+        "oob": False,
         # The agent run that asked for this decision (a charter draft, a claim, a gate card), if one did.
         "run": produced_by("approval", [approval.pk]).get(str(approval.pk)),
         # A proposed claim that contradicts approved canon: both sides, for the author's verdict; and the
@@ -99,6 +171,18 @@ def _decision_context(request: HttpRequest, access: BookAccess, approval: Approv
     }
     context.update(extra)
     return context
+
+
+def _stale_message(approval: Approval) -> str:
+    """When the form was sent against a state that changed meanwhile, say what happened instead."""
+    if approval.status == Approval.Status.DECIDED and approval.decided_at:
+        who = approval.decided_by.get_username() if approval.decided_by else "the author"
+        when = timezone.localtime(approval.decided_at).strftime("%H:%M")
+        done = VERDICT_PAST.get(approval.verdict, "decided")
+        return f"Already {done} by {who} at {when}; nothing was recorded."
+    if approval.status == Approval.Status.SUPERSEDED:
+        return "This approval lapsed (the proposal changed) before your verdict arrived; nothing was recorded."
+    return ""
 
 
 def _contradictions(access: BookAccess, approval: Approval) -> dict:
@@ -132,7 +216,13 @@ def decision(request: HttpRequest, approval_id: uuid.UUID) -> HttpResponse:
     except (Invalid, Conflict) as exc:
         approval.refresh_from_db()
         context = _decision_context(
-            request, access, approval, form=form, error=exc.message, error_field=getattr(exc, "field", None)
+            request,
+            access,
+            approval,
+            form=form,
+            error=_stale_message(approval) or exc.message,
+            error_field=getattr(exc, "field", None),
+            oob=bool(request.htmx),
         )
         if request.htmx:
             response = render(request, "approvals/decision.html#decision-panel", context)
@@ -143,7 +233,7 @@ def decision(request: HttpRequest, approval_id: uuid.UUID) -> HttpResponse:
     if request.htmx:
         approval.refresh_from_db()
         response = render(
-            request, "approvals/decision.html#decision-panel", _decision_context(request, access, approval)
+            request, "approvals/decision.html#decision-panel", _decision_context(request, access, approval, oob=True)
         )
         response["HX-Trigger"] = APPROVALS_CHANGED
         return response

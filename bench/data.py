@@ -116,7 +116,7 @@ def build_book(
                     ratified_by_user=author,
                     approval=approval,
                 )
-            KnowledgeClaim.objects.bulk_create(
+            made = KnowledgeClaim.objects.bulk_create(
                 [
                     KnowledgeClaim(
                         base=bases[i % len(bases)],
@@ -132,6 +132,7 @@ def build_book(
                 ],
                 batch_size=1000,
             )
+            _log_canon(book, author, made)
         ScratchpadEntry.objects.bulk_create(
             [
                 ScratchpadEntry(
@@ -253,3 +254,66 @@ def build_book(
                     ratified_by_user=author,
                 )
     return BenchBook(book=book, author=author, session=session, password=PASSWORD)
+
+
+def _log_canon(book, author, claims) -> None:
+    """Each approved claim's approving log entry, with its canon record, chained by the recipe and bulk-inserted
+    (verification checks every approved claim against the entry that approved it)."""
+    from django.utils import timezone
+
+    from approvals.canon import canon_digest
+    from approvals.chain import GENESIS_HASH, chain_fields, current_key_id, entry_hash, seal_of
+    from approvals.models import DecisionLogEntry
+
+    last = DecisionLogEntry.objects.filter(book=book).order_by("-sequence").values_list("sequence", "hash").first()
+    sequence, prev_hash = last if last else (0, GENESIS_HASH)
+    ts = timezone.now()
+    rows = []
+    for claim in claims:
+        sequence += 1
+        fields = {
+            "base_id": str(claim.base_id),
+            "subject": claim.subject,
+            "predicate": claim.predicate,
+            "value": claim.value,
+            "provenance": claim.provenance,
+            "evidence": claim.evidence,
+            "source_refs": claim.source_refs,
+        }
+        recipe = chain_fields(
+            book_id=book.pk,
+            sequence=sequence,
+            ts=ts,
+            gate=None,
+            decision="approve",
+            subject_type="claim",
+            subject_id=claim.pk,
+            ratified_by=f"author:{author.get_username()}",
+            reversibility_class="reversible",
+            rationale="Consistent with the charter.",
+            detail={"canon": {"digest": canon_digest(fields), "value": claim.value}},
+            prev_hash=prev_hash,
+        )
+        digest = entry_hash(recipe)
+        rows.append(
+            DecisionLogEntry(
+                book=book,
+                sequence=sequence,
+                ts=ts,
+                decision="approve",
+                subject_type="claim",
+                subject_id=str(claim.pk),
+                ratified_by=recipe["ratified_by"],
+                ratified_by_user=author,
+                reversibility_class="reversible",
+                rationale=recipe["rationale"],
+                detail=recipe["detail"],
+                approval=claim.approval,
+                prev_hash=prev_hash,
+                hash=digest,
+                seal=seal_of(digest),
+                seal_key_id=current_key_id(),
+            )
+        )
+        prev_hash = digest
+    DecisionLogEntry.objects.bulk_create(rows, batch_size=1000)

@@ -35,6 +35,8 @@ from .schemas import (
     DiscoveryViewOut,
     DossierIn,
     DossierOut,
+    EditorIn,
+    EditorOut,
     EntryIn,
     EntryOut,
     HandoffIn,
@@ -121,6 +123,28 @@ def book_detail(request: HttpRequest, book_id: uuid.UUID):
     book.role = access.role
     book.capabilities = sorted(c.value for c in access.caps)
     return book
+
+
+@router.post(
+    "/books/{book_id}/editors",
+    response={201: EditorOut, **ERRORS},
+    summary="Invite an editor by username (the book's author only)",
+    description="An editor reads everything and writes turns; she never decides. 422 for an unknown username "
+    "or the author herself; 409 when she already edits the book.",
+)
+def book_editor_add(request: HttpRequest, book_id: uuid.UUID, payload: EditorIn):
+    person = services.book_editor_add(access=_access(request, book_id), payload=payload)
+    return Status(201, {"id": person.pk, "username": person.get_username()})
+
+
+@router.delete(
+    "/books/{book_id}/editors/{user_id}",
+    response={204: None, **ERRORS},
+    summary="Remove an editor (the book's author only)",
+)
+def book_editor_remove(request: HttpRequest, book_id: uuid.UUID, user_id: int):
+    services.book_editor_remove(access=_access(request, book_id), user_id=user_id)
+    return Status(204, None)
 
 
 # --- Discovery sessions -----------------------------------------------------------

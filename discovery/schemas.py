@@ -65,6 +65,24 @@ class BookIn(Schema):
     planned_order: int | None = Field(None, ge=0, le=10_000)
 
 
+# The genre packs an author picks from when she starts a book (the API takes any text).
+GENRE_PACKS: tuple[tuple[str, str], ...] = (
+    ("mystery", "Mystery"),
+    ("thriller", "Thriller"),
+    ("romance", "Romance"),
+    ("fantasy", "Fantasy"),
+    ("science-fiction", "Science fiction"),
+    ("literary", "Literary fiction"),
+    ("historical", "Historical fiction"),
+)
+
+
+class EditorIn(Schema):
+    """A person the author invites to edit her book, by username."""
+
+    username: Text(150)
+
+
 class ObservationIn(Schema):
     key: Text(limit(Observation, "key"))
     value: Text(limit(Observation, "value"))
@@ -332,6 +350,11 @@ class WhoAmI(Schema):
     role: str
     capabilities: list[str]
     book_ids: list[str]
+
+
+class EditorOut(Schema):
+    id: int
+    username: str
 
 
 class SeriesOut(Schema):

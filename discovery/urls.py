@@ -5,7 +5,13 @@ from . import views
 app_name = "discovery"
 urlpatterns = [
     path("", views.home, name="home"),
+    path("series/new/", views.series_new, name="series_new"),
+    path("books/new/", views.book_new, name="book_new"),
     path("books/<uuid:book_id>/", views.book_detail, name="book"),
+    path("books/<uuid:book_id>/charters/new/", views.charter_new, name="charter_new"),
+    path("books/<uuid:book_id>/charters/compare/", views.charter_compare, name="charter_compare"),
+    path("books/<uuid:book_id>/people/", views.book_people, name="people"),
+    path("books/<uuid:book_id>/people/<int:user_id>/remove/", views.book_editor_remove, name="editor_remove"),
     path("books/<uuid:book_id>/discovery/start/", views.discovery_start, name="discovery_start"),
     path("books/<uuid:book_id>/scratchpad/", views.scratchpad, name="scratchpad"),
     path("books/<uuid:book_id>/turns/", views.turn_add, name="turn_add"),

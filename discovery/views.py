@@ -11,12 +11,13 @@ from __future__ import annotations
 import uuid
 from itertools import chain
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db.models import Count, Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_http_methods, require_POST
 
 from approvals.models import Approval, DecisionLogEntry
 from library.models import ResearchItem
@@ -31,13 +32,48 @@ from .agents.models import AgentRun
 from .agents.selectors import produced_by
 from .loop.models import LoopMeta
 from .loop.selectors import gate_steps
-from .models import Book, KnowledgeClaim, Observation, ScratchpadEntry, ScratchpadEntryKind, SessionQuestion, Turn
+from .models import (
+    Book,
+    KnowledgeClaim,
+    Observation,
+    ScratchpadEntry,
+    ScratchpadEntryKind,
+    Series,
+    SessionQuestion,
+    StoryCharter,
+    Turn,
+)
 from .refs import resolve_source_refs
-from .schemas import AsOfFilter, DossierIn, ObservationResolveIn, TurnIn
-from .selectors import OPEN_SESSION_STATUSES, canon_bases, codex_view, current_session, discovery_view, scratchpad_for
+from .schemas import (
+    GENRE_PACKS,
+    AsOfFilter,
+    BookIn,
+    CharterIn,
+    DossierIn,
+    EditorIn,
+    ObservationResolveIn,
+    SeriesIn,
+    TurnIn,
+)
+from .selectors import (
+    OPEN_SESSION_STATUSES,
+    canon_bases,
+    codex_view,
+    current_session,
+    discovery_view,
+    scratchpad_for,
+)
+from .templatetags.discovery_pages import as_list
 from .timeline import timeline_svg
 
 RECENT_ACTIVITY = 12
+# A decision's subject in words (the log stores the type's internal name).
+SUBJECT_WORDS = {
+    "charter": "the Story Charter",
+    "claim": "a canon claim",
+    "research": "research",
+    "loop-option-card": "a gate card",
+}
 
 
 # --- Links ----------------------------------------------------------------------
@@ -57,6 +93,9 @@ def book_links(book: Book) -> dict[str, str | None]:
         "loop": reverse("loop:page", args=[book.pk]),
         "library": reverse("library:search"),
         "search": reverse("library:book_search", args=[book.pk]),
+        "people": reverse("discovery:people", args=[book.pk]),
+        "charter_new": reverse("discovery:charter_new", args=[book.pk]),
+        "charter_compare": reverse("discovery:charter_compare", args=[book.pk]),
     }
 
 
@@ -165,7 +204,7 @@ def recent_activity(book_ids: list) -> list[dict]:
                 "book": d.book,
                 "what": "decision",
                 "who": d.ratified_by.split(":", 1)[-1],
-                "text": f"{d.get_decision_display()} {d.subject_type}: {d.rationale}",
+                "text": f"{d.get_decision_display()} {SUBJECT_WORDS.get(d.subject_type, 'a decision')}: {d.rationale}",
                 "href": book_links(d.book)["log"],
             }
             for d in decisions.order_by("-ts")[:RECENT_ACTIVITY]
@@ -457,3 +496,235 @@ def dossier_create(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
     except DomainError as exc:
         return _dossiers_page(request, access, snapshot_error=exc.message, status=exc.status)
     return redirect("discovery:dossier", book_id=access.book.pk, dossier_id=dossier.pk)
+
+
+# --- Starting: a series, a book, its editors ------------------------------------------
+
+
+def _form_values(request: HttpRequest, names: tuple[str, ...]) -> dict[str, str]:
+    return {name: request.POST.get(name, "") for name in names}
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def series_new(request: HttpRequest) -> HttpResponse:
+    """A new series through ``services.series_create`` (the API's ``POST /series``); then a first book in it."""
+    form = _form_values(request, ("title", "premise", "publication_target"))
+    error = None
+    if request.method == "POST":
+        try:
+            series = services.series_create(
+                principal=principal_for_user(request.user), payload=parse_form(SeriesIn, form)
+            )
+        except DomainError as exc:
+            error = exc
+        else:
+            messages.success(request, f"Series “{series.title}” created. Now its first book.")
+            return redirect(f"{reverse('discovery:book_new')}?series={series.pk}")
+    return render(
+        request,
+        "discovery/series_new.html",
+        {"form": form, "error": error},
+        status=error.status if error else 200,
+    )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def book_new(request: HttpRequest) -> HttpResponse:
+    """A new book through ``services.book_create`` (the API's ``POST /books``): title, premise, a genre
+    pack from the list, optionally a series of hers and its planned order."""
+    form = _form_values(request, ("title", "premise", "genre_pack", "series_id", "planned_order"))
+    if request.method == "GET":
+        form["series_id"] = request.GET.get("series", "")
+    error = None
+    if request.method == "POST":
+        data = {**form, "series_id": form["series_id"] or None, "planned_order": form["planned_order"] or None}
+        try:
+            book = services.book_create(principal=principal_for_user(request.user), payload=parse_form(BookIn, data))
+        except DomainError as exc:
+            error = exc
+        else:
+            messages.success(request, f"“{book.title}” is yours. Start its discovery when you are ready.")
+            return redirect("discovery:book", book_id=book.pk)
+    return render(
+        request,
+        "discovery/book_new.html",
+        {
+            "form": form,
+            "error": error,
+            "series": Series.objects.filter(owner=request.user).order_by("title"),
+            "genre_packs": GENRE_PACKS,
+        },
+        status=error.status if error else 200,
+    )
+
+
+def _people_page(request: HttpRequest, access: BookAccess, *, error=None, username: str = "", status: int = 200):
+    book = access.book
+    return render(
+        request,
+        "discovery/people.html",
+        {
+            "book": book,
+            "role": access.role,
+            "links": book_links(book),
+            "editors": list(book.editors.order_by("username")),
+            "error": error,
+            "username": username,
+        },
+        status=status,
+    )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def book_people(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
+    """Who works on the book. POST (the author): invite an editor by username (``services.book_editor_add``)."""
+    access = page_access(request, book_id, Cap.BOOK_READ)
+    if request.method == "GET":
+        return _people_page(request, access)
+    username = request.POST.get("username", "")
+    try:
+        person = services.book_editor_add(access=access, payload=parse_form(EditorIn, {"username": username}))
+    except DomainError as exc:
+        return _people_page(request, access, error=exc, username=username, status=exc.status)
+    messages.success(request, f"{person.get_username()} now edits “{access.book.title}”.")
+    return redirect("discovery:people", book_id=access.book.pk)
+
+
+@login_required
+@require_POST
+def book_editor_remove(request: HttpRequest, book_id: uuid.UUID, user_id: int) -> HttpResponse:
+    """The author removes an editor (``services.book_editor_remove``); the page asks to confirm first."""
+    access = page_access(request, book_id, Cap.BOOK_READ)
+    try:
+        services.book_editor_remove(access=access, user_id=user_id)
+    except DomainError as exc:
+        return _people_page(request, access, error=exc, status=exc.status)
+    messages.success(request, "The editor was removed; they no longer see this book.")
+    return redirect("discovery:people", book_id=access.book.pk)
+
+
+# --- The Story Charter: write a version, compare two ------------------------------------
+
+# The charter's fields in order: (name, label, kind) where kind is "text", "lines" (one item a line)
+# or "pairs" (one "aspect: description" a line, for the protagonist).
+CHARTER_FIELDS: tuple[tuple[str, str, str], ...] = (
+    ("main_thrust", "Main thrust", "text"),
+    ("reader_promise", "Reader promise", "lines"),
+    ("protagonist", "Protagonist", "pairs"),
+    ("central_conflict", "Central conflict", "text"),
+    ("genre_contract", "Genre contract", "text"),
+    ("thematic_questions", "Thematic questions", "lines"),
+    ("narrative_form", "Narrative form", "text"),
+    ("ending_horizon", "Ending horizon", "text"),
+    ("constraints", "Constraints", "lines"),
+    ("productive_unknowns", "Productive unknowns", "lines"),
+    ("rejected_directions", "Rejected directions", "lines"),
+)
+REQUIRED_CHARTER_FIELDS = {"main_thrust", "reader_promise", "protagonist", "central_conflict"}
+
+
+def _charter_as_form(content: dict) -> dict[str, str]:
+    """A charter's content as the form's text fields (lists one item a line, the protagonist as pairs)."""
+    form = {}
+    for name, _label, kind in CHARTER_FIELDS:
+        value = content.get(name)
+        if kind == "lines":
+            form[name] = "\n".join(str(v) for v in as_list(value))
+        elif kind == "pairs" and isinstance(value, dict):
+            form[name] = "\n".join(f"{k}: {v}" for k, v in value.items())
+        else:
+            form[name] = "" if value is None else str(value)
+    return form
+
+
+def _charter_from_form(form: dict[str, str]) -> dict:
+    """The form's text as a charter payload for ``CharterIn`` (which validates it, as the API's does)."""
+    data: dict = {}
+    for name, _label, kind in CHARTER_FIELDS:
+        text = form.get(name, "")
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        if kind == "lines":
+            data[name] = lines
+        elif kind == "pairs":
+            pairs = {}
+            for line in lines:
+                key, sep, value = line.partition(":")
+                if sep and key.strip():
+                    pairs[key.strip()] = value.strip()
+                else:
+                    pairs.setdefault("description", "")
+                    pairs["description"] = (pairs["description"] + " " + line).strip()
+            data[name] = pairs
+        else:
+            data[name] = text.strip() or (None if name not in REQUIRED_CHARTER_FIELDS else "")
+    return data
+
+
+def _charter_page(request, access: BookAccess, *, form: dict, base, error=None, status: int = 200):
+    book = access.book
+    return render(
+        request,
+        "discovery/charter_new.html",
+        {
+            "book": book,
+            "role": access.role,
+            "links": book_links(book),
+            "fields": [(name, label, kind, form.get(name, "")) for name, label, kind in CHARTER_FIELDS],
+            "required": REQUIRED_CHARTER_FIELDS,
+            "base": base,
+            "error": error,
+        },
+        status=status,
+    )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def charter_new(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
+    """The author writes a Story Charter version of her own, starting from the current one; it is
+    proposed through ``services.charter_propose`` (as from the API) and binds only once she approves it."""
+    access = page_access(request, book_id, Cap.BOOK_READ)
+    charters = StoryCharter.objects.filter(book=access.book)
+    base = charters.filter(status=StoryCharter.Status.APPROVED).first() or charters.order_by("-version").first()
+    if request.method == "GET":
+        return _charter_page(request, access, form=_charter_as_form(base.content if base else {}), base=base)
+    form = {name: request.POST.get(name, "") for name, _label, _kind in CHARTER_FIELDS}
+    try:
+        access.require(Cap.CHARTER_PROPOSE)
+        charter = services.charter_propose(access=access, payload=parse_form(CharterIn, _charter_from_form(form)))
+    except DomainError as exc:
+        return _charter_page(request, access, form=form, base=base, error=exc, status=exc.status)
+    messages.success(request, f"Version {charter.version} is proposed. It binds the book once you approve it.")
+    return redirect(f"{reverse('discovery:book', args=[access.book.pk])}#charter-{charter.pk}")
+
+
+@login_required
+def charter_compare(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
+    """Any two Story Charter versions side by side, field by field (``?a=<version>&b=<version>``)."""
+    access = page_access(request, book_id, Cap.BOOK_READ)
+    charters = list(StoryCharter.objects.filter(book=access.book).order_by("-version"))
+    by_version = {str(c.version): c for c in charters}
+    left = by_version.get(request.GET.get("a", "")) or (charters[1] if len(charters) > 1 else None)
+    right = by_version.get(request.GET.get("b", "")) or (charters[0] if charters else None)
+    rows = []
+    if left and right:
+        for name, label, _kind in CHARTER_FIELDS:
+            a, b = left.content.get(name), right.content.get(name)
+            rows.append({"label": label, "a": a, "b": b, "changed": a != b})
+    return render(
+        request,
+        "discovery/charter_compare.html",
+        {
+            "book": access.book,
+            "role": access.role,
+            "links": book_links(access.book),
+            "charters": charters,
+            "left": left,
+            "right": right,
+            "rows": rows,
+            "changed": sum(1 for row in rows if row["changed"]),
+        },
+    )

@@ -63,3 +63,27 @@ def csrf_middleware_check(app_configs=None, **kwargs) -> list[Warning]:
             id="novelgraph.W003",
         )
     ]
+
+
+@register(Tags.security, deploy=True)
+def seal_key_check(app_configs=None, **kwargs) -> list[Warning]:
+    """Issue 20: in production (DEBUG off) the decision log's seal key is configured, not the local one.
+
+    Without NOVELGRAPH_SEAL_KEY the seal key is the random one generated in var/seal.key, beside the
+    database: whoever copies the var directory gets the key with the log, and the seals prove nothing."""
+    from django.conf import settings
+
+    if settings.DEBUG or getattr(settings, "DECISION_LOG_SEAL_KEY_CONFIGURED", False):
+        return []
+    return [
+        Warning(
+            "No seal key is configured: the decision log is sealed with the local key in var/seal.key, "
+            "kept beside the database.",
+            hint=(
+                "Set NOVELGRAPH_SEAL_KEY to a long random secret kept outside the server's data directory "
+                "(and move the current key to NOVELGRAPH_SEAL_OLD_KEYS so existing entries keep verifying). "
+                "See SECURITY.md."
+            ),
+            id="novelgraph.W004",
+        )
+    ]

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import dj_database_url
 
+from novelgraph.sealkey import local_seal_key, split_keys
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("NOVELGRAPH_VAR_DIR", BASE_DIR / "var"))
 VAR_DIR.mkdir(parents=True, exist_ok=True)
@@ -37,7 +39,16 @@ CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", "")
 
 # The decision log's keyed seal. It must never live in the database: whoever can
 # rewrite rows and recompute SHA-256 hashes still cannot forge the HMAC without it.
-DECISION_LOG_SEAL_KEY = os.environ.get("NOVELGRAPH_SEAL_KEY", "") or f"seal:{SECRET_KEY}"
+# Unset, a random local key is generated on first use in var/seal.key (never derived from
+# SECRET_KEY, whose development value is public); the deploy check warns when DEBUG is off.
+# A key ring (issue 20): NOVELGRAPH_SEAL_KEY seals new entries; the keys in
+# NOVELGRAPH_SEAL_OLD_KEYS (comma-separated) still verify the entries they sealed.
+DECISION_LOG_SEAL_KEY_CONFIGURED = bool(os.environ.get("NOVELGRAPH_SEAL_KEY", ""))
+DECISION_LOG_SEAL_KEY = os.environ.get("NOVELGRAPH_SEAL_KEY", "") or local_seal_key(VAR_DIR)
+DECISION_LOG_SEAL_OLD_KEYS = split_keys(os.environ.get("NOVELGRAPH_SEAL_OLD_KEYS", ""))
+# The chain's tip is anchored outside the database: one append-only file per book under this
+# directory (a subdirectory per database), sealed with the key (approvals/anchor.py).
+DECISION_LOG_ANCHOR_DIR = Path(os.environ.get("NOVELGRAPH_ANCHOR_DIR", VAR_DIR / "decision-log-anchors"))
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -104,6 +115,12 @@ TEMPLATES = [
 # transactions take the write lock at BEGIN, so two writers never deadlock on
 # a lock upgrade (SQLite's stand-in for SELECT ... FOR UPDATE).
 SQLITE_PATH = Path(os.environ.get("NOVELGRAPH_SQLITE_PATH", VAR_DIR / "novelgraph.sqlite3"))
+# Durability (issue 20): with WAL, synchronous=FULL syncs the WAL at every commit, so a committed
+# decision survives a power loss; NORMAL syncs only at checkpoints and may lose the last commits.
+# FULL is the default; NOVELGRAPH_SQLITE_SYNCHRONOUS=NORMAL trades that guarantee for write speed.
+SQLITE_SYNCHRONOUS = os.environ.get("NOVELGRAPH_SQLITE_SYNCHRONOUS", "FULL").strip().upper()
+if SQLITE_SYNCHRONOUS not in {"FULL", "EXTRA", "NORMAL"}:
+    raise RuntimeError("NOVELGRAPH_SQLITE_SYNCHRONOUS must be FULL, EXTRA or NORMAL")
 DATABASE_URL = os.environ.get("DATABASE_URL", "")
 # Parallel test runs on one machine (several checkouts, CI) pick distinct test databases.
 TEST_DB_ID = os.environ.get("NOVELGRAPH_TEST_DB_ID", "novelgraph")
@@ -120,7 +137,7 @@ else:
                 "transaction_mode": "IMMEDIATE",
                 "init_command": (
                     "PRAGMA journal_mode=WAL;"
-                    "PRAGMA synchronous=NORMAL;"
+                    f"PRAGMA synchronous={SQLITE_SYNCHRONOUS};"
                     "PRAGMA foreign_keys=ON;"
                     "PRAGMA busy_timeout=20000;"
                 ),

@@ -11,6 +11,13 @@ handler400 = "novelgraph.security.bad_request"
 urlpatterns = [
     path("login/", ThrottledLoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path(
+        "set-password/<uidb64>/<token>/",
+        auth_views.PasswordResetConfirmView.as_view(
+            template_name="registration/set_password.html", success_url="/login/?password=set"
+        ),
+        name="password_set",
+    ),
     path("keys/", views.keys, name="keys"),
     path("keys/<uuid:key_id>/revoke/", views.key_revoke, name="key-revoke"),
     path("admin/", admin.site.urls),

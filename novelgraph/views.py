@@ -33,11 +33,18 @@ def _page(request: HttpRequest, *, raw_key: str | None = None, created: ApiKey |
     return response
 
 
+# The new key waits in the (server-side) session for the one page that shows it, then is gone.
+NEW_KEY_SESSION = "novelgraph-new-key"
+
+
 @login_required
 def keys(request: HttpRequest) -> HttpResponse:
-    """GET: your keys. POST: create one (role, name, optional books you own); the key is shown once."""
+    """GET: your keys. POST: create one (role, name, optional books you own), then redirect to the page
+    that shows it once (reloading that page shows it no more and creates nothing)."""
     if request.method != "POST":
-        return _page(request)
+        shown = request.session.pop(NEW_KEY_SESSION, None)
+        created = ApiKey.objects.filter(pk=shown["id"], owner=request.user).first() if shown else None
+        return _page(request, raw_key=shown["raw"] if created else None, created=created)
     try:  # too long, or a NUL character (PostgreSQL cannot store one; SQLite must not)
         payload = parse_form(ApiKeyIn, {"name": request.POST.get("name", ""), "role": request.POST.get("role", "")})
     except DomainError as exc:
@@ -50,7 +57,8 @@ def keys(request: HttpRequest) -> HttpResponse:
         key, raw = api_key_create(owner=request.user, role=payload.role, books=books, name=payload.name)
     except DomainError as exc:
         return _page(request, error=exc, status=422)
-    return _page(request, raw_key=raw, created=key, status=201)
+    request.session[NEW_KEY_SESSION] = {"id": str(key.pk), "raw": raw}
+    return redirect("keys")
 
 
 @login_required

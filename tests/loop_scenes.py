@@ -26,14 +26,23 @@ def a_thrust(book) -> str:
 
 
 def a_governing_charter(book) -> None:
-    """An approved Story Charter version (G2 ratifies one), unless the book has one."""
+    """An approved Story Charter version (G2 ratifies one), unless the book has one: proposed by Sol and
+    approved by the book's author through the services (so the decision log records it)."""
+    from approvals.services import approval_decide
+    from discovery.access import book_access
     from discovery.models import StoryCharter
+    from novelgraph.auth import principal_for_user
 
-    from .factories import StoryCharterFactory
+    from .approval_subjects import propose_charter
 
     if not StoryCharter.objects.filter(book=book, status="approved").exists():
-        last = StoryCharter.objects.filter(book=book).order_by("-version").first()
-        StoryCharterFactory(book=book, status="approved", version=(last.version + 1) if last else 1)
+        charter = propose_charter(book)
+        approval_decide(
+            access=book_access(principal_for_user(book.owner), book),
+            approval_id=charter.approval_id,
+            verdict="approve",
+            rationale="The charter the loop's G2 ratifies.",
+        )
 
 
 def ask_gate(api, book, gate: str, **extra):

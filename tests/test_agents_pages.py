@@ -135,4 +135,4 @@ def test_the_review_page_says_which_run_asked_for_the_decision(author_browser, a
 
     html = author_browser.get(f"/review/{approval_id}/").content.decode()
 
-    assert "terra</span>'s run (offline · rules-1" in html and f"#details-{run.pk}" in html
+    assert "Terra</span>'s run (offline · rules-1" in html and f"#details-{run.pk}" in html

@@ -187,6 +187,10 @@ def scene(author, editor, outsider, book, other_book, sol_api, monkeypatch):
         "author": api_key_create(owner=author, role="author")[1],
     }
     ids["key_id"] = api_key_create(owner=author, role="luna")[0].pk
+    # A second editor, whom the author may remove (the scene's editor keeps her access for the other rows).
+    second_editor = UserFactory(username="second-editor")
+    book.editors.add(second_editor)
+    ids["user_id"] = second_editor.pk
     return ids, keys, book
 
 
@@ -229,6 +233,8 @@ API_EXPECTED: dict[str, tuple[int, ...]] = {
     "POST /books": (401, 401, 201, 201, 403, 403, 403, 403, 403, 201, 201),
     "GET /books": (401, 401, 200, 200, 200, 200, 200, 200, 200, 200, 200),
     "GET /books/{book_id}": (401, 401, 404, 404, 404, 404, 200, 200, 200, 200, 200),
+    "POST /books/{book_id}/editors": (401, 401, 404, 404, 404, 404, 403, 403, 403, 403, 422),
+    "DELETE /books/{book_id}/editors/{user_id}": (401, 401, 404, 404, 404, 404, 403, 403, 403, 403, 204),
     "POST /books/{book_id}/discovery": (401, 401, 404, 404, 404, 404, 403, 403, 200, 403, 200),
     "GET /books/{book_id}/discovery": (401, 401, 404, 404, 404, 404, 200, 200, 200, 200, 200),
     "POST /sessions/{session_id}/turns": (401, 401, 404, 404, 404, 404, 403, 403, 403, 403, 201),
@@ -351,6 +357,7 @@ API_EXPECTED: dict[str, tuple[int, ...]] = {
 PAGE_EXPECTED: dict[str, tuple[int, ...]] = {
     "/login/": (200, 200, 200, 200, 200),
     "/logout/": (405, 405, 405, 405, 405),
+    "/set-password/<uidb64>/<token>/": (200, 200, 200, 200, 200),
     "/keys/": (302, 200, 200, 200, 200),
     "/keys/<uuid:key_id>/revoke/": (302, 405, 405, 405, 405),
     "/review/": (302, 200, 200, 200, 200),
@@ -378,6 +385,14 @@ PAGE_EXPECTED: dict[str, tuple[int, ...]] = {
     "/books/<uuid:book_id>/dossiers/new/": (302, 405, 405, 405, 405),
     "/books/<uuid:book_id>/dossiers/<uuid:dossier_id>/": (302, 404, 404, 200, 200),
     "/books/<uuid:book_id>/codex/": (302, 404, 404, 200, 200),
+    "/series/new/": (302, 200, 200, 200, 200),
+    "/books/new/": (302, 200, 200, 200, 200),
+    "/books/<uuid:book_id>/people/": (302, 404, 404, 200, 200),
+    "/books/<uuid:book_id>/people/<int:user_id>/remove/": (302, 405, 405, 405, 405),
+    "/books/<uuid:book_id>/charters/new/": (302, 404, 404, 200, 200),
+    "/books/<uuid:book_id>/charters/compare/": (302, 404, 404, 200, 200),
+    "/books/<uuid:book_id>/loop/nodes/<uuid:node_id>/pick/": (302, 405, 405, 405, 405),
+    "/books/<uuid:book_id>/loop/questions/<uuid:question_id>/answer/": (302, 405, 405, 405, 405),
 }
 
 
@@ -478,6 +493,13 @@ PAGE_POSTS: dict[str, dict] = {
     "/books/<uuid:book_id>/dossiers/new/": {"agent_role": "luna"},
     "/books/<uuid:book_id>/agents/start/": {"task": "thrusts"},
     "/books/<uuid:book_id>/research/<uuid:item_id>/decide/": {"verdict": "approve", "rationale": "A primary source."},
+    "/books/<uuid:book_id>/people/<int:user_id>/remove/": {},
+    # A candidate id the scene does not have: the author's pick is refused as not found, nothing changes.
+    "/books/<uuid:book_id>/loop/nodes/<uuid:node_id>/pick/": {
+        "candidate_id": "00000000-0000-0000-0000-000000000000",
+        "rationale": "Not the others.",
+    },
+    "/books/<uuid:book_id>/loop/questions/<uuid:question_id>/answer/": {"resolution": "Answered on the page."},
 }
 PAGE_POST_EXPECTED: dict[str, tuple[int, ...]] = {
     "/keys/<uuid:key_id>/revoke/": (302, 404, 404, 404, 302),
@@ -487,6 +509,9 @@ PAGE_POST_EXPECTED: dict[str, tuple[int, ...]] = {
     "/books/<uuid:book_id>/observations/<uuid:observation_id>/": (302, 404, 404, 403, 302),
     "/books/<uuid:book_id>/dossiers/new/": (302, 404, 404, 403, 302),
     "/books/<uuid:book_id>/agents/start/": (302, 404, 404, 403, 302),
+    "/books/<uuid:book_id>/people/<int:user_id>/remove/": (302, 404, 404, 403, 302),
+    "/books/<uuid:book_id>/loop/nodes/<uuid:node_id>/pick/": (302, 404, 404, 403, 404),
+    "/books/<uuid:book_id>/loop/questions/<uuid:question_id>/answer/": (302, 404, 404, 403, 302),
 }
 
 

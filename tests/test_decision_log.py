@@ -118,6 +118,8 @@ def test_entries_are_chained_from_the_genesis_hash_and_sealed(book, logged):
         "entries": 5,
         "first_bad_sequence": None,
         "reason": None,
+        "anchored_sequence": None,  # the test's transaction never commits: no anchor was written
+        "canon_checked": 0,
     }
 
 
@@ -452,8 +454,10 @@ def test_the_export_is_json_lines_that_the_outside_script_reverifies(book, logge
     assert response["Content-Type"].startswith("application/x-ndjson")
     content = b"".join(response.streaming_content)
     lines = [json.loads(line) for line in content.decode().splitlines()]
+    tip = lines.pop()["tip"]  # the last line seals the tip, as the anchor file does
+    assert (tip["book"], tip["sequence"], tip["hash"]) == (str(book.pk), 5, logged[-1].hash)
     assert [line["sequence"] for line in lines] == [1, 2, 3, 4, 5]
-    assert set(lines[0]) == {*CHAIN_FIELDS, "hash", "seal"}
+    assert set(lines[0]) == {*CHAIN_FIELDS, "hash", "seal", "seal_key_id"}
     assert lines[1]["detail"]["constraint"].endswith("nicht übertreiben")
     assert [line["hash"] for line in lines] == [e.hash for e in logged]
 

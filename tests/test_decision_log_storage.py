@@ -58,3 +58,14 @@ def test_a_changed_detail_is_named(entry, book):
     assert not result.ok
     assert result.first_bad_sequence == entry.sequence
     assert "hash" in result.reason
+
+
+def test_detail_comes_back_from_the_database_as_the_canonical_text_it_was_hashed_as(entry):
+    """Issue 19: on PostgreSQL too (a text column, not jsonb, which reorders keys and respaces)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT detail FROM approvals_decisionlogentry WHERE id = %s",
+            [entry.pk.hex if connection.vendor == "sqlite" else str(entry.pk)],
+        )
+        (stored,) = cursor.fetchone()
+    assert stored == '{"a":"café","b":1,"nested":{"y":null,"z":[1,2]}}'

@@ -143,8 +143,9 @@ def test_dashboard_has_a_constant_number_of_queries(author_browser, author, scen
     assert count() == before
 
 
-def test_dashboard_empty_state_points_to_the_demo(author_browser):
-    assert "python manage.py demo" in author_browser.get("/").content.decode()
+def test_dashboard_empty_state_offers_to_start_a_book(author_browser):
+    html = author_browser.get("/").content.decode()
+    assert "Start a new book" in html and "/api/v1/books" not in html
 
 
 # --- Book page -----------------------------------------------------------------

@@ -39,7 +39,7 @@ def test_the_layout_has_a_skip_link_landmarks_and_one_navigation(author_browser)
     html = author_browser.get("/").content.decode()
     assert '<a class="skip-link" href="#main">' in html
     assert '<main id="main"' in html
-    assert '<nav aria-label="Main">' in html
+    assert '<nav aria-label="Main" id="main-nav">' in html
     assert html.count("<nav ") == 1
     assert 'aria-current="page">Books</a>' in html
     assert 'href="/api/v1/docs"' in html
@@ -67,7 +67,7 @@ def test_403_page_uses_the_site_layout_and_names_the_refusal(author_browser):
     html = response.content.decode()
     assert "You are not allowed to do that" in html
     assert "editor lacks decision:make" in html
-    assert '<nav aria-label="Main">' in html
+    assert '<nav aria-label="Main" id="main-nav">' in html
 
 
 @override_settings(DEBUG=False, ROOT_URLCONF=__name__)

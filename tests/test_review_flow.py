@@ -98,7 +98,7 @@ def test_the_decision_page_shows_the_proposal_its_role_and_resolved_sources(auth
     response, html = page(author_browser, f"/review/{charter.approval_id}/")
     assert response.status_code == 200
     assert "Story charter v1" in html and "A keeper must prove a drowning was murder." in html
-    assert 'class="role role-sol">sol</span>' in html
+    assert 'class="role role-sol">Sol</span>' in html
     assert "The tide tables disagree." in html  # the scratchpad entry
     assert "Mara lies to everyone, even to herself." in html  # the turn
     assert "Craft notes, fair play" in html  # the chunk's citation
@@ -134,7 +134,7 @@ def test_a_decision_in_place_shows_the_log_entry_and_refreshes_the_inbox(author_
     assert html.lstrip().startswith('<section id="decision-panel"')
     entry = DecisionLogEntry.objects.get(book=book)
     assert f"Decision log entry #{entry.sequence}" in html and entry.hash in html
-    assert "Too quiet for a mystery." in html and "author:ada" in html
+    assert "Too quiet for a mystery." in html and "ada, the author" in html and "author:ada" not in html
     charter.refresh_from_db()
     assert charter.status == StoryCharter.Status.REJECTED
     _, inbox = page(author_browser, "/review/", **HX)

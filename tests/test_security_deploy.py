@@ -21,6 +21,7 @@ def production_env(tmp_path: Path) -> dict:
         DJANGO_SETTINGS_MODULE="novelgraph.settings",
         NOVELGRAPH_VAR_DIR=str(tmp_path),
         NOVELGRAPH_SQLITE_PATH=str(tmp_path / "prod.sqlite3"),
+        NOVELGRAPH_SEAL_KEY=secrets.token_hex(32),
     )
     return env
 

@@ -31,9 +31,12 @@ def test_the_keys_page_needs_a_login(client, db):
 
 
 def test_a_key_created_on_the_page_is_shown_once_and_only_its_hash_is_stored(author_browser, author, book):
-    response = author_browser.post("/keys/", {"name": "Sol on my laptop", "role": "sol"})
+    posted = author_browser.post("/keys/", {"name": "Sol on my laptop", "role": "sol"})
+    assert posted.status_code == 302 and posted["Location"] == "/keys/", (
+        "a created key redirects (no second key on reload)"
+    )
+    response = author_browser.get("/keys/")
 
-    assert response.status_code == 201
     assert response["Cache-Control"] == "no-store"
     raw = raw_key_in(response.content.decode())
     key = ApiKey.objects.get(owner=author, name="Sol on my laptop")
@@ -44,13 +47,14 @@ def test_a_key_created_on_the_page_is_shown_once_and_only_its_hash_is_stored(aut
 
     again = author_browser.get("/keys/").content.decode()
     assert raw not in again, "never shown again"
+    assert ApiKey.objects.filter(owner=author).count() == 1, "reloading created nothing"
     assert key.prefix in again
     assert api_get(raw).status_code == 200
 
 
 def test_a_key_can_be_limited_to_some_of_your_books(author_browser, author, book):
     second = BookFactory(owner=author, title="Second")
-    response = author_browser.post("/keys/", {"role": "luna", "books": [str(second.pk)]})
+    response = author_browser.post("/keys/", {"role": "luna", "books": [str(second.pk)]}, follow=True)
     raw = raw_key_in(response.content.decode())
 
     titles = [b["title"] for b in api_get(raw).json()["items"]]
@@ -82,7 +86,7 @@ def test_a_nul_in_a_key_name_is_refused_inline_and_nothing_is_stored(author_brow
 
 
 def test_revoking_a_key_on_the_page_locks_it_out_at_once(author_browser, author, book):
-    raw = raw_key_in(author_browser.post("/keys/", {"role": "terra"}).content.decode())
+    raw = raw_key_in(author_browser.post("/keys/", {"role": "terra"}, follow=True).content.decode())
     key = ApiKey.objects.get(owner=author)
     assert api_get(raw).status_code == 200
 

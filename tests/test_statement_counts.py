@@ -35,10 +35,12 @@ STATEMENTS: dict[str, tuple[int, int]] = {
     "GET /library/search": (2, 2),  # key, the search statement on the raw connection
     "GET /books/{id}/discovery": (12, 12),  # + the book's sessions (every session is one record)
     "POST /books/{id}/charters": (10, 11),  # PostgreSQL locks the book row (SELECT ... FOR UPDATE)
-    "POST /claims/{id}/promote": (27, 28),  # likewise; +4: the canon it contradicts (bases, claims), for the log
+    # +4: the canon it contradicts (bases, claims), for the log; +1 since the log records what became canon
+    # (approvals/canon.py reads the approved subject's content); PostgreSQL also locks the book before the handler.
+    "POST /claims/{id}/promote": (28, 30),
     "POST /sessions/{id}/turns": (9, 9),  # + the question the turn answers
     "POST /sessions/{id}/scratchpad": (7, 7),
-    "POST /approvals/{id}/verdict": (19, 20),  # likewise
+    "POST /approvals/{id}/verdict": (20, 22),  # likewise, twice, and +1 for the canon record
 }
 
 

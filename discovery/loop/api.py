@@ -60,7 +60,8 @@ from .schemas import (
     ValidationStatusIn,
     WithdrawIn,
 )
-from .services.cards import card_impact, card_renew_after_lapse
+from .services.base import card_renew_after_lapse
+from .services.cards import card_impact
 from .services.transfer import loop_export, loop_import
 
 router = Router(tags=["loop"])

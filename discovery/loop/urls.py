@@ -1,4 +1,4 @@
-"""The loop's browser page (namespace ``loop``)."""
+"""The loop's browser page (namespace ``loop``) and its two author actions."""
 
 from django.urls import path
 
@@ -7,4 +7,6 @@ from . import views
 app_name = "loop"
 urlpatterns = [
     path("books/<uuid:book_id>/loop/", views.loop_page, name="page"),
+    path("books/<uuid:book_id>/loop/nodes/<uuid:node_id>/pick/", views.candidate_pick, name="pick"),
+    path("books/<uuid:book_id>/loop/questions/<uuid:question_id>/answer/", views.question_answer, name="answer"),
 ]

@@ -1,35 +1,58 @@
-"""The loop page of a book: gate stepper, counters against bounds, plan-tree and traceability SVGs, questions."""
+"""The loop page of a book: gate stepper, counters against bounds, plan-tree and traceability SVGs, questions.
+
+It is one of the book's tabs, and it acts: the author picks a candidate (a thrust at G1.5) saying why the
+others were not chosen (``candidate_select``, as ``POST .../loop/nodes/{id}/select``), and answers the
+questions routed to her (``question_resolve``, as ``POST .../loop/questions/{id}/resolve``). Gate cards are
+decided on their review page, through the same verdicts as everywhere.
+"""
 
 from __future__ import annotations
 
+import uuid
+
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
 
-from discovery.access import page_access
+from discovery.access import BookAccess, page_access
+from discovery.views import book_links
+from novelgraph.errors import DomainError
+from novelgraph.schemas import parse_form
 
 from . import selectors
+from .models import CandidateStatus, QuestionStatus
+from .schemas import QuestionResolveIn, SelectIn
+from .services import candidate_select, question_resolve
 from .services.base import reader_book, trace_lint
+from .services.plan import WRITABLE_LIFECYCLE
 from .svg import plan_tree_svg, trace_svg
 
 
-@login_required
-def loop_page(request: HttpRequest, book_id) -> HttpResponse:
-    book = reader_book(page_access(request, book_id))
-    template = "loop/loop.html#loop-body" if request.htmx else "loop/loop.html"
+def _loop_context(access: BookAccess) -> dict:
+    book = reader_book(access)
     if selectors.loop_meta(book) is None:
         # Reads never write: a book whose discovery has not started has no loop, and opening the page
         # does not make one. The loop begins when the discovery starts.
-        return render(request, template, {"book": book, "not_started": True})
+        return {"book": book, "role": access.role, "links": book_links(book), "not_started": True}
     view = selectors.loop_view(book)
     meta = view["meta"]
     report = trace_lint(book, strict=True)
     nodes = list(selectors.nodes_of(book))
     trace_nodes = list(selectors.trace_nodes_of(book))
     trace_edges = list(selectors.trace_edges_of(book))
-    questions = list(selectors.questions_of(book).exclude(status="resolved"))
-    context = {
+    questions = list(selectors.questions_of(book).exclude(status=QuestionStatus.RESOLVED))
+    choosing = [
+        (node, [c for c in selectors.candidates_of(node) if c.status == CandidateStatus.PROPOSED])
+        for node in nodes
+        if node.lifecycle in WRITABLE_LIFECYCLE
+    ]
+    return {
         "book": book,
+        "role": access.role,
+        "links": book_links(book),
         "meta": meta,
         "view": view,
         "card": view["pending_card"],
@@ -44,6 +67,66 @@ def loop_page(request: HttpRequest, book_id) -> HttpResponse:
         "trace_svg": trace_svg(trace_nodes, trace_edges, report),
         "lint": report.as_dict(),
         "questions": questions,
+        "for_author": [q for q in questions if q.target_discipline == "author"],
+        "choosing": [(node, open_ones) for node, open_ones in choosing if open_ones],
+        "error_key": "",
+        "error": "",
         "resolved_count": selectors.questions_of(book, "resolved").count(),
+        "may_act": access.role == "author",
     }
+
+
+@login_required
+def loop_page(request: HttpRequest, book_id) -> HttpResponse:
+    context = _loop_context(page_access(request, book_id))
+    template = "loop/loop.html#loop-body" if request.htmx else "loop/loop.html"
     return render(request, template, context)
+
+
+def _refused(request: HttpRequest, access: BookAccess, key: str, exc: DomainError, draft: dict) -> HttpResponse:
+    """The loop page again with the refusal beside the form that caused it (nothing was recorded)."""
+    context = _loop_context(access)
+    context.update(error_key=key, error=exc.message, draft=draft)
+    return render(request, "loop/loop.html", context, status=exc.status)
+
+
+@login_required
+@require_POST
+def candidate_pick(request: HttpRequest, book_id, node_id: uuid.UUID) -> HttpResponse:
+    """The author picks one candidate of a node and says why the others were not chosen."""
+    access = page_access(request, book_id)
+    draft = {"candidate_id": request.POST.get("candidate_id", ""), "rationale": request.POST.get("rationale", "")}
+    try:
+        payload = parse_form(SelectIn, draft)
+        result = candidate_select(
+            access=access,
+            node_id=node_id,
+            candidate_id=payload.candidate_id,
+            rationale=payload.rationale,
+            reversibility_class=payload.reversibility_class.value,
+        )
+    except DomainError as exc:
+        return _refused(request, access, str(node_id), exc, draft)
+    if result.get("consent_required"):
+        return redirect("approvals:decision", approval_id=result["approval_id"])
+    messages.success(request, "Picked. The others are kept, with why they were not chosen.")
+    return redirect(f"{reverse('loop:page', args=[access.book.pk])}#choose-{node_id}")
+
+
+@login_required
+@require_POST
+def question_answer(request: HttpRequest, book_id, question_id: uuid.UUID) -> HttpResponse:
+    """The author answers a question routed to her; by default her answer itself settles it
+    (it cites the question), or it cites a slot or a decision she names."""
+    access = page_access(request, book_id)
+    draft = {
+        "resolution": request.POST.get("resolution", ""),
+        "cites": request.POST.get("cites", "") or f"question:{question_id}",
+    }
+    try:
+        payload = parse_form(QuestionResolveIn, draft)
+        question_resolve(access=access, question_id=question_id, resolution=payload.resolution, cites=payload.cites)
+    except DomainError as exc:
+        return _refused(request, access, str(question_id), exc, draft)
+    messages.success(request, "Answered. The question is resolved with your answer.")
+    return redirect(f"{reverse('loop:page', args=[access.book.pk])}#questions-h")

@@ -1,6 +1,6 @@
 """Every write and rule of discovery (seed 000). Routes, pages, admin and commands call these."""
 
-from .books import book_create, series_create
+from .books import book_create, book_editor_add, book_editor_remove, series_create
 from .charters import charter_propose, charter_resolve
 from .claims import (
     claim_decide,
@@ -19,6 +19,8 @@ from .sessions import discovery_start, question_set, thrust_propose, turn_add
 
 __all__ = [
     "book_create",
+    "book_editor_add",
+    "book_editor_remove",
     "charter_propose",
     "charter_resolve",
     "claim_decide",

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import uuid
 
+from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils.text import slugify
 
 from novelgraph.auth import Principal
-from novelgraph.errors import Forbidden, NotFound
+from novelgraph.db import lock_row
+from novelgraph.errors import Conflict, Forbidden, Invalid, NotFound
 
+from ..access import BookAccess
 from ..models import Book, Series
-from ..schemas import BookIn, SeriesIn
+from ..schemas import BookIn, EditorIn, SeriesIn
 
 
 def _person_only(principal: Principal, what: str) -> None:
@@ -49,3 +52,45 @@ def book_create(*, principal: Principal, payload: BookIn) -> Book:
             raise NotFound("series not found", field="series_id")
     with transaction.atomic():
         return Book.objects.create(owner=principal.user, series=series, slug=_unique_slug(payload.title), **data)
+
+
+# --- Editors ---------------------------------------------------------------------
+
+
+def _author_only(access: BookAccess, what: str) -> None:
+    """Only the book's author, as a person, chooses who edits it (an agent key, an editor or staff never does)."""
+    if not access.is_author or access.is_agent:
+        raise Forbidden(f"{access.role} cannot {what}: only the book's author chooses its editors", code="author_only")
+
+
+def book_editor_add(*, access: BookAccess, payload: EditorIn):
+    """The author invites a person, by username, to edit her book; returns that person.
+
+    An editor reads everything and writes turns; she never decides. Unknown or inactive
+    usernames and the author herself are a 422 naming ``username``; an editor already
+    on the book is a 409 and nothing changes.
+    """
+    _author_only(access, "add an editor")
+    User = get_user_model()
+    person = User.objects.filter(username=payload.username, is_active=True).first()
+    if person is None:
+        raise Invalid(f"no active account is named {payload.username!r}", field="username")
+    if person.pk == access.book.owner_id:
+        raise Invalid("you are this book's author; an author is not also its editor", field="username")
+    with transaction.atomic():
+        lock_row(Book, access.book.pk)
+        if access.book.editors.filter(pk=person.pk).exists():
+            raise Conflict(f"{person.get_username()} already edits this book", code="already_editor")
+        access.book.editors.add(person)
+    return person
+
+
+def book_editor_remove(*, access: BookAccess, user_id) -> None:
+    """The author removes an editor from her book (404 when that person does not edit it)."""
+    _author_only(access, "remove an editor")
+    with transaction.atomic():
+        lock_row(Book, access.book.pk)
+        person = access.book.editors.filter(pk=user_id).first() if str(user_id).isdigit() else None
+        if person is None:
+            raise NotFound("editor not found", field="user_id")
+        access.book.editors.remove(person)

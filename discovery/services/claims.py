@@ -15,6 +15,7 @@ from approvals.models import Approval, ApprovalKind, Verdict
 from approvals.services import approval_request, subject_decide
 from novelgraph.auth import Principal
 from novelgraph.errors import Conflict, Forbidden, Invalid, NotFound
+from novelgraph.words import inline
 
 from ..access import BookAccess, Cap, book_access, books_visible_to
 from ..models import KnowledgeBase, KnowledgeClaim, RevealKind
@@ -33,6 +34,11 @@ def _curated_by_staff() -> Forbidden:
         "no book's proposal or verdict reaches it",
         code="curated_by_staff",
     )
+
+
+def claim_summary(claim: KnowledgeClaim) -> str:
+    """The claim as one readable sentence, value included: "Canon: Ada is the daughter of Mara"."""
+    return f"Canon: {claim.subject} {claim.predicate} {inline(claim.value)}"[:500]
 
 
 def claim_target(principal: Principal, scope: str, scope_id: str) -> tuple[BookAccess, KnowledgeBase]:
@@ -201,7 +207,7 @@ def claim_request_approval(*, access: BookAccess, claim_id: Any, note: str = "")
             kind=ApprovalKind.CANON_PROMOTION,
             subject_type=CLAIM_SUBJECT,
             subject_id=claim.pk,
-            summary=f"Canon: {claim.subject} {claim.predicate}",
+            summary=claim_summary(claim),
             requested_by_role=access.role,
             requested_by_user=access.user,
             note=note,
@@ -227,7 +233,7 @@ def claim_decide(*, access: BookAccess, claim_id: Any, approve: bool, rationale:
         subject_id=claim.pk,
         subject_pending=claim.status == KnowledgeClaim.Status.PROPOSED,
         subject_label=f"this claim ({claim.status})",
-        summary=f"Canon: {claim.subject} {claim.predicate}",
+        summary=claim_summary(claim),
         verdict=Verdict.APPROVE if approve else Verdict.REJECT,
         rationale=rationale,
     )

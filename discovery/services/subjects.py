@@ -10,6 +10,7 @@ from approvals.models import Approval, ApprovalKind, Verdict
 from approvals.services import PROPOSAL_VERDICTS, Decision, SubjectHandler, fingerprint, register_subject_handler
 from library.evidence import evidence_findings
 from novelgraph.errors import Conflict, Forbidden
+from novelgraph.words import inline
 
 from ..models import DiscoverySession, KnowledgeBase, KnowledgeClaim, StoryCharter
 from ..selectors import claim_conflicts
@@ -274,7 +275,7 @@ def claim_describe(approval: Approval) -> dict:
         "type": "claim",
         "id": str(claim.pk),
         "exists": True,
-        "title": f"{claim.subject} {claim.predicate}",
+        "title": f"{claim.subject} {claim.predicate} {inline(claim.value)}",
         "subject": claim.subject,
         "predicate": claim.predicate,
         "value": claim.value,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django import template
@@ -37,12 +36,12 @@ def tone(status: Any) -> str:
 
 @register.filter
 def as_text(value: Any) -> str:
-    """A claim value or other JSON value as readable text."""
+    """A claim value or other JSON value as readable text on one line (never JSON)."""
     if isinstance(value, str):
         return value
-    if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return "; ".join(value)
-    return json.dumps(value, ensure_ascii=False)
+    from novelgraph.words import inline
+
+    return inline(value)
 
 
 @register.filter

@@ -38,3 +38,35 @@ document.addEventListener("htmx:afterSettle", () => {
   const field = document.querySelector('[aria-invalid="true"]');
   if (field) field.focus();
 });
+
+// Destructive actions confirm first: a form with data-confirm asks before it is sent
+// (with htmx too: the check runs before htmx sees the submit).
+document.addEventListener(
+  "submit",
+  (event) => {
+    const form = event.target;
+    let question = form instanceof HTMLFormElement ? form.dataset.confirm : null;
+    // A verdict form asks only for the verdicts that discard work (data-confirm-verdicts lists them).
+    if (form instanceof HTMLFormElement && form.dataset.confirmVerdicts && form.elements.verdict) {
+      const chosen = form.elements.verdict.value;
+      if (form.dataset.confirmVerdicts.split(" ").includes(chosen)) {
+        question = `${chosen}: ${form.dataset.confirmText || "this discards work."} Record it?`;
+      }
+    }
+    if (question && !window.confirm(question)) {
+      event.preventDefault();
+      event.stopImmediatePropagation();
+    }
+  },
+  true,
+);
+
+// Phone width: the Menu button opens and closes the main navigation.
+document.documentElement.classList.add("js");
+document.addEventListener("click", (event) => {
+  const toggle = event.target instanceof Element ? event.target.closest(".nav-toggle") : null;
+  if (!toggle) return;
+  const header = toggle.closest(".site-header");
+  const open = header.classList.toggle("nav-open");
+  toggle.setAttribute("aria-expanded", open ? "true" : "false");
+});

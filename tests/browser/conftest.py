@@ -22,7 +22,18 @@ MISSING = "Chromium not found: apt-get install chromium to run the browser tests
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "screenshots"
 DOCS_SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 # The pictures the README's tour shows (docs/screenshots/, each well under 200 KB).
-README_TOUR = {"dashboard", "book", "scratchpad", "review", "decision-log", "library", "loop", "loop-trace"}
+README_TOUR = {
+    "new-book",
+    "dashboard",
+    "book",
+    "scratchpad",
+    "review",
+    "decision-log",
+    "library",
+    "loop",
+    "loop-trace",
+    "charter-compare",
+}
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",

@@ -28,7 +28,7 @@ from ..models import (
     TraceNode,
     TraceStatus,
 )
-from .cards import supersede_lapsed
+from .cards import pending_card, supersede_lapsed
 
 CONTROLLER_CAPS = (Cap.DISCOVERY_WRITE, Cap.LOOP_WRITE)
 LENS_CAPS = (Cap.DISCOVERY_WRITE, Cap.LOOP_WRITE, Cap.SCRATCHPAD_WRITE, Cap.CHARTER_PROPOSE)
@@ -199,3 +199,12 @@ def refresh(meta: LoopMeta) -> LoopMeta:
         meta.status = LoopStatus.CONVERGED if meta.saturation else LoopStatus.WORKING
     meta.save()
     return meta
+
+
+def card_renew_after_lapse(*, book) -> OptionCard | None:
+    """After an approval lapsed at the author's verdict: supersede its card and raise the fresh one (with the
+    impact as it is now) in one transaction; returns the card now waiting for the author, if any."""
+    with transaction.atomic():
+        meta = lock_meta(book)
+        refresh(meta)
+        return pending_card(book)

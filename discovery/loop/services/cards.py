@@ -182,16 +182,3 @@ def supersede_lapsed(book, meta: LoopMeta | None = None) -> list[OptionCard]:
             )
         )
     return renewed
-
-
-def card_renew_after_lapse(*, book) -> OptionCard | None:
-    """After an approval lapsed at the author's verdict: supersede its card and raise the fresh one (with the
-    impact as it is now) in one transaction; returns the card now waiting for the author, if any."""
-    from django.db import transaction
-
-    from .base import lock_meta, refresh
-
-    with transaction.atomic():
-        meta = lock_meta(book)
-        refresh(meta)
-        return pending_card(book)

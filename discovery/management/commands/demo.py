@@ -81,7 +81,7 @@ class Command(BaseCommand):
         editor_name = os.environ.get("NOVELGRAPH_DEMO_EDITOR", "editor")
         editor_password = os.environ.get("NOVELGRAPH_DEMO_EDITOR_PASSWORD", "novelgraph-editor")
         with transaction.atomic():
-            author, _ = _user(author_name, author_password, staff=True)
+            author, _ = _user(author_name, author_password, staff=False)
             editor, _ = _user(editor_name, editor_password, staff=False)
             book = Book.objects.filter(owner=author, title=BOOK_TITLE).first()
             if book is None:

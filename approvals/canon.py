@@ -1,0 +1,172 @@
+"""What became canon, recorded in the log and checked against it (issue 12, item 9).
+
+When the author approves a charter, a claim or a research item, the log entry's ``detail``
+carries ``canon``: the SHA-256 of the approved content (and, for a claim, its value). Hashed and
+sealed with the entry, it cannot be changed unnoticed. Verification then checks every charter,
+claim and research item that is approved (admitted) *now* against the log entry that approved it:
+one set to approved without an approving entry, or whose content differs from what was approved,
+fails verification. The table below is the one place that says what "the approved content" is.
+
+``canon digest = SHA-256(JSON of the fields below, sorted keys, compact, UTF-8)``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db.models import Q
+
+# The verdict that makes a proposal canon (proposal approvals take approve or reject only).
+APPROVING = "approve"
+
+
+def canon_digest(fields: dict) -> str:
+    text = json.dumps(fields, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class CanonKind:
+    subject_type: str  # as the log names it
+    label: str
+    # (subject id, the fields the digest covers, the value to record beside it or None)
+    rows: Callable[[Any, list], Iterator[tuple[str, dict, Any]]]  # (book, ids or None)
+    one_per_book: bool = False  # at most one approved at a time, and the latest approved (charters)
+    exists: Callable[[Any, str], bool] | None = None  # one_per_book: is this subject of the book still there
+
+
+def _charters(book, ids=None):
+    from discovery.models import StoryCharter
+
+    rows = StoryCharter.objects.filter(status=StoryCharter.Status.APPROVED)
+    rows = rows.filter(book=book) if ids is None else rows.filter(pk__in=ids)
+    for pk, version, content, refs in rows.order_by("version").values_list("pk", "version", "content", "source_refs"):
+        yield str(pk), {"version": version, "content": content, "source_refs": refs}, None
+
+
+def _charter_exists(book, pk: str) -> bool:
+    from discovery.models import StoryCharter
+
+    try:
+        return StoryCharter.objects.filter(book=book, pk=pk).exists()
+    except (ValueError, ValidationError):
+        return False
+
+
+def _claims(book, ids=None):
+    from discovery.models import KnowledgeBase, KnowledgeClaim
+
+    rows = KnowledgeClaim.objects.filter(status=KnowledgeClaim.Status.APPROVED)
+    if ids is None:
+        # The book's canon (its own and its series' bases) and whatever its approvals made canon.
+        # Literary guidance is staff-curated craft advice, in no book's log (README).
+        linked = book.knowledge_links.exclude(base__scope=KnowledgeBase.Scope.LITERARY).values("base_id")
+        rows = rows.filter(Q(base_id__in=linked) | Q(approval__book=book))
+    else:
+        rows = rows.filter(pk__in=ids)
+    columns = ("pk", "base_id", "subject", "predicate", "value", "provenance", "evidence", "source_refs")
+    for pk, base_id, subject, predicate, value, provenance, evidence, refs in rows.order_by("created_at").values_list(
+        *columns
+    ):
+        fields = {
+            "base_id": str(base_id),
+            "subject": subject,
+            "predicate": predicate,
+            "value": value,
+            "provenance": provenance,
+            "evidence": evidence,
+            "source_refs": refs,
+        }
+        yield str(pk), fields, value
+
+
+def _research(book, ids=None):
+    from library.models import ResearchItem
+
+    rows = ResearchItem.objects.filter(status=ResearchItem.Status.ADMITTED)
+    rows = rows.filter(book=book) if ids is None else rows.filter(pk__in=ids)
+    columns = ("pk", "url", "title", "excerpt", "source_snapshot", "claim", "citation")
+    for pk, *values in rows.order_by("created_at").values_list(*columns):
+        yield str(pk), dict(zip(columns[1:], values, strict=True)), None
+
+
+CANON: dict[str, CanonKind] = {
+    kind.subject_type: kind
+    for kind in (
+        CanonKind("charter", "charter", _charters, one_per_book=True, exists=_charter_exists),
+        CanonKind("claim", "claim", _claims),
+        CanonKind("research", "research item", _research),
+    )
+}
+
+
+def canon_record(subject_type: str, subject_id) -> dict | None:
+    """What the log entry approving this subject carries as ``detail["canon"]`` (None: not a canon subject,
+    or not approved)."""
+    kind = CANON.get(subject_type)
+    if kind is None:
+        return None
+    try:
+        rows = list(kind.rows(None, [subject_id]))
+    except (ValueError, ValidationError):
+        return None
+    for _pk, fields, value in rows:
+        record = {"digest": canon_digest(fields)}
+        if value is not None or subject_type == "claim":
+            record["value"] = value
+        return record
+    return None
+
+
+def _parsed(detail) -> dict:
+    return detail if isinstance(detail, dict) else json.loads(detail or "{}")
+
+
+def canon_verify(book) -> tuple[int, str | None]:
+    """Check every approved charter, claim and research item of the book against the entry that approved it.
+
+    Returns (how many were checked, the first failure or None). An approving entry written before
+    the log carried ``canon`` (an old log) shows that the subject was approved, not what it said.
+    Reads only the approving entries of what is approved now (by subject, indexed), so its cost
+    follows the book's canon, not the length of its log.
+    """
+    from .models import DecisionLogEntry
+
+    checked = 0
+    for subject_type, kind in CANON.items():
+        current = {pk: fields for pk, fields, _value in kind.rows(book, None)}
+        approving: dict[str, dict] = {}
+        ids = list(current)
+        for at in range(0, len(ids), 500):
+            # The latest approving entry of each subject, in any book's log (a series claim may have been
+            # approved through a sibling book; each log verifies on its own).
+            entries = DecisionLogEntry.objects.filter(
+                subject_type=subject_type, decision=APPROVING, subject_id__in=ids[at : at + 500]
+            )
+            for subject_id, detail in entries.order_by("sequence").values_list("subject_id", "detail"):
+                approving[subject_id] = _parsed(detail)
+        for pk, fields in current.items():
+            checked += 1
+            detail = approving.get(pk)
+            if detail is None:
+                return checked, f"{kind.label} {pk} is approved but no log entry approves it"
+            recorded = detail.get("canon")
+            if recorded is not None and recorded.get("digest") != canon_digest(fields):
+                return checked, f"{kind.label} {pk} differs from what its log entry approved"
+        if kind.one_per_book:
+            if len(current) > 1:
+                return checked, f"{len(current)} {kind.label}s are approved; the log approves one at a time"
+            last_approved = (
+                DecisionLogEntry.objects.filter(book=book, subject_type=subject_type, decision=APPROVING)
+                .order_by("-sequence")
+                .values_list("subject_id", flat=True)
+                .first()
+            )
+            if last_approved is not None and last_approved not in current and kind.exists(book, last_approved):
+                return checked, f"the log's latest approved {kind.label} {last_approved} is no longer approved"
+    return checked, None

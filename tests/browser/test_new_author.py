@@ -1,0 +1,278 @@
+"""A brand-new author's day in Debian's Chromium, using only the browser (agent steps through the API,
+as agents would): from the empty account to a book with an editor, an approved Story Charter she
+wrote herself, compared with the first version, and a promoted canon claim. Then the editor's day:
+she reads the book and answers in the conversation, but decides nothing. Every page is checked at 390 px.
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+
+from approvals.models import Approval
+from discovery.models import Book, KnowledgeClaim, StoryCharter
+from novelgraph.services import api_key_create
+from tests.factories import PASSWORD, UserFactory
+
+from .conftest import assert_accessible_basics, assert_fits_phone_width, log_in
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def api(key: str, path: str, body: dict):
+    client = Client()
+    response = client.post(f"/api/v1{path}", body, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key}")
+    assert response.status_code in (200, 201), response.content
+    return response.json()
+
+
+def check_phone(page) -> None:
+    """The page fits 390 px (no sideways scrolling) and keeps its basics; back to desktop width after."""
+    page.set_viewport_size({"width": 390, "height": 844})
+    assert_fits_phone_width(page)
+    page.set_viewport_size({"width": 1280, "height": 900})
+
+
+def test_a_new_author_goes_from_an_empty_account_to_an_approved_charter_and_canon(page, screenshot, seeded):
+    author = UserFactory(username="nadia")
+    editor = UserFactory(username="ed")
+    log_in(page, "nadia", PASSWORD)
+
+    # The empty dashboard offers to start; she starts a series, then its first book.
+    assert page.get_by_role("heading", name="No books yet").is_visible()
+    assert_accessible_basics(page)
+    check_phone(page)
+    page.get_by_role("link", name="Start a new series").click()
+    page.get_by_label("Title (required)").fill("Salt Roads")
+    page.get_by_label("Premise").fill("Smugglers, tides and a harbour that keeps secrets.")
+    assert_accessible_basics(page)
+    page.get_by_role("button", name="Create the series").click()
+    page.wait_for_url("**/books/new/?series=*")
+    assert page.get_by_label("Series", exact=True).input_value() != ""
+    page.get_by_label("Title (required)").fill("The Pilot's Daughter")
+    page.get_by_label("Premise").fill("A pilot's daughter reads the sea and the lies of the men who sail it.")
+    page.get_by_label("Genre pack").select_option("mystery")
+    page.get_by_label("Planned order in the series").fill("1")
+    assert_accessible_basics(page)
+    screenshot(page, "new-book")
+    check_phone(page)
+    page.get_by_role("button", name="Create the book").click()
+    page.wait_for_url("**/books/*/")
+    book = Book.objects.get(owner=author)
+    assert book.series.title == "Salt Roads" and book.genre_pack == "mystery"
+    assert page.get_by_role("status").filter(has_text="is yours").is_visible()
+
+    # She starts the discovery, then invites an editor (and confirms a removal before it happens).
+    page.get_by_role("button", name="Start the discovery").click()
+    page.locator(".current-question").wait_for()
+    page.get_by_role("navigation", name="This book").get_by_role("link", name="People").click()
+    page.get_by_label("Username").fill("ed")
+    page.get_by_role("button", name="Add as editor").click()
+    page.get_by_role("list", name="Editors").get_by_text("ed").wait_for()
+    assert book.editors.filter(pk=editor.pk).exists()
+    page.once("dialog", lambda dialog: dialog.dismiss())  # she changes her mind: nothing happens
+    page.get_by_role("button", name="Remove ed").click()
+    assert book.editors.filter(pk=editor.pk).exists()
+    assert_accessible_basics(page)
+    check_phone(page)
+
+    # Sol (through the API, as an agent) proposes the first charter version.
+    sol = api_key_create(owner=author, role="sol", books=[book])[1]
+    api(
+        sol,
+        f"/books/{book.pk}/charters",
+        {
+            "main_thrust": "A pilot's daughter proves the wreck was no accident.",
+            "reader_promise": ["a fair-play puzzle"],
+            "protagonist": {"name": "Tova"},
+            "central_conflict": "The harbour protects its own.",
+        },
+    )
+
+    # She answers Sol's question from the book page.
+    page.get_by_role("navigation", name="This book").get_by_role("link", name="Overview").click()
+    page.get_by_label("Answer with a turn").fill("Tova suspects her own father.")
+    page.get_by_role("button", name="Answer", exact=True).click()
+    page.wait_for_url("**/books/*/#turn-*")
+    page.get_by_text("Tova suspects her own father.").wait_for()
+
+    # She writes her own version from Sol's, then compares the two field by field.
+    page.get_by_role("link", name="Write a version from the current one").click()
+    assert page.get_by_label("Main thrust (required)").input_value().startswith("A pilot's daughter proves")
+    page.get_by_label("Reader promise (required)").fill("a fair-play puzzle\na daughter who doubts her father")
+    page.get_by_label("Protagonist (required)").fill("name: Tova\nflaw: trusts the sea more than people")
+    assert_accessible_basics(page)
+    check_phone(page)
+    page.get_by_role("button", name="Propose this version").click()
+    page.wait_for_url("**/books/*/#charter-*")
+    mine = StoryCharter.objects.get(book=book, version=2)
+    assert mine.proposed_by == "author"
+    page.get_by_role("link", name="Compare versions side by side").click()
+    assert page.get_by_test_id("changed-count").inner_text() == "2 fields differ."
+    assert_accessible_basics(page)
+    screenshot(page, "charter-compare")
+    check_phone(page)
+
+    # Sol's version, superseded in her mind by her own: she rejects it, saying why.
+    sols = StoryCharter.objects.get(book=book, version=1)
+    page.goto(f"/review/{sols.approval_id}/")
+    page.get_by_label("Verdict").select_option("reject")
+    page.get_by_label("Rationale (required)").fill("My version keeps the doubt.")
+    page.get_by_role("button", name="Record the decision").click()
+    page.locator("[data-testid=log-entry]").wait_for()
+
+    # She reviews her version: readable fields, each verdict explained; approves it with a rationale.
+    page.goto(f"/review/{mine.approval_id}/")
+    assert page.get_by_test_id("subject").inner_text() == "Story charter v2"
+    assert "binding Story Charter" in page.get_by_test_id("verdict-help").inner_text()
+    assert_accessible_basics(page)
+    check_phone(page)
+    page.get_by_label("Verdict").select_option("approve")
+    page.get_by_label("Rationale (required)").fill("Her doubt is the engine.")
+    page.get_by_role("button", name="Record the decision").click()
+    page.locator("[data-testid=log-entry]").wait_for()
+    assert page.get_by_test_id("approval-status").inner_text() == "decided", "the pill updates in place"
+    mine.refresh_from_db()
+    assert mine.status == "approved"
+
+    # Sol proposes a canon claim and asks for approval (API); she promotes it in the browser.
+    claim = api(
+        sol,
+        "/claims",
+        {
+            "scope": "book",
+            "scope_id": str(book.pk),
+            "subject": "Tova",
+            "predicate": "is the daughter of",
+            "value": "the harbour pilot",
+            "provenance": "agent-inferred",
+        },
+    )
+    asked = api(sol, f"/claims/{claim['id']}/request-approval", {"book_id": str(book.pk)})
+    page.goto("/review/")
+    page.get_by_role("link", name="Canon: Tova is the daughter of the harbour pilot").first.click()
+    page.wait_for_url(f"**/review/{asked['approval_id']}/")
+    page.get_by_label("Verdict").select_option("approve")
+    page.get_by_label("Rationale (required)").fill("Stated in turn one.")
+    page.get_by_role("button", name="Record the decision").click()
+    page.locator("[data-testid=log-entry]").wait_for()
+    assert KnowledgeClaim.objects.get(pk=claim["id"]).status == "approved"
+    assert Approval.objects.filter(book=book, status="pending").count() == 0
+    # The nav badge refreshes itself after the in-place decision: no count left, without a reload.
+    page.locator("#review-nav .count").wait_for(state="detached")
+
+    page.goto(f"/books/{book.pk}/")
+    assert (
+        "Tova is the daughter of the harbour pilot"
+        in page.locator("#kb-title + *, section[aria-labelledby=kb-title]").first.inner_text()
+    )
+    page.goto(f"/review/books/{book.pk}/log/")
+    assert page.get_by_test_id("log-badge").inner_text() == "verified"
+    assert "ratified by nadia, the author" in page.locator("main").inner_text()
+    check_phone(page)
+    screenshot(page, "new-author-log")
+    assert page.js_errors == []
+
+
+def test_the_editors_day_reads_and_writes_turns_but_decides_nothing(page, seeded):
+    author = UserFactory(username="nadia")
+    editor = UserFactory(username="ed")
+    book = Book.objects.create(owner=author, title="The Pilot's Daughter", slug="pilots-daughter", genre_pack="mystery")
+    book.editors.add(editor)
+    key = api_key_create(owner=author, role="author")[1]
+    api(key, f"/books/{book.pk}/discovery", {})
+    log_in(page, "ed", PASSWORD)
+    page.get_by_role("link", name="The Pilot's Daughter").click()
+    assert "You are the editor" in page.locator(".page-head").inner_text()
+    assert page.get_by_role("button", name="Start the discovery").count() == 0
+    page.get_by_label("Answer with a turn").fill("The father is the obvious suspect: too obvious?")
+    page.get_by_role("button", name="Answer", exact=True).click()
+    page.wait_for_url("**/books/*/#turn-*")
+    page.get_by_text("The father is the obvious suspect: too obvious?").wait_for()
+    page.get_by_role("navigation", name="This book").get_by_role("link", name="People").click()
+    assert page.get_by_role("button", name="Add as editor").count() == 0
+    page.get_by_role("navigation", name="This book").get_by_role("link", name="Loop").click()
+    assert_accessible_basics(page)
+    check_phone(page)
+    # At phone width the main navigation collapses behind the Menu button.
+    page.set_viewport_size({"width": 390, "height": 844})
+    main_nav = page.get_by_role("navigation", name="Main")
+    assert not main_nav.is_visible()
+    page.get_by_role("button", name="Menu").click()
+    main_nav.get_by_role("link", name="Library").wait_for()
+    assert page.get_by_role("button", name="Menu").get_attribute("aria-expanded") == "true"
+    assert_fits_phone_width(page)
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto(f"/books/{book.pk}/charters/new/")
+    assert page.get_by_test_id("read-only").is_visible()
+    assert page.get_by_role("button", name="Propose this version").count() == 0
+    assert page.js_errors == []
+
+
+def test_the_loop_pictures_stay_legible_at_phone_width_and_the_composer_is_one_tap_away(page, seeded):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    call_command("demo", stdout=StringIO())
+    book = Book.objects.get(title="The Lighthouse Letter")
+    page.set_viewport_size({"width": 390, "height": 844})
+    log_in(page, "author", "novelgraph-author")
+    page.goto(f"/books/{book.pk}/loop/")
+    assert_fits_phone_width(page)
+    label = page.locator("section[aria-labelledby=plan-h] svg .loop-label").first
+    height = label.evaluate("(el) => el.getBoundingClientRect().height")
+    assert height >= 10, f"plan-tree text is {height:.1f}px tall at phone width"
+    assert_accessible_basics(page)
+    page.goto(f"/books/{book.pk}/scratchpad/")
+    page.get_by_role("link", name="Write your next turn").click()
+    composer = page.get_by_label("Your turn")
+    composer.wait_for()
+    assert composer.evaluate(
+        "(el) => { const r = el.getBoundingClientRect(); return r.top >= 0 && r.top < innerHeight; }"
+    )
+
+
+def test_a_verdict_that_discards_work_asks_first_and_a_gate_card_reads_plainly(page, seeded):
+    author = UserFactory(username="nadia")
+    book = Book.objects.create(owner=author, title="The Pilot's Daughter", slug="pilots-daughter-2")
+    own = api_key_create(owner=author, role="author")[1]
+    sol = api_key_create(owner=author, role="sol")[1]
+    api(own, f"/books/{book.pk}/discovery", {})
+    card = api(
+        sol,
+        f"/books/{book.pk}/loop/gates/G0/request",
+        {
+            "summary": "the value seed holds",
+            "decisions_requested": ["ratify the seed"],
+            "recommended": "approve",
+            "reversibility_class": "reversible",
+        },
+    )
+    log_in(page, "nadia", PASSWORD)
+    page.goto(f"/review/{card['approval_id']}/")
+    assert page.get_by_test_id("subject").inner_text() == "the value seed holds"
+    fields = page.get_by_test_id("card-fields").inner_text()
+    assert "Decisions requested" in fields and "ratify the seed" in fields and "{" not in fields
+    assert page.get_by_test_id("verdict-help").locator("dt").count() == 7
+    assert_accessible_basics(page)
+    check_phone(page)
+
+    page.get_by_label("Verdict").select_option("abandon")
+    page.get_by_label("Rationale (required)").fill("Not this seed.")
+    asked = []
+
+    def dismiss(dialog) -> None:
+        asked.append(dialog.message)
+        dialog.dismiss()
+
+    page.once("dialog", dismiss)
+    page.get_by_role("button", name="Record the decision").click()
+    assert asked and asked[0].startswith("abandon:")
+    assert Approval.objects.get(pk=card["approval_id"]).status == "pending", "dismissed: nothing recorded"
+
+    page.get_by_label("Verdict").select_option("approve")
+    page.get_by_role("button", name="Record the decision").click()  # approve asks nothing
+    page.locator("[data-testid=log-entry]").wait_for()
+    assert Approval.objects.get(pk=card["approval_id"]).verdict == "approve"
+    assert page.js_errors == []
