@@ -138,7 +138,7 @@ def subject_name(approval: Approval, proposal: dict) -> str:
 
 def _decision_context(request: HttpRequest, access: BookAccess, approval: Approval, **extra) -> dict:
     view = approval_view(access, approval)
-    shown = {"title", "fields", "source_refs", "impact", "type", "id", "exists", "card", "verdicts"}
+    shown = {"title", "fields", "changes", "source_refs", "impact", "type", "id", "exists", "card", "verdicts"}
     if view.proposal.get("fields"):
         shown.add("content")
     card = view.proposal.get("card") or {}

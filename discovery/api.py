@@ -42,6 +42,8 @@ from .schemas import (
     HandoffIn,
     HandoffOut,
     HandoffResultIn,
+    ObservationDetailOut,
+    ObservationResolveIn,
     QuestionSetIn,
     RequestApprovalIn,
     ScratchpadFilter,
@@ -63,6 +65,8 @@ from .selectors import (
     discovery_view,
     dossier_get,
     handoff_get,
+    observation_get,
+    observation_rows,
     scratchpad_for,
     session_get,
 )
@@ -184,6 +188,7 @@ def turn_add(request: HttpRequest, session_id: uuid.UUID, payload: TurnIn):
             "ordinal": turn.ordinal,
             "role": turn.role,
             "content": turn.content,
+            "answers_id": turn.answers_id,
             "created_at": turn.created_at,
             "observations": list(turn.observations.order_by("created_at")),
         },
@@ -241,6 +246,39 @@ def question_list(request: HttpRequest, session_id: uuid.UUID):
 def thrust_propose(request: HttpRequest, session_id: uuid.UUID, payload: ThrustIn):
     access, session = _session_access(request, session_id)
     return Status(201, services.thrust_propose(access=access, session=session, payload=payload))
+
+
+# --- Observations ---------------------------------------------------------------------
+
+
+def _observation_out(observation) -> dict:
+    row = observation_rows(type(observation).objects.filter(pk=observation.pk))[0]
+    return {**row, "revisions": services.observation_history(observation)}
+
+
+@router.post(
+    "/observations/{observation_id}/resolve",
+    response={200: ObservationDetailOut, **ERRORS},
+    summary="The author confirms, corrects or retires an observation (append-only history)",
+    description="action: confirm | correct (with value) | retire. A correction keeps the old value in the "
+    "observation's history; a retired observation leaves the unresolved set.",
+)
+def observation_resolve(request: HttpRequest, observation_id: uuid.UUID, payload: ObservationResolveIn):
+    observation = observation_get(observation_id)
+    access = book_access(principal_of(request), observation.session.book, missing="observation")
+    observation, _ = services.observation_resolve(access=access, observation=observation, payload=payload)
+    return _observation_out(observation)
+
+
+@router.get(
+    "/observations/{observation_id}",
+    response={200: ObservationDetailOut, **ERRORS},
+    summary="One observation, its current value and its history (discovery:read)",
+)
+def observation_detail(request: HttpRequest, observation_id: uuid.UUID):
+    observation = observation_get(observation_id)
+    book_access(principal_of(request), observation.session.book, Cap.DISCOVERY_READ, missing="observation")
+    return _observation_out(observation)
 
 
 # --- Charters ----------------------------------------------------------------------

@@ -1,6 +1,11 @@
 from django.apps import AppConfig
 
-APPEND_ONLY = ("discovery_scratchpadentry", "discovery_contextdossier", "discovery_sessionquestion")
+APPEND_ONLY = (
+    "discovery_scratchpadentry",
+    "discovery_contextdossier",
+    "discovery_sessionquestion",
+    "discovery_observationrevision",
+)
 
 
 class DiscoveryConfig(AppConfig):

@@ -146,6 +146,10 @@ class Turn(TimeStampedModel):
     role = models.CharField(max_length=10, choices=TURN_SPEAKERS)
     written_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     content = models.TextField(max_length=50_000)
+    # The question Sol had put to the author when a person wrote this turn: the turn answers it.
+    answers = models.ForeignKey(
+        SessionQuestion, null=True, blank=True, on_delete=models.PROTECT, related_name="answers"
+    )
 
     class Meta:
         ordering = ["session", "ordinal"]
@@ -171,6 +175,7 @@ class ObservationStatus(models.TextChoices):
     CONFIRMED = "confirmed", "Confirmed"
     RESOLVED = "resolved", "Resolved"
     REJECTED = "rejected", "Rejected"
+    RETIRED = "retired", "Retired"
 
 
 class Observation(TimeStampedModel):
@@ -194,6 +199,51 @@ class Observation(TimeStampedModel):
 
     def __str__(self) -> str:
         return f"{self.key}: {self.value[:60]}"
+
+
+class ObservationAction(models.TextChoices):
+    CONFIRM = "confirm", "Confirm"
+    CORRECT = "correct", "Correct"
+    RETIRE = "retire", "Retire"
+
+
+class ObservationRevision(models.Model):
+    """One step in an observation's life, by the author: confirmed, corrected (with the new value)
+    or retired. Append-only: the observation keeps the value as first stated; its current value is
+    the newest correction's, and every earlier value stays here."""
+
+    Action = ObservationAction
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    observation = models.ForeignKey(Observation, on_delete=models.PROTECT, related_name="revisions")
+    sequence = models.PositiveIntegerField()
+    action = models.CharField(max_length=10, choices=Action.choices)
+    previous_value = models.TextField(max_length=20_000)
+    value = models.TextField(max_length=20_000)
+    previous_status = models.CharField(max_length=10, choices=ObservationStatus.choices)
+    status = models.CharField(max_length=10, choices=ObservationStatus.choices)
+    rationale = models.TextField(blank=True, max_length=10_000)
+    decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        ordering = ["observation", "sequence"]
+        constraints = [
+            models.UniqueConstraint(fields=["observation", "sequence"], name="observation_revision_unique_sequence"),
+            enum_check("action", ObservationAction, "observation_revision_action_valid"),
+            enum_check("status", ObservationStatus, "observation_revision_status_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.action} {self.observation_id} #{self.sequence}"
+
+    def save(self, *args, **kwargs):
+        if not self._state.adding:
+            raise ValidationError("An observation's history is append-only.")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        raise ValidationError("An observation's history is append-only.")
 
 
 class ScratchpadEntryKind(models.TextChoices):
@@ -289,6 +339,8 @@ class ThrustCandidate(TimeStampedModel):
     ending_shape = models.TextField(blank=True, max_length=10_000)
     risks = models.JSONField(default=list, blank=True)
     forecloses = models.JSONField(default=list, blank=True)
+    # Set when G1.5 ratifies another thrust: why this one was not chosen (it stays visible).
+    not_chosen_reason = models.TextField(blank=True, max_length=10_000)
 
     class Meta:
         ordering = ["created_at"]
@@ -577,6 +629,8 @@ class Handoff(TimeStampedModel):
     dossier = models.ForeignKey(ContextDossier, on_delete=models.PROTECT, related_name="handoffs")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.OPEN)
     returned_at = models.DateTimeField(null=True, blank=True)
+    # What a result carries beyond its entries: Terra's analysis, risks and charter-ready language.
+    result = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["-created_at"]

@@ -91,6 +91,14 @@ class ObservationIn(Schema):
     status: ObservationStatus = ObservationStatus.WORKING
 
 
+class ObservationResolveIn(Schema):
+    """The author confirms, corrects (with the new value) or retires an observation."""
+
+    action: Literal["confirm", "correct", "retire"]
+    value: Text(limit(Observation, "value"), required=False) | None = None
+    rationale: Text(LONG_TEXT, required=False) | None = None
+
+
 class TurnIn(Schema):
     role: Literal["author", "editor", "sol"]
     content: Text(limit(Turn, "content"))
@@ -322,10 +330,16 @@ class ResultItem(Schema):
 
 
 class HandoffResultIn(Schema):
+    """Facts, inferences, options (the alternatives) and questions; a Terra result to Sol also carries
+    its structural analysis, the risks and charter-ready language (seed 000, "Terra to Sol")."""
+
     facts: list[ResultItem] = Field(default_factory=list, max_length=MAX_LIST_ITEMS)
     inferences: list[ResultItem] = Field(default_factory=list, max_length=MAX_LIST_ITEMS)
     options: list[ResultItem] = Field(default_factory=list, max_length=MAX_LIST_ITEMS)
     questions: list[ResultItem] = Field(default_factory=list, max_length=MAX_LIST_ITEMS)
+    analysis: Text(LONG_TEXT, required=False) | None = None
+    risks: TextList() = Field(default_factory=list)
+    charter_language: Text(LONG_TEXT, required=False) | None = None
 
 
 # --- Outputs ---------------------------------------------------------------------
@@ -378,10 +392,36 @@ class ObservationOut(Schema):
     turn_id: uuid.UUID
     key: str
     value: str
+    stated_value: str | None = None
     provenance: str
     confidence: float | None
     status: str
     created_at: datetime
+
+
+class ObservationRevisionOut(Schema):
+    id: uuid.UUID
+    sequence: int
+    action: str
+    previous_value: str
+    value: str
+    previous_status: str
+    status: str
+    rationale: str
+    created_at: datetime
+
+
+class ObservationDetailOut(Schema):
+    id: uuid.UUID
+    session_id: uuid.UUID
+    turn_id: uuid.UUID
+    key: str
+    value: str
+    stated_value: str
+    provenance: str
+    confidence: float | None
+    status: str
+    revisions: list[ObservationRevisionOut]
 
 
 class TurnOut(Schema):
@@ -390,6 +430,7 @@ class TurnOut(Schema):
     ordinal: int
     role: str
     content: str
+    answers_id: uuid.UUID | None = None
     created_at: datetime
     observations: list[ObservationOut]
 
@@ -563,6 +604,7 @@ class HandoffOut(Schema):
     status: str
     created_at: datetime
     returned_at: datetime | None
+    result: dict = Field(default_factory=dict)
     result_entries: list[EntryOut]
 
 
@@ -575,14 +617,17 @@ class SessionOut(Schema):
 
 class ViewTurn(Schema):
     id: uuid.UUID
+    session_id: uuid.UUID
     ordinal: int
     role: str
     content: str
+    answers_id: uuid.UUID | None = None
     created_at: datetime
 
 
 class ViewThrust(Schema):
     id: uuid.UUID
+    session_id: uuid.UUID
     kind: str
     status: str
     proposed_by: str
@@ -596,6 +641,7 @@ class ViewThrust(Schema):
     ending_shape: str
     risks: list[str]
     forecloses: list[str]
+    not_chosen_reason: str = ""
     created_at: datetime
 
 
@@ -621,6 +667,7 @@ class ViewBase(Schema):
 class DiscoveryViewOut(Schema):
     book: BookOut
     session: SessionOut | None
+    sessions: list[SessionOut]
     turns: list[ViewTurn]
     observations: list[ObservationOut]
     thrusts: list[ViewThrust]
@@ -644,5 +691,6 @@ def handoff_out(handoff) -> dict:
         "status": handoff.status,
         "created_at": handoff.created_at,
         "returned_at": handoff.returned_at,
+        "result": handoff.result or {},
         "result_entries": list(handoff.result_entries.order_by("sequence")),
     }

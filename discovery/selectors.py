@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.db.models import Model, Q, QuerySet
+from django.db.models import Model, OuterRef, Q, QuerySet, Subquery
 
 from novelgraph.errors import NotFound
 
@@ -25,6 +25,7 @@ from .models import (
     KnowledgeClaim,
     KnowledgeLink,
     Observation,
+    ObservationRevision,
     ScratchpadEntry,
     StoryCharter,
     ThrustCandidate,
@@ -73,6 +74,14 @@ def handoff_get(handoff_id: Any) -> Handoff:
 
 def dossier_get(dossier_id: Any) -> ContextDossier:
     return _get(ContextDossier.objects.select_related("book__series", "book__owner"), dossier_id, "dossier")
+
+
+def observation_get(observation_id: Any) -> Observation:
+    return _get(
+        Observation.objects.select_related("session__book__series", "session__book__owner"),
+        observation_id,
+        "observation",
+    )
 
 
 def claim_get(claim_id: Any) -> KnowledgeClaim:
@@ -148,35 +157,39 @@ def readable_bases(bases: list[dict], caps: frozenset[Cap]) -> tuple[list[dict],
 
 
 def discovery_view(access: BookAccess) -> dict:
-    """The discovery of a book as one structure: the current session, its turns (by ordinal)
-    with observations, thrust candidates, scratchpad, the charters newest first and the
-    knowledge bases with their relation (role-scoped: bases the caller may not read are left out).
+    """The discovery of a book as one continuous record: the current session, every session of the
+    book (oldest first), their turns (session by session, by ordinal) with observations, thrust
+    candidates, scratchpad, the charters newest first and the knowledge bases with their relation
+    (role-scoped: bases the caller may not read are left out). Nothing is hidden when a book has
+    more than one session: each row names its session.
 
     A fixed number of queries.
     """
     book, caps = access.book, access.caps
-    session = current_session(book)
+    sessions = list(
+        DiscoverySession.objects.filter(book=book)
+        .order_by("created_at", "id")
+        .values("id", "status", "current_question", "created_at")
+    )
+    session = current_session(book) if sessions else None
     turns: list[dict] = []
     observations: list[dict] = []
     thrusts: list[dict] = []
     scratchpad: list[dict] = []
-    if session is not None:
+    if sessions:
         turns = [
             {**row, "id": str(row["id"])}
-            for row in Turn.objects.filter(session=session)
-            .order_by("ordinal")
-            .values("id", "ordinal", "role", "content", "created_at")
+            for row in Turn.objects.filter(session__book=book)
+            .order_by("session__created_at", "session_id", "ordinal")
+            .values("id", "session_id", "ordinal", "role", "content", "answers_id", "created_at")
         ]
-        observations = list(
-            Observation.objects.filter(session=session)
-            .order_by("created_at")
-            .values("id", "turn_id", "key", "value", "provenance", "confidence", "status", "created_at")
-        )
+        observations = observation_rows(Observation.objects.filter(session__book=book))
         thrusts = list(
-            ThrustCandidate.objects.filter(session=session)
+            ThrustCandidate.objects.filter(session__book=book)
             .order_by("created_at")
             .values(
                 "id",
+                "session_id",
                 "kind",
                 "status",
                 "proposed_by",
@@ -190,11 +203,12 @@ def discovery_view(access: BookAccess) -> dict:
                 "ending_shape",
                 "risks",
                 "forecloses",
+                "not_chosen_reason",
                 "created_at",
             )
         )
         if Cap.SCRATCHPAD_READ in caps:
-            scratchpad = list(scratchpad_rows(ScratchpadEntry.objects.filter(session=session)))
+            scratchpad = list(scratchpad_rows(ScratchpadEntry.objects.filter(session__book=book)))
     charters = list(
         StoryCharter.objects.filter(book=book)
         .order_by("-version")
@@ -204,6 +218,7 @@ def discovery_view(access: BookAccess) -> dict:
     return {
         "book": book,
         "session": session,
+        "sessions": sessions,
         "turns": turns,
         "observations": observations,
         "thrusts": thrusts,
@@ -211,6 +226,34 @@ def discovery_view(access: BookAccess) -> dict:
         "charters": charters,
         "knowledge_bases": bases,
     }
+
+
+OBSERVATION_COLUMNS = (
+    "id",
+    "session_id",
+    "turn_id",
+    "key",
+    "value",
+    "provenance",
+    "confidence",
+    "status",
+    "created_at",
+)
+
+
+def observation_rows(queryset) -> list[dict]:
+    """Observations in creation order as dicts (one query): ``value`` is the current value (the
+    author's newest correction), ``stated_value`` the value as first stated."""
+    latest_correction = (
+        ObservationRevision.objects.filter(observation=OuterRef("pk"), action=ObservationRevision.Action.CORRECT)
+        .order_by("-sequence")
+        .values("value")[:1]
+    )
+    rows = queryset.order_by("created_at", "id").annotate(corrected=Subquery(latest_correction))
+    return [
+        {**row, "stated_value": row["value"], "value": row.pop("corrected") or row["value"]}
+        for row in rows.values(*OBSERVATION_COLUMNS, "corrected")
+    ]
 
 
 SCRATCHPAD_COLUMNS = (
@@ -229,12 +272,23 @@ SCRATCHPAD_COLUMNS = (
 
 
 def scratchpad_rows(queryset):
-    """Scratchpad entries as dicts in creation order."""
-    return queryset.order_by("sequence").values(*SCRATCHPAD_COLUMNS)
+    """Scratchpad entries as dicts in creation order (session by session, then by sequence)."""
+    return queryset.order_by("session__created_at", "session_id", "sequence").values(*SCRATCHPAD_COLUMNS)
 
 
-def scratchpad_for(*, session: DiscoverySession, kind: str | None = None, agent_role: str | None = None):
-    entries = ScratchpadEntry.objects.filter(session=session)
+def scratchpad_for(
+    *,
+    session: DiscoverySession | None = None,
+    book: Book | None = None,
+    kind: str | None = None,
+    agent_role: str | None = None,
+):
+    """One session's scratchpad, or (``book=``) the whole book's as one continuous record."""
+    entries = (
+        ScratchpadEntry.objects.filter(session=session)
+        if book is None
+        else ScratchpadEntry.objects.filter(session__book=book)
+    )
     if kind:
         entries = entries.filter(kind=kind)
     if agent_role:

@@ -15,6 +15,11 @@ urlpatterns = [
     path("books/<uuid:book_id>/discovery/start/", views.discovery_start, name="discovery_start"),
     path("books/<uuid:book_id>/scratchpad/", views.scratchpad, name="scratchpad"),
     path("books/<uuid:book_id>/turns/", views.turn_add, name="turn_add"),
+    path(
+        "books/<uuid:book_id>/observations/<uuid:observation_id>/",
+        views.observation_resolve,
+        name="observation_resolve",
+    ),
     path("books/<uuid:book_id>/dossiers/", views.dossiers, name="dossiers"),
     path("books/<uuid:book_id>/codex/", views.codex, name="codex"),
     path("books/<uuid:book_id>/dossiers/new/", views.dossier_create, name="dossier_create"),

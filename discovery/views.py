@@ -35,6 +35,7 @@ from .loop.selectors import gate_steps
 from .models import (
     Book,
     KnowledgeClaim,
+    Observation,
     ScratchpadEntry,
     ScratchpadEntryKind,
     Series,
@@ -43,8 +44,25 @@ from .models import (
     Turn,
 )
 from .refs import resolve_source_refs
-from .schemas import GENRE_PACKS, AsOfFilter, BookIn, CharterIn, DossierIn, EditorIn, SeriesIn, TurnIn
-from .selectors import canon_bases, codex_view, current_session, discovery_view, scratchpad_for
+from .schemas import (
+    GENRE_PACKS,
+    AsOfFilter,
+    BookIn,
+    CharterIn,
+    DossierIn,
+    EditorIn,
+    ObservationResolveIn,
+    SeriesIn,
+    TurnIn,
+)
+from .selectors import (
+    OPEN_SESSION_STATUSES,
+    canon_bases,
+    codex_view,
+    current_session,
+    discovery_view,
+    scratchpad_for,
+)
 from .templatetags.discovery_pages import as_list
 from .timeline import timeline_svg
 
@@ -201,7 +219,12 @@ def recent_activity(book_ids: list) -> list[dict]:
 @login_required
 def book_detail(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
     """Premise, current question, turns with observations, thrusts, charters, knowledge bases and canon."""
-    access = page_access(request, book_id, Cap.BOOK_READ)
+    return _render_book(request, page_access(request, book_id, Cap.BOOK_READ))
+
+
+def _render_book(
+    request: HttpRequest, access: BookAccess, *, observation_error: dict | None = None, status: int = 200
+) -> HttpResponse:
     book, role = access.book, access.role
     view = discovery_view(access)
     observations_by_turn: dict[str, list[dict]] = {}
@@ -231,6 +254,7 @@ def book_detail(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
     attribute(view["charters"], "charter")
     asked = SessionQuestion.objects.filter(session=view["session"]).order_by("-sequence").first()
     question_run = produced_by("question", [asked.pk]).get(str(asked.pk)) if asked else None
+    prompted_by = with_resolved_refs(access, [{"source_refs": asked.source_refs}])[0]["refs"] if asked else []
     research = dict(
         ResearchItem.objects.filter(book=book).values_list("status").annotate(n=Count("id")).values_list("status", "n")
     )
@@ -249,7 +273,14 @@ def book_detail(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
             "entry_count": len(view["scratchpad"]),
             "asked": asked,
             "question_run": question_run,
+            "prompted_by": prompted_by,
+            "can_answer": role in ("author", "editor")
+            and view["session"] is not None
+            and view["session"].status in OPEN_SESSION_STATUSES,
+            "composer_url": reverse("discovery:turn_add", args=[book.pk]),
+            "observation_error": observation_error,
         },
+        status=status,
     )
 
 
@@ -278,10 +309,10 @@ def _render_scratchpad(
     session = current_session(book)
     kind = _choice(request.GET.get("kind"), ScratchpadEntryKind.values)
     agent_role = _choice(request.GET.get("role"), AgentRole.values)
-    entries = list(scratchpad_for(session=session, kind=kind or None, agent_role=agent_role or None)) if session else []
+    entries = list(scratchpad_for(book=book, kind=kind or None, agent_role=agent_role or None)) if session else []
     with_resolved_refs(access, entries)
     attribute(entries, "entry")
-    turns = list(Turn.objects.filter(session=session).order_by("ordinal")) if session else []
+    turns = list(Turn.objects.filter(session__book=book).order_by("session__created_at", "session_id", "ordinal"))
     context = {
         "book": book,
         "role": role,
@@ -421,6 +452,23 @@ def turn_add(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
     if request.htmx:
         return _render_scratchpad(request, access)
     return redirect(f"{reverse('discovery:scratchpad', args=[access.book.pk])}#turn-{turn.pk}")
+
+
+@login_required
+@require_POST
+def observation_resolve(request: HttpRequest, book_id: uuid.UUID, observation_id: uuid.UUID) -> HttpResponse:
+    """The author confirms, corrects or retires an observation from the book page (``services.observation_resolve``)."""
+    access = page_access(request, book_id, Cap.BOOK_READ)
+    observation = Observation.objects.filter(pk=observation_id, session__book=access.book).first()
+    if observation is None:
+        raise NotFound("observation not found")
+    try:
+        payload = parse_form(ObservationResolveIn, request.POST)
+        services.observation_resolve(access=access, observation=observation, payload=payload)
+    except DomainError as exc:
+        error = {"id": str(observation.pk), "message": exc.message}
+        return _render_book(request, access, observation_error=error, status=exc.status)
+    return redirect(f"{reverse('discovery:book', args=[access.book.pk])}#observation-{observation.pk}")
 
 
 @login_required

@@ -11,6 +11,40 @@ def url(book, tail: str = "") -> str:
     return f"/books/{book.pk}/loop{tail}"
 
 
+def a_thrust(book) -> str:
+    """An open thrust candidate of the book (G1.5 ratifies one): the newest, or a new one."""
+    from discovery.models import DiscoverySession, ThrustCandidate
+
+    from .factories import ThrustCandidateFactory
+
+    open_ = ThrustCandidate.objects.filter(session__book=book, status__in=["proposed", "selected"])
+    thrust = open_.order_by("-created_at").first()
+    if thrust is None:
+        session = DiscoverySession.objects.filter(book=book).order_by("-created_at").first()
+        thrust = ThrustCandidateFactory(**({"session": session} if session else {"session__book": book}))
+    return str(thrust.pk)
+
+
+def a_governing_charter(book) -> None:
+    """An approved Story Charter version (G2 ratifies one), unless the book has one: proposed by Sol and
+    approved by the book's author through the services (so the decision log records it)."""
+    from approvals.services import approval_decide
+    from discovery.access import book_access
+    from discovery.models import StoryCharter
+    from novelgraph.auth import principal_for_user
+
+    from .approval_subjects import propose_charter
+
+    if not StoryCharter.objects.filter(book=book, status="approved").exists():
+        charter = propose_charter(book)
+        approval_decide(
+            access=book_access(principal_for_user(book.owner), book),
+            approval_id=charter.approval_id,
+            verdict="approve",
+            rationale="The charter the loop's G2 ratifies.",
+        )
+
+
 def ask_gate(api, book, gate: str, **extra):
     body = {
         "summary": f"ratify {gate}",
@@ -18,6 +52,8 @@ def ask_gate(api, book, gate: str, **extra):
         "recommended": "approve",
         "reversibility_class": "reversible",
     }
+    if gate == "G1.5" and "thrust_id" not in extra:
+        body["thrust_id"] = a_thrust(book)
     body.update(extra)
     return api.post(url(book, f"/gates/{gate}/request"), body)
 
@@ -72,7 +108,9 @@ def review(api, book, lens: str, gate: str = "G2"):
 
 
 def saturate(sol_api, luna_api, terra_api, book) -> None:
-    """Both required lenses reviewed, a clean chain, one full round without invalidation."""
+    """Both required lenses reviewed, a clean chain, one full round without invalidation, and an
+    approved Story Charter version for G2 to ratify."""
+    a_governing_charter(book)
     clean_chain(sol_api, book)
     review(terra_api, book, "canon-integrity")  # the roster names Terra (she reads series canon)
     review(luna_api, book, "reader-trust")  # and Luna for reader trust: two distinct lenses

@@ -18,8 +18,10 @@ from .factories import (
     KnowledgeBaseFactory,
     KnowledgeClaimFactory,
     KnowledgeSourceFactory,
+    ObservationFactory,
     ResearchItemFactory,
     StoryCharterFactory,
+    TurnFactory,
 )
 
 
@@ -46,6 +48,7 @@ def build_scene(book, sol_api) -> dict:
         "source_id": source.pk,
         "gate": "G0",
         "run_id": AgentRunFactory(book=book).pk,
+        "observation_id": ObservationFactory(turn=TurnFactory(session=session)).pk,
     }
     loop = f"/books/{book.pk}/loop"
     # The session above is a factory row, so the book's loop is begun as discovery_start begins it (reads never do).

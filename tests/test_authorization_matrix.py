@@ -243,6 +243,8 @@ API_EXPECTED: dict[str, tuple[int, ...]] = {
     "POST /sessions/{session_id}/question": (401, 401, 404, 404, 404, 404, 403, 403, 422, 403, 422),
     "GET /sessions/{session_id}/questions": (401, 401, 404, 404, 404, 404, 200, 200, 200, 200, 200),
     "POST /sessions/{session_id}/thrusts": (401, 401, 404, 404, 404, 404, 403, 201, 201, 403, 201),
+    "POST /observations/{observation_id}/resolve": (401, 401, 404, 404, 404, 404, 403, 403, 403, 403, 200),
+    "GET /observations/{observation_id}": (401, 401, 404, 404, 404, 404, 200, 200, 200, 200, 200),
     "POST /books/{book_id}/charters": (401, 401, 404, 404, 404, 404, 403, 201, 201, 403, 201),
     "POST /charters/{charter_id}/resolve": (401, 401, 404, 404, 404, 404, 403, 403, 403, 403, 200),
     "POST /claims": (401, 401, 404, 404, 404, 404, 403, 403, 201, 403, 201),
@@ -298,6 +300,11 @@ API_EXPECTED: dict[str, tuple[int, ...]] = {
     "POST /books/{book_id}/loop/trace/nodes": (401, 401, 404, 404, 404, 404, 201, 409, 409, 403, 409),
     "GET /books/{book_id}/loop/trace/edges": (401, 401, 404, 404, 404, 404, 200, 200, 200, 200, 200),
     "POST /books/{book_id}/loop/trace/edges": (401, 401, 404, 404, 404, 404, 201, 409, 409, 403, 409),
+    "POST /books/{book_id}/loop/trace/nodes/{trace_node}/withdraw": (401, 401, 404, 404, 404, 404, 404, 404, 404, 403, 404),
+    "POST /books/{book_id}/loop/trace/edges/withdraw": (401, 401, 404, 404, 404, 404, 403, 403, 403, 403, 403),
+    "GET /books/{book_id}/loop/validation": (401, 401, 404, 404, 404, 404, 200, 200, 200, 200, 200),
+    "POST /books/{book_id}/loop/validation": (401, 401, 404, 404, 404, 404, 201, 201, 201, 403, 201),
+    "POST /books/{book_id}/loop/validation/{item_id}/status": (401, 401, 404, 404, 404, 404, 404, 404, 404, 403, 404),
     "POST /books/{book_id}/loop/trace/settings": (401, 401, 404, 404, 404, 404, 403, 403, 200, 403, 200),
     "GET /books/{book_id}/loop/lint": (401, 401, 404, 404, 404, 404, 200, 200, 200, 200, 200),
     "GET /books/{book_id}/loop/cascade-preview": (401, 401, 422, 422, 422, 422, 422, 422, 422, 422, 422),
@@ -373,6 +380,7 @@ PAGE_EXPECTED: dict[str, tuple[int, ...]] = {
     "/books/<uuid:book_id>/discovery/start/": (302, 405, 405, 405, 405),
     "/books/<uuid:book_id>/scratchpad/": (302, 404, 404, 200, 200),
     "/books/<uuid:book_id>/turns/": (302, 405, 405, 405, 405),
+    "/books/<uuid:book_id>/observations/<uuid:observation_id>/": (302, 405, 405, 405, 405),
     "/books/<uuid:book_id>/dossiers/": (302, 404, 404, 200, 200),
     "/books/<uuid:book_id>/dossiers/new/": (302, 405, 405, 405, 405),
     "/books/<uuid:book_id>/dossiers/<uuid:dossier_id>/": (302, 404, 404, 200, 200),
@@ -415,7 +423,7 @@ def test_every_api_operation_answers_each_caller_as_expected(scene):
             if caller in {"anon", "revoked"}:
                 assert response.status_code == 401, (key, caller, response.status_code)
             if caller in STRANGERS:
-                book_route = "{book_id}" in path or any(f"{{{n}}}" in path for n in ("session_id", "charter_id"))
+                book_route = "{book_id}" in path or any(f"{{{n}}}" in path for n in ("session_id", "charter_id", "observation_id"))
                 assert not (book_route and response.status_code < 300), (key, caller, "reached the book")
                 assert_no_leak(response, book)
             if caller == "luna":
@@ -481,6 +489,7 @@ PAGE_POSTS: dict[str, dict] = {
     "/keys/<uuid:key_id>/revoke/": {},
     "/books/<uuid:book_id>/discovery/start/": {},
     "/books/<uuid:book_id>/turns/": {"content": "A turn from the page."},
+    "/books/<uuid:book_id>/observations/<uuid:observation_id>/": {"action": "confirm"},
     "/books/<uuid:book_id>/dossiers/new/": {"agent_role": "luna"},
     "/books/<uuid:book_id>/agents/start/": {"task": "thrusts"},
     "/books/<uuid:book_id>/research/<uuid:item_id>/decide/": {"verdict": "approve", "rationale": "A primary source."},
@@ -497,6 +506,7 @@ PAGE_POST_EXPECTED: dict[str, tuple[int, ...]] = {
     "/books/<uuid:book_id>/research/<uuid:item_id>/decide/": (302, 404, 404, 403, 302),
     "/books/<uuid:book_id>/discovery/start/": (302, 404, 404, 403, 302),
     "/books/<uuid:book_id>/turns/": (302, 404, 404, 302, 302),
+    "/books/<uuid:book_id>/observations/<uuid:observation_id>/": (302, 404, 404, 403, 302),
     "/books/<uuid:book_id>/dossiers/new/": (302, 404, 404, 403, 302),
     "/books/<uuid:book_id>/agents/start/": (302, 404, 404, 403, 302),
     "/books/<uuid:book_id>/people/<int:user_id>/remove/": (302, 404, 404, 403, 302),

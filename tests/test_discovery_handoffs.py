@@ -80,7 +80,9 @@ def test_the_dossier_snapshot_is_taken_when_the_handoff_is_made(sol_api, terra_a
 
 def test_the_target_role_returns_a_result_once_and_each_item_becomes_an_entry(sol_api, luna_api, book, session):
     turn = TurnFactory(session=session, ordinal=1)
-    handoff = sol_api.post(f"/books/{book.pk}/handoffs", _brief()).json()
+    handoff = sol_api.post(
+        f"/books/{book.pk}/handoffs", _brief(allowed_sources=[{"type": "turn", "id": str(turn.pk)}])
+    ).json()
     result = {
         "facts": [{"text": "Turn 1 names the north shore.", "source_refs": [{"type": "turn", "id": str(turn.pk)}]}],
         "inferences": [{"text": "The shore matters to her.", "source_refs": [], "confidence": 0.6}],

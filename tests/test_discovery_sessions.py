@@ -132,11 +132,11 @@ def test_bad_turn_input_is_a_422_naming_the_field_and_writes_nothing(author_api,
     assert not Turn.objects.filter(session=session).exists()
 
 
-def test_a_turn_in_an_approved_session_is_a_conflict(author_api, book):
+def test_a_turn_in_a_closed_session_is_a_conflict(author_api, book):
     session = start(author_api, book)
-    DiscoverySession.objects.filter(pk=session.pk).update(status="approved")
+    DiscoverySession.objects.filter(pk=session.pk).update(status="closed")  # as the G3 hand-off leaves it
     response = author_api.post(f"/sessions/{session.pk}/turns", {"role": "author", "content": "More."})
-    assert response.status_code == 409
+    assert response.status_code == 409 and "handed off" in response.json()["detail"]
 
 
 @pytest.mark.django_db(transaction=True)

@@ -243,7 +243,7 @@ def test_g3_never_hands_off_a_brief_only_proposed(book, sol_api, author_api, lun
     assert r.status_code == 201
     r = ask_gate(sol_api, book, "G3", summary="hand off to drafting")
     assert r.status_code == 409
-    assert r.json()["reasons"] == ["the decision brief decision-brief is proposed, not ratified by the author"]
+    assert r.json()["reasons"][0].startswith("the decision brief decision-brief is proposed, not ratified")
     assert not Chapter.objects.filter(book=book).exists()
     assert LoopMeta.objects.get(book=book).status != "handed-off"
 

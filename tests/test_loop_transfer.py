@@ -106,7 +106,11 @@ def test_export_writes_the_seed_layout_and_committed_artifacts(rich, author_api)
     slug = rich.slug
     for name in ("blackboard", "open-questions", "traceability", "decision-log", "meta", "plan-tree"):
         assert f"{slug}/_state/{name}.json" in names
-    assert f"{slug}/decision-brief.json" in names and f"{slug}/scope-boundary.json" in names
+    # Only ratified artifacts are committed: the proposed brief stays in the blackboard's state.
+    assert f"{slug}/scope-boundary.json" in names and f"{slug}/decision-brief.json" not in names
+    blackboard = json.loads(_zip(r).read(f"{slug}/_state/blackboard.json"))
+    brief = next(a for a in blackboard["artifacts"] if a["id"] == "decision-brief")
+    assert brief["status"] == "proposed"
     meta = json.loads(_zip(r).read(f"{slug}/_state/meta.json"))
     assert meta["schema_version"] == "0.1" and meta["gate"] == "G0"
     log = json.loads(_zip(r).read(f"{slug}/_state/decision-log.json"))

@@ -210,13 +210,18 @@ def test_resources_list_the_keys_books_and_read_the_current_question(clients, wo
 
 def test_luna_takes_a_handoff_and_writes_the_rows_the_rest_call_writes(clients, world):
     decision = f"Which places recur? ({clients['transport']})"
+    # The result cites this turn, so the handoff allows it (a result cites only what its handoff allowed).
+    allowed = [{"type": "turn", "id": world["turn_id"]}]
     is_error, created = tool(
-        clients, "sol", "handoff_create", {"book_id": world["book_id"], "to_role": "luna", "decision": decision}
+        clients,
+        "sol",
+        "handoff_create",
+        {"book_id": world["book_id"], "to_role": "luna", "decision": decision, "allowed_sources": allowed},
     )
     assert not is_error, created
     twin = services.handoff_create(
         access=book_access(principal_for_user(world["author"]), world["book"]),
-        payload=HandoffIn(to_role="luna", decision=decision),
+        payload=HandoffIn(to_role="luna", decision=decision, allowed_sources=allowed),
     )
     waiting = read(clients, "luna", f"novelgraph://books/{world['book_id']}/handoffs")["handoffs"]
     assert created["id"] in {h["id"] for h in waiting}

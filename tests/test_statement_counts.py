@@ -33,12 +33,12 @@ STATEMENTS: dict[str, tuple[int, int]] = {
     "GET /me": (2, 2),  # key (one query for an unscoped key), visible books
     "GET /books/{id}": (2, 2),  # key, book
     "GET /library/search": (2, 2),  # key, the search statement on the raw connection
-    "GET /books/{id}/discovery": (11, 11),
+    "GET /books/{id}/discovery": (12, 12),  # + the book's sessions (every session is one record)
     "POST /books/{id}/charters": (10, 11),  # PostgreSQL locks the book row (SELECT ... FOR UPDATE)
     # +4: the canon it contradicts (bases, claims), for the log; +1 since the log records what became canon
     # (approvals/canon.py reads the approved subject's content); PostgreSQL also locks the book before the handler.
     "POST /claims/{id}/promote": (28, 30),
-    "POST /sessions/{id}/turns": (8, 8),
+    "POST /sessions/{id}/turns": (9, 9),  # + the question the turn answers
     "POST /sessions/{id}/scratchpad": (7, 7),
     "POST /approvals/{id}/verdict": (20, 22),  # likewise, twice, and +1 for the canon record
 }

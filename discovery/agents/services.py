@@ -102,6 +102,7 @@ def agent_run_start(*, access: BookAccess, payload: AgentRunIn, parent: AgentRun
                     to_role="luna",
                     decision=f"Look in the library for guidance on {payload.topic}",
                     statements=statements,
+                    allowed_sources=[{"type": "other", "id": "any:chunk"}],
                 ),
             )
             task_input = {"handoff_id": str(handoff.pk), "topic": payload.topic}

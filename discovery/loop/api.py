@@ -51,9 +51,14 @@ from .schemas import (
     SelectOut,
     TraceEdgeIn,
     TraceEdgeOut,
+    TraceEdgeWithdrawIn,
     TraceNodeIn,
     TraceNodeOut,
     TraceSettingsIn,
+    ValidationItemIn,
+    ValidationItemOut,
+    ValidationStatusIn,
+    WithdrawIn,
 )
 from .services.base import card_renew_after_lapse
 from .services.cards import card_impact
@@ -181,6 +186,42 @@ def trace_edges_list(request: HttpRequest, book_id: uuid.UUID, active: bool | No
 @router.post(f"{BASE}/trace/edges", response={201: TraceEdgeOut, **ERRORS})
 def trace_edges_create(request: HttpRequest, book_id: uuid.UUID, payload: TraceEdgeIn):
     return Status(201, loop.trace_edge_add(access=_access(request, book_id), **payload.dict()))
+
+
+@router.post(f"{BASE}/trace/nodes/{{trace_node}}/withdraw", response={200: TraceNodeOut, **ERRORS})
+def trace_node_withdraw(request: HttpRequest, book_id: uuid.UUID, trace_node: str, payload: WithdrawIn):
+    """A lens withdraws its own unratified traceability node (its edges leave the graph); 403 for another
+    lens's node, 409 for a ratified one (the cascade and the author remove those)."""
+    return loop.trace_node_withdraw(access=_access(request, book_id), node_id=trace_node, reason=payload.reason)
+
+
+@router.post(f"{BASE}/trace/edges/withdraw", response={200: TraceEdgeOut, **ERRORS})
+def trace_edge_withdraw(request: HttpRequest, book_id: uuid.UUID, payload: TraceEdgeWithdrawIn):
+    """A lens withdraws an edge from its own node that touches nothing ratified (403 / 409 otherwise)."""
+    return loop.trace_edge_withdraw(access=_access(request, book_id), **payload.dict())
+
+
+# --- The validation plan ----------------------------------------------------------------
+
+
+@router.get(f"{BASE}/validation", response={200: list[ValidationItemOut], **ERRORS})
+@paginate
+def validation_list(request: HttpRequest, book_id: uuid.UUID):
+    """The validation plan: assumption, kill condition, real-world activity and status of each item."""
+    return selectors.validation_plan_of(_book(request, book_id))
+
+
+@router.post(f"{BASE}/validation", response={201: ValidationItemOut, **ERRORS})
+def validation_add(request: HttpRequest, book_id: uuid.UUID, payload: ValidationItemIn):
+    return Status(201, loop.validation_item_add(access=_access(request, book_id), **payload.dict()))
+
+
+@router.post(f"{BASE}/validation/{{item_id}}/status", response={200: ValidationItemOut, **ERRORS})
+def validation_status(request: HttpRequest, book_id: uuid.UUID, item_id: uuid.UUID, payload: ValidationStatusIn):
+    """Validation status moves only forward: hypothesis -> validating -> validated | refuted (422 otherwise)."""
+    return loop.validation_item_status(
+        access=_access(request, book_id), item_id=item_id, validation_status=payload.validation_status
+    )
 
 
 @router.post(f"{BASE}/trace/settings", response={200: MetaOut, **ERRORS})

@@ -210,6 +210,37 @@ class TraceEdgeIn(Schema):
     to_id: str = Field(max_length=100)
 
 
+class WithdrawIn(Schema):
+    reason: str = Field("", max_length=2000)
+
+
+class TraceEdgeWithdrawIn(TraceEdgeIn):
+    reason: str = Field("", max_length=2000)
+
+
+class ValidationItemIn(Schema):
+    assumption: str = Field(max_length=5000)
+    kill_condition: str = Field(max_length=5000)
+    activity: str = Field(max_length=5000)
+    node_id: uuid.UUID | None = None
+
+
+class ValidationStatusIn(Schema):
+    validation_status: str = Field(max_length=12)
+
+
+class ValidationItemOut(Schema):
+    id: uuid.UUID
+    node_id: uuid.UUID | None = None
+    assumption: str
+    kill_condition: str
+    activity: str
+    validation_status: str
+    schema_version: str
+    created_at: datetime
+    updated_at: datetime
+
+
 class TraceSettingsIn(Schema):
     root: str | None = Field(None, max_length=100)
     leaf_kind: str | None = Field(None, max_length=60)
@@ -314,6 +345,7 @@ class GateIn(Schema):
     artifacts: list[str] = Field(default_factory=list, max_length=50)
     node_id: uuid.UUID | None = None
     trace_seed: str = Field("", max_length=100)
+    thrust_id: uuid.UUID | None = Field(None, description="G1.5: the thrust candidate the author is asked to ratify")
 
 
 class GateOut(Schema):

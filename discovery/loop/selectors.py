@@ -22,6 +22,7 @@ from .models import (
     RosterEntry,
     TraceEdge,
     TraceNode,
+    ValidationPlanItem,
 )
 from .services.base import saturation_check
 from .services.cards import pending_card
@@ -110,6 +111,10 @@ def trace_nodes_of(book: Book) -> QuerySet[TraceNode]:
 def trace_edges_of(book: Book, active: bool | None = None) -> QuerySet[TraceEdge]:
     qs = TraceEdge.objects.filter(book=book).order_by("created_at")
     return qs if active is None else qs.filter(active=active)
+
+
+def validation_plan_of(book: Book) -> QuerySet[ValidationPlanItem]:
+    return ValidationPlanItem.objects.filter(book=book).order_by("created_at", "id")
 
 
 def artifacts_of(book: Book) -> QuerySet[BlackboardArtifact]:

@@ -13,6 +13,7 @@ from .claims import (
 from .dossiers import dossier_content, dossier_create, dossier_readable, dossier_store, dossiers_for
 from .handoffs import handoff_create, handoff_return
 from .knowledge import ensure_knowledge_bases
+from .observations import observation_history, observation_resolve
 from .scratchpad import scratchpad_append
 from .sessions import discovery_start, question_set, thrust_propose, turn_add
 
@@ -37,6 +38,8 @@ __all__ = [
     "ensure_knowledge_bases",
     "handoff_create",
     "handoff_return",
+    "observation_history",
+    "observation_resolve",
     "question_set",
     "scratchpad_append",
     "series_create",

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import uuid
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
+from approvals.models import DecisionLogEntry
 from novelgraph.errors import Conflict, Forbidden
 
 from ..access import BookAccess, Cap, capabilities_of
@@ -25,6 +26,7 @@ from ..selectors import (
     book_bases,
     canon_story_rows,
     current_session,
+    observation_rows,
     readable_bases,
 )
 
@@ -65,7 +67,8 @@ DOSSIER_CLAIM_COLUMNS = (
 def dossier_content(
     *, book: Book, session: DiscoverySession | None, agent_role: str, as_of_chapter: int | None = None
 ) -> dict:
-    """What ``agent_role`` is given now: the latest approved charter, the knowledge bases the
+    """What ``agent_role`` is given now: the author's constraints (each with the decision that set it,
+    for every role), the latest approved charter, the knowledge bases the
     book can use, the approved claims in them (ids, decoded values, story records), the session's
     scratchpad entries, the unresolved (working) observations and the role's capabilities;
     role-scoped: what the role may not read is left out and named under ``withheld``.
@@ -107,13 +110,15 @@ def dossier_content(
             {
                 **row,
                 "id": str(row["id"]),
+                "session_id": str(row["session_id"]),
                 "handoff_id": str(row["handoff_id"]) if row["handoff_id"] else None,
                 "created_at": _iso(row["created_at"]),
             }
-            for row in ScratchpadEntry.objects.filter(session=session)
-            .order_by("sequence")
+            for row in ScratchpadEntry.objects.filter(session__book=book)
+            .order_by("session__created_at", "session_id", "sequence")
             .values(
                 "id",
+                "session_id",
                 "sequence",
                 "agent_role",
                 "kind",
@@ -130,10 +135,15 @@ def dossier_content(
     observations: list[dict] = []
     if Cap.DISCOVERY_READ in caps:
         observations = [
-            {**row, "id": str(row["id"]), "turn_id": str(row["turn_id"]), "session_id": str(row["session_id"])}
-            for row in Observation.objects.filter(session__book=book, status=Observation.Status.WORKING)
-            .order_by("created_at")
-            .values("id", "session_id", "turn_id", "key", "value", "provenance", "confidence")
+            {
+                **{k: row[k] for k in ("key", "value", "provenance", "confidence")},
+                "id": str(row["id"]),
+                "turn_id": str(row["turn_id"]),
+                "session_id": str(row["session_id"]),
+            }
+            for row in observation_rows(
+                Observation.objects.filter(session__book=book, status=Observation.Status.WORKING)
+            )
         ]
     if as_of_chapter is not None:
         # Discovery material is not placed on the chapter axis: it may name any later reveal, so a
@@ -151,6 +161,7 @@ def dossier_content(
         charter, scratchpad, observations = None, [], []
     return {
         "schema": DOSSIER_SCHEMA,
+        "author_constraints": author_constraints(book),
         "book": {"id": str(book.pk), "title": book.title},
         "agent_role": agent_role,
         "as_of_chapter": as_of_chapter,
@@ -163,6 +174,76 @@ def dossier_content(
         "observations": observations,
         "withheld": withheld,
     }
+
+
+CONSTRAINT_VERDICTS = ("approve-with-constraint", "redirect")
+
+
+def author_constraints(book: Book) -> list[dict]:
+    """Every constraint the author recorded, each with the decision that set it (two queries).
+
+    The governing (latest approved) charter's ``constraints``, and every approve-with-constraint
+    verdict and steer (redirect) in the book's decision log (gate cards and any other subject).
+    Given to every role: the author's constraints bind every agent, whatever it may read.
+    """
+    charter = (
+        StoryCharter.objects.filter(book=book, status=StoryCharter.Status.APPROVED)
+        .order_by("-version")
+        .values("id", "version", "content", "approval_id")
+        .first()
+    )
+    entries = list(
+        DecisionLogEntry.objects.filter(book=book)
+        .filter(Q(decision__in=CONSTRAINT_VERDICTS) | Q(approval_id=charter["approval_id"] if charter else None))
+        .order_by("sequence")
+        .values(
+            "sequence", "decision", "gate", "subject_type", "subject_id", "approval_id", "rationale", "ts", "detail"
+        )
+    )
+    found: list[dict] = []
+    if charter:
+        entry = next(
+            (e for e in entries if charter["approval_id"] and e["approval_id"] == charter["approval_id"]), None
+        )
+        for text in (charter["content"] or {}).get("constraints") or []:
+            found.append(
+                {
+                    "kind": "charter-constraint",
+                    "text": text,
+                    "decision": {
+                        "what": f"Story charter v{charter['version']} approved",
+                        "charter_id": str(charter["id"]),
+                        "charter_version": charter["version"],
+                        "approval_id": str(charter["approval_id"]) if charter["approval_id"] else None,
+                        "sequence": entry["sequence"] if entry else None,
+                        "rationale": entry["rationale"] if entry else None,
+                    },
+                }
+            )
+    for entry in entries:
+        if entry["decision"] not in CONSTRAINT_VERDICTS:
+            continue
+        text = (entry["detail"] or {}).get("constraint")
+        if not text:
+            continue
+        found.append(
+            {
+                "kind": "constraint" if entry["decision"] == "approve-with-constraint" else "steer",
+                "text": text,
+                "decision": {
+                    "what": f"{entry['decision']} on {entry['subject_type']}"
+                    + (f" at {entry['gate']}" if entry["gate"] else ""),
+                    "verdict": entry["decision"],
+                    "gate": entry["gate"],
+                    "subject_type": entry["subject_type"],
+                    "subject_id": entry["subject_id"],
+                    "approval_id": str(entry["approval_id"]) if entry["approval_id"] else None,
+                    "sequence": entry["sequence"],
+                    "rationale": entry["rationale"],
+                },
+            }
+        )
+    return found
 
 
 def dossier_store(

@@ -58,6 +58,31 @@ def append_entry(
     )
 
 
+def alternatives_left_out(session: DiscoverySession, cited: list[str]) -> list[ScratchpadEntry]:
+    """The alternatives (entries of kind ``alternative``) carried by the entries a digest summarises
+    and not cited by it: those returned by the same handoff as a cited entry, and those that cite a
+    cited entry themselves (seed 000: a digest preserves the rejected alternatives). Two queries."""
+    cited_set = {str(pk) for pk in cited}
+    handoffs = set(
+        ScratchpadEntry.objects.filter(pk__in=cited, session=session, handoff__isnull=False).values_list(
+            "handoff_id", flat=True
+        )
+    )
+    left_out = []
+    for entry in ScratchpadEntry.objects.filter(session=session, kind=ScratchpadEntry.Kind.ALTERNATIVE).order_by(
+        "sequence"
+    ):
+        if str(entry.pk) in cited_set:
+            continue
+        cites_summarised = any(
+            isinstance(ref, dict) and ref.get("type") == "entry" and str(ref.get("id")) in cited_set
+            for ref in entry.source_refs or []
+        )
+        if (entry.handoff_id is not None and entry.handoff_id in handoffs) or cites_summarised:
+            left_out.append(entry)
+    return left_out
+
+
 def scratchpad_append(*, access: BookAccess, session: DiscoverySession, payload: EntryIn) -> ScratchpadEntry:
     """Append one provisional entry to a session's scratchpad (append-only; never deduplicated).
 
@@ -88,6 +113,14 @@ def scratchpad_append(*, access: BookAccess, session: DiscoverySession, payload:
                 raise Invalid(
                     "a digest must cite at least one earlier entry of this session (a source ref of type entry)",
                     field="source_refs",
+                )
+            missing = alternatives_left_out(session, cited)
+            if missing:
+                raise Invalid(
+                    "a digest lists the alternatives of what it summarises; it leaves out "
+                    + ", ".join(f"#{e.sequence} ({e.content[:60]})" for e in missing),
+                    field="source_refs",
+                    missing=[str(e.pk) for e in missing],
                 )
         return append_entry(
             session=session,

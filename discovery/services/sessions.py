@@ -68,7 +68,9 @@ def locked_session(session: DiscoverySession) -> DiscoverySession:
 def writable(session: DiscoverySession) -> None:
     if session.status not in OPEN_SESSION_STATUSES:
         raise Conflict(
-            f"this session is {session.status}; start a new discovery to continue",
+            f"this session is {session.status}: the discovery was handed off to drafting at G3"
+            if session.status == DiscoverySession.Status.CLOSED
+            else f"this session is {session.status}; the book's open session carries the conversation on",
             code="session_not_open",
         )
 
@@ -95,8 +97,17 @@ def turn_add(*, access: BookAccess, session: DiscoverySession, payload: TurnIn) 
         session = locked_session(session)
         writable(session)
         last = Turn.objects.filter(session=session).aggregate(m=Max("ordinal"))["m"] or 0
+        # A person's turn answers the question Sol has put to the author (the session's newest one).
+        answers = None
+        if access.role != "sol":
+            answers = SessionQuestion.objects.filter(session=session).order_by("-sequence").first()
         turn = Turn.objects.create(
-            session=session, ordinal=last + 1, role=access.role, written_by=access.user, content=payload.content
+            session=session,
+            ordinal=last + 1,
+            role=access.role,
+            written_by=access.user,
+            content=payload.content,
+            answers=answers,
         )
         Observation.objects.bulk_create([Observation(session=session, turn=turn, **row) for row in observations])
     return turn
@@ -118,21 +129,27 @@ def thrust_propose(*, access: BookAccess, session: DiscoverySession, payload: Th
     return thrust
 
 
+# What can prompt Sol's next question: something said in the conversation or thought in the scratchpad.
+PROMPTING_REFS = ("turn", "entry", "observation")
+
+
 def question_set(*, access: BookAccess, session: DiscoverySession, payload: QuestionSetIn) -> SessionQuestion:
     """Sol (or the author) puts the next consequential question to the author, citing what prompted it.
 
     Needs discovery:write (the controller's capability: Sol, the author). The question becomes the
     session's current question; the earlier ones stay in its history. At least one typed citation
-    (a turn, an entry, an observation, a claim, a charter...) that the role may read.
+    that the role may read, at least one of them the turn, entry or observation that prompted it (422).
+    Works until hand-off: approving a charter does not stop the conversation. A person's next
+    turn answers it (``Turn.answers``).
     """
     access.require(Cap.DISCOVERY_WRITE)
     with transaction.atomic():
         session = locked_session(session)
         writable(session)
         refs = validate_source_refs(access, [r.dict() for r in payload.source_refs])
-        if all(ref["type"] == "other" for ref in refs):
+        if not any(ref["type"] in PROMPTING_REFS for ref in refs):
             raise Invalid(
-                "a question cites the turn or entry that prompted it, not only free text", field="source_refs"
+                "a question cites the turn, scratchpad entry or observation that prompted it", field="source_refs"
             )
         last = SessionQuestion.objects.filter(session=session).aggregate(m=Max("sequence"))["m"] or 0
         asked = SessionQuestion.objects.create(

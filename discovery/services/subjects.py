@@ -12,10 +12,8 @@ from library.evidence import evidence_findings
 from novelgraph.errors import Conflict, Forbidden
 from novelgraph.words import inline
 
-from ..models import Chapter, DiscoverySession, KnowledgeBase, KnowledgeClaim, StoryCharter
-from ..selectors import OPEN_SESSION_STATUSES, claim_conflicts
-
-OPENING_CHAPTER_TITLE = "Opening"
+from ..models import DiscoverySession, KnowledgeBase, KnowledgeClaim, StoryCharter
+from ..selectors import claim_conflicts
 
 
 def _refuse_unadmitted_evidence(*, book_id, evidence, source_refs) -> None:
@@ -59,25 +57,56 @@ def charter_digest(approval: Approval) -> str:
     return fingerprint(_charter_row(approval))
 
 
+def newer_live_version(charter: StoryCharter) -> StoryCharter | None:
+    """The newest version after ``charter`` that is still pending or approved (rejected ones do not count)."""
+    return (
+        StoryCharter.objects.filter(book_id=charter.book_id, version__gt=charter.version)
+        .exclude(status=StoryCharter.Status.REJECTED)
+        .order_by("-version")
+        .first()
+    )
+
+
 def charter_apply(decision: Decision) -> None:
+    """Apply the author's verdict on a charter version.
+
+    Versions are ordered: an older version is never approved while a newer one is pending or
+    approved (409 ``newer_version``, naming it); approving version n supersedes every older
+    version, pending or approved. The conversation stays open (only the G3 hand-off closes it)
+    and no chapter is created here (G3 creates Chapter 1 from the decision brief).
+    """
     approval = decision.approval
     charter = StoryCharter.objects.select_for_update().get(pk=approval.subject_id, book_id=approval.book_id)
     if charter.status != StoryCharter.Status.PROPOSED:
         raise Conflict(f"charter v{charter.version} is already {charter.status}", code="not_pending")
     decision.detail["charter_version"] = charter.version
     if decision.verdict == Verdict.APPROVE:
+        newer = newer_live_version(charter)
+        if newer is not None:
+            raise Conflict(
+                f"charter v{charter.version} is older than v{newer.version} ({newer.status}); "
+                f"an older version cannot be approved after a newer one",
+                code="newer_version",
+                newer_version=newer.version,
+                newer_id=str(newer.pk),
+            )
         _refuse_unadmitted_evidence(book_id=charter.book_id, evidence=None, source_refs=charter.source_refs)
-        superseded = StoryCharter.objects.filter(book_id=charter.book_id, status=StoryCharter.Status.APPROVED)
+        superseded = StoryCharter.objects.filter(
+            book_id=charter.book_id,
+            version__lt=charter.version,
+            status__in=[StoryCharter.Status.APPROVED, StoryCharter.Status.PROPOSED],
+        )
         decision.detail["superseded_versions"] = sorted(superseded.values_list("version", flat=True))
+        decision.detail["content_digest"] = charter_content_digest(charter.content)
+        decision.detail["loop_gate"] = _loop_gate(charter.book_id)
         superseded.update(status=StoryCharter.Status.SUPERSEDED)
         charter.status = StoryCharter.Status.APPROVED
         charter.approval = approval
         charter.save(update_fields=["status", "approval", "updated_at"])
-        DiscoverySession.objects.filter(book_id=charter.book_id, status__in=OPEN_SESSION_STATUSES).update(
-            status=DiscoverySession.Status.APPROVED
-        )
-        if not Chapter.objects.filter(book_id=charter.book_id).exists():
-            Chapter.objects.create(book_id=charter.book_id, number=1, title=OPENING_CHAPTER_TITLE)
+        # Nothing waits any more: the conversation goes on, active (it is never closed here).
+        DiscoverySession.objects.filter(
+            book_id=charter.book_id, status=DiscoverySession.Status.CHARTER_PROPOSED
+        ).update(status=DiscoverySession.Status.ACTIVE)
     else:
         charter.status = StoryCharter.Status.REJECTED
         charter.approval = approval
@@ -86,6 +115,40 @@ def charter_apply(decision: Decision) -> None:
             DiscoverySession.objects.filter(
                 pk=charter.session_id, status=DiscoverySession.Status.CHARTER_PROPOSED
             ).update(status=DiscoverySession.Status.ACTIVE)
+
+
+def charter_content_digest(content: dict) -> str:
+    """The digest of a charter version's content (what G2 names when it ratifies the version)."""
+    return fingerprint(content)
+
+
+def _loop_gate(book_id) -> str | None:
+    from discovery.loop.models import LoopMeta
+
+    return LoopMeta.objects.filter(book_id=book_id).values_list("gate", flat=True).first()
+
+
+def charter_changes(charter: StoryCharter) -> dict | None:
+    """What changed from the previous version, field by field (None for version 1)."""
+    previous = (
+        StoryCharter.objects.filter(book_id=charter.book_id, version__lt=charter.version)
+        .order_by("-version")
+        .values("version", "content")
+        .first()
+    )
+    if previous is None:
+        return None
+    before, after = previous["content"] or {}, charter.content or {}
+    rows = []
+    for key in list(dict.fromkeys([*after.keys(), *before.keys()])):
+        old, new = before.get(key), after.get(key)
+        if old == new:
+            continue
+        change = "added" if key not in before else "removed" if key not in after else "changed"
+        rows.append(
+            {"field": key, "label": key.replace("_", " ").capitalize(), "change": change, "before": old, "after": new}
+        )
+    return {"previous_version": previous["version"], "fields": rows}
 
 
 def charter_describe(approval: Approval) -> dict:
@@ -103,6 +166,7 @@ def charter_describe(approval: Approval) -> dict:
         "content": charter.content,
         "fields": {key.replace("_", " ").capitalize(): value for key, value in charter.content.items()},
         "source_refs": charter.source_refs,
+        "changes": charter_changes(charter),
     }
 
 

@@ -223,6 +223,14 @@ def _has_handoff(context: dict, decision: str, *, open_only: bool = False, after
     return False
 
 
+TASK_SOURCE_TYPES = {
+    "guidance": ("chunk",),
+    "contradictions": ("observation", "claim", "entry", "turn", "charter"),
+    "charter": ("observation",),
+    "thrusts": ("observation",),
+}
+
+
 def _handoff(task: str, to_role: str, decision: str, context: dict, question: str | None) -> dict:
     statements = []
     premise = context["book"].get("premise")
@@ -232,6 +240,8 @@ def _handoff(task: str, to_role: str, decision: str, context: dict, question: st
         statements.append({"text": question, "status": "question"})
     turns = _author_turns(context)
     sources = [_ref("turn", turns[-1]["id"])] if turns else []
+    # The sources the worker may cite beyond that turn (a result cites only what its handoff allowed).
+    sources += [_ref("other", f"any:{kind}") for kind in TASK_SOURCE_TYPES.get(task, ())]
     return {
         "task": task,
         "handoff": {"to_role": to_role, "decision": decision, "allowed_sources": sources, "statements": statements},
@@ -337,21 +347,24 @@ def _sol_gate(context: dict, notes: list[str]) -> dict | None:
             return None
         core = next((t for t in proposed if t["kind"] == "core"), proposed[0])
         titles = "; ".join(t["title"] for t in proposed)
-        return _gate_ask(
-            "G1.5",
-            f"Choose the story thrust this book carries: {titles}",
-            "Which thrust does this book carry?",
-            f"the core thrust, '{core['title']}'",
-        )
+        return {
+            **_gate_ask(
+                "G1.5",
+                f"Ratify the story thrust this book carries: '{core['title']}' (of {titles})",
+                "Which thrust does this book carry?",
+                f"the core thrust, '{core['title']}'",
+            ),
+            "thrust_id": core["id"],
+        }
     if gate == "G2":
-        pending = [c for c in context.get("charters") or [] if c["status"] == "proposed"]
-        if not pending:
-            notes.append("G2 waits for a proposed Story Charter.")
+        approved = [c for c in context.get("charters") or [] if c["status"] == "approved"]
+        if not approved:
+            notes.append("G2 waits for the author to approve a Story Charter version.")
             return None
         if loop.get("g2_reasons"):
             notes.append("G2 is not ready: " + "; ".join(loop["g2_reasons"]))
             return None
-        charter = pending[-1]
+        charter = approved[-1]
         return _gate_ask(
             "G2",
             f"Ratify Story Charter v{charter['version']}: {charter['main_thrust']}",
@@ -590,7 +603,16 @@ def terra_thrusts(context: dict) -> dict:
         ],
     }
     if context.get("handoff"):
-        plan["result"] = {"options": [{"text": f"{t['kind']}: {t['title']}"} for t in thrusts]}
+        plan["result"] = {
+            "options": [{"text": f"{t['kind']}: {t['title']}"} for t in thrusts],
+            "analysis": _short(
+                "Three thrusts at rising distance from the premise: "
+                + "; ".join(f"{t['kind']} keeps {t['character_engine']}" for t in thrusts),
+                9_000,
+            ),
+            "risks": [risk for t in thrusts for risk in t.get("risks") or []][:10] or ["none named"],
+            "charter_language": _short(f"Main thrust: {thrusts[0]['main_thrust']}", 9_000),
+        }
     return plan
 
 
@@ -675,6 +697,15 @@ def terra_charter(context: dict) -> dict:
                 }
             ],
             "questions": [{"text": u} for u in unknowns[:5]],
+            "options": [{"text": f"Rejected direction: {d}"} for d in charter["rejected_directions"][:5]]
+            or [{"text": "Keep the premise's plain reading instead of this draft."}],
+            "analysis": _short(
+                f"The draft rests on {len(confirmed)} confirmed observation(s); "
+                f"{len(unknowns)} field(s) stay productive unknowns.",
+                9_000,
+            ),
+            "risks": [f"Unknown: {u}" for u in unknowns[:5]] or ["The draft may over-commit the ending."],
+            "charter_language": _short(charter["main_thrust"], 9_000),
         }
     return plan
 

@@ -6,9 +6,16 @@ from .base import loop_ensure, saturation_check, trace_lint
 from .bounds import cost_charge, cost_spend, round_advance
 from .cascade import cascade_apply, cascade_preview
 from .gates import gate_request
-from .plan import candidate_add, candidate_select, plan_node_add, plan_node_update, validation_item_add
+from .plan import (
+    candidate_add,
+    candidate_select,
+    plan_node_add,
+    plan_node_update,
+    validation_item_add,
+    validation_item_status,
+)
 from .questions import question_raise, question_resolve, question_route, question_surface
-from .trace import trace_edge_add, trace_node_add, trace_settings
+from .trace import trace_edge_add, trace_edge_withdraw, trace_node_add, trace_node_withdraw, trace_settings
 
 __all__ = [
     "artifact_write",
@@ -32,8 +39,11 @@ __all__ = [
     "round_advance",
     "saturation_check",
     "trace_edge_add",
+    "trace_edge_withdraw",
     "trace_lint",
     "trace_node_add",
+    "trace_node_withdraw",
     "trace_settings",
     "validation_item_add",
+    "validation_item_status",
 ]

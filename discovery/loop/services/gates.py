@@ -23,7 +23,14 @@ from django.db.models import Q
 from approvals.models import Reversibility
 from approvals.services import decision_log_append
 from discovery.access import BookAccess
-from discovery.models import Chapter, KnowledgeBase, KnowledgeClaim
+from discovery.models import (
+    Chapter,
+    DiscoverySession,
+    KnowledgeBase,
+    KnowledgeClaim,
+    StoryCharter,
+    ThrustCandidate,
+)
 from novelgraph.errors import Conflict, Invalid
 
 from ..models import (
@@ -72,6 +79,8 @@ def decision_brief(book) -> BlackboardArtifact | None:
 
 def g2_reasons(book) -> list[str]:
     reasons = []
+    if governing_charter(book) is None:
+        reasons.append("there is no approved Story Charter version for G2 to ratify")
     required = list(RosterEntry.objects.filter(required=True, required_at_gate="G2").order_by("slug"))
     roles: dict[str, list[str]] = {}
     for lens in required:
@@ -100,18 +109,57 @@ def g2_reasons(book) -> list[str]:
     return reasons
 
 
-def g3_reasons(book) -> list[str]:
+def g3_reasons(book, artifacts: list[str] | None = None) -> list[str]:
+    """Why G3 cannot be asked for. The brief must carry success metrics and be ratified by the author;
+    a brief that is only proposed may be put on the G3 card itself (``artifacts``): the author's
+    verdict then ratifies it and hands off in one decision (a consent card, never automatic)."""
     brief = decision_brief(book)
     if brief is None:
         return ["there is no decision brief (an artifact of type decision-brief)"]
     metrics = brief.content.get("success_metrics") if isinstance(brief.content, dict) else None
     if not isinstance(metrics, list) or not [m for m in metrics if isinstance(m, str | dict) and m]:
         return ["the decision brief has no success_metrics"]
-    if brief.status != ArtifactStatus.RATIFIED:
-        # G3 hands off automatically, so what it hands off must already be the author's: a brief only
-        # proposed (by a lens, Sol or an import) is put before her at G2 first.
-        return [f"the decision brief {brief.slug} is {brief.status}, not ratified by the author"]
+    if brief.status != ArtifactStatus.RATIFIED and brief.slug not in (artifacts or []):
+        # G3 hands off automatically only what is already the author's: a brief only proposed (by a lens,
+        # Sol or an import) is put before her at G2, or on the G3 card itself (then G3 waits for her verdict).
+        return [
+            f"the decision brief {brief.slug} is {brief.status}, not ratified by the author: ratify it at G2 "
+            f"or put it on the G3 card (artifacts: [{brief.slug!r}])"
+        ]
     return []
+
+
+def g3_brief_unratified(book) -> bool:
+    brief = decision_brief(book)
+    return brief is not None and brief.status != ArtifactStatus.RATIFIED
+
+
+def governing_charter(book) -> StoryCharter | None:
+    """The Story Charter version that governs the book (the newest approved one)."""
+    return StoryCharter.objects.filter(book=book, status=StoryCharter.Status.APPROVED).order_by("-version").first()
+
+
+def charter_ratified(charter: StoryCharter) -> dict:
+    """What G2's log entry names: the version and its content digest."""
+    from discovery.services.subjects import charter_content_digest
+
+    return {
+        "id": str(charter.pk),
+        "version": charter.version,
+        "content_digest": charter_content_digest(charter.content),
+    }
+
+
+def g15_thrust(book, thrust_id) -> ThrustCandidate:
+    """G1.5 ratifies one thrust candidate of the book, still open (422 naming ``thrust_id`` otherwise)."""
+    if thrust_id is None:
+        raise Invalid("G1.5 ratifies the chosen thrust: name the thrust candidate", field="thrust_id")
+    thrust = ThrustCandidate.objects.filter(pk=thrust_id, session__book=book).first()
+    if thrust is None:
+        raise Invalid("no such thrust candidate of this book", field="thrust_id")
+    if thrust.status not in (ThrustCandidate.Status.PROPOSED, ThrustCandidate.Status.SELECTED):
+        raise Invalid(f"the thrust candidate is {thrust.status}", field="thrust_id")
+    return thrust
 
 
 def series_canon_conflicts(book) -> list[str]:
@@ -208,7 +256,15 @@ def handoff(*, meta: LoopMeta) -> dict:
     meta.status = LoopStatus.HANDED_OFF
     meta.bound = ""
     meta.save()
-    return {"chapter_1": str(chapter.pk), "chapter_created": created, "backlog_entries": len(entries)}
+    # The conversation stays open until hand-off: G3 closes it (and nothing else does).
+    closed = DiscoverySession.objects.filter(book=book).exclude(status=DiscoverySession.Status.CLOSED)
+    closed = closed.update(status=DiscoverySession.Status.CLOSED)
+    return {
+        "chapter_1": str(chapter.pk),
+        "chapter_created": created,
+        "backlog_entries": len(entries),
+        "sessions_closed": closed,
+    }
 
 
 def gate_request(
@@ -222,6 +278,7 @@ def gate_request(
     artifacts: list[str] | None = None,
     node_id=None,
     trace_seed: str = "",
+    thrust_id=None,
 ) -> dict:
     """The controller asks for the current gate. Returns {outcome, gate, card, approval_id, ...}."""
     book, role = controller_book(access)
@@ -275,11 +332,22 @@ def gate_request(
             node = PlanNode.objects.filter(book=book, pk=node_id).first()
             if node is None:
                 raise Invalid("no such plan node", field="node")
-        reasons = g2_reasons(book) if gate == "G2" else g3_reasons(book) if gate == "G3" else []
+        reasons = g2_reasons(book) if gate == "G2" else g3_reasons(book, slugs) if gate == "G3" else []
         if reasons:
             raise Conflict(f"{gate} is refused: {'; '.join(reasons)}", code="gate_refused", reasons=reasons)
+        # Seed 000's objects ride on the card: G1.5 the thrust it ratifies, G2 the charter version.
+        card_payload: dict = {"action": "gate"}
+        if gate == "G1.5":
+            thrust = g15_thrust(book, thrust_id)
+            card_payload["thrust"] = {"id": str(thrust.pk), "title": thrust.title}
+        elif thrust_id is not None:
+            raise Invalid("only G1.5 ratifies a thrust", field="thrust_id")
+        if gate == "G2":
+            card_payload["charter"] = charter_ratified(governing_charter(book))
         triggers = risk_triggers(book, reversibility_class) if gate == "G1" else []
         one_way = reversibility_class == Reversibility.ONE_WAY_DOOR
+        if gate == "G3" and g3_brief_unratified(book):
+            triggers.append("the decision brief is only proposed: the author ratifies it at hand-off")
         common = dict(
             meta=meta,
             summary=summary,
@@ -294,7 +362,7 @@ def gate_request(
         )
         if gate in CONSENT_GATES or triggers or one_way:
             kind = "gate" if gate in CONSENT_GATES else "consent"
-            card = raise_card(kind=kind, risk_triggers=triggers, payload={"action": "gate"}, **common)
+            card = raise_card(kind=kind, risk_triggers=triggers, payload=card_payload, **common)
             refresh(meta)
             return {"outcome": "awaiting-human", "gate": gate, "card": card, "approval_id": str(card.approval_id)}
         # Automatic passage (G1 without a risk trigger, G3 with success metrics).

@@ -126,12 +126,7 @@ def plan_node_update(
                 raise Conflict(f"the node is {node.lifecycle}; a verdict moves it", code="node_closed")
             node.lifecycle = lifecycle
         if validation_status is not None:
-            if validation_status not in ValidationStatus.values:
-                raise Invalid(
-                    f"validation_status must be one of {', '.join(ValidationStatus.values)}",
-                    field="validation_status",
-                )
-            node.validation_status = validation_status
+            node.validation_status = validation_forward(node.validation_status, validation_status)
         if intent is not None:
             node.intent = check_text(intent, "intent")
         for name, value in (("assumption", assumption), ("kill_condition", kill_condition), ("activity", activity)):
@@ -248,5 +243,43 @@ def validation_item_add(
             kill_condition=check_text(kill_condition, "kill_condition"),
             activity=check_text(activity, "activity"),
         )
+        refresh(meta)
+        return item
+
+
+# Validation status moves only forward: hypothesis -> validating -> validated | refuted.
+VALIDATION_NEXT = {
+    ValidationStatus.HYPOTHESIS: {ValidationStatus.VALIDATING},
+    ValidationStatus.VALIDATING: {ValidationStatus.VALIDATED, ValidationStatus.REFUTED},
+    ValidationStatus.VALIDATED: set(),
+    ValidationStatus.REFUTED: set(),
+}
+
+
+def validation_forward(current: str, wanted: str, field: str = "validation_status") -> str:
+    """``wanted`` if it is ``current`` or the next step forward; otherwise 422 naming the field."""
+    if wanted not in ValidationStatus.values:
+        raise Invalid(f"{field} must be one of {', '.join(ValidationStatus.values)}", field=field)
+    if wanted == current:
+        return current
+    allowed = VALIDATION_NEXT[ValidationStatus(current)]
+    if wanted not in allowed:
+        nexts = " or ".join(sorted(allowed)) or "nothing (it is final)"
+        raise Invalid(
+            f"{field}: validation moves only forward; from {current} it goes to {nexts}, not {wanted}", field=field
+        )
+    return wanted
+
+
+def validation_item_status(*, access: BookAccess, item_id, validation_status: str) -> ValidationPlanItem:
+    """A validation plan item's status moves forward (the validation lens, Sol, the author)."""
+    book, _ = lens_book(access)
+    with transaction.atomic():
+        meta = lock_meta(book)
+        item = ValidationPlanItem.objects.select_for_update().filter(book=book, pk=item_id).first()
+        if item is None:
+            raise NotFound("validation plan item not found")
+        item.validation_status = validation_forward(item.validation_status, validation_status)
+        item.save(update_fields=["validation_status", "updated_at"])
         refresh(meta)
         return item

@@ -10,11 +10,12 @@ from __future__ import annotations
 import re
 
 from django.db import transaction
+from django.db.models import Q
 
 from discovery.access import BookAccess
-from novelgraph.errors import Conflict, Invalid
+from novelgraph.errors import Conflict, Forbidden, Invalid, NotFound
 
-from ..models import BackedBy, BlackboardArtifact, TraceEdge, TraceNode
+from ..models import ArtifactStatus, BackedBy, BlackboardArtifact, RosterEntry, TraceEdge, TraceNode, TraceStatus
 from .base import check_text, controller_book, lens_book, lock_meta, refresh
 
 NODE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$")
@@ -89,3 +90,95 @@ def trace_settings(*, access: BookAccess, root: str | None = None, leaf_kind: st
             meta.leaf_kind = leaf_kind
         refresh(meta)
         return meta
+
+
+# --- Withdrawing one's own unratified work ------------------------------------------------------
+
+
+def _owners(book, produced_by: str) -> set[str]:
+    """The roles that own a traceability node: the lens's agent role (from the roster), or the role named."""
+    owners = {produced_by} if produced_by in {"sol", "terra", "luna", "author"} else set()
+    entry = RosterEntry.objects.filter(slug=produced_by).values_list("agent_role", flat=True).first()
+    if entry:
+        owners.add(entry)
+    return owners
+
+
+def _ratified(node: TraceNode | None) -> bool:
+    return node is not None and node.artifact_id is not None and node.artifact.status == ArtifactStatus.RATIFIED
+
+
+def _refuse_ratified(what: str) -> None:
+    raise Conflict(
+        f"{what} is ratified: removing it goes through the cascade (cascade-preview) and the author's verdict",
+        code="ratified",
+    )
+
+
+def _require_owner(book, role: str, node: TraceNode, what: str) -> None:
+    if role not in _owners(book, node.produced_by):
+        raise Forbidden(
+            f"{what} was produced by {node.produced_by or 'no lens'}; {role} withdraws only its own",
+            code="not_owner",
+        )
+
+
+def trace_node_withdraw(*, access: BookAccess, node_id: str, reason: str = "") -> TraceNode:
+    """A lens withdraws a traceability node it produced and nobody ratified: the node is abandoned
+    (kept in history with the reason) and its active edges leave the graph. Another lens's node is a
+    403; a ratified one (backed by a ratified slot) is a 409: the cascade and the author remove it."""
+    book, role = lens_book(access)
+    reason = check_text(reason, "reason", 2000, required=False)
+    with transaction.atomic():
+        meta = lock_meta(book)
+        node = (
+            TraceNode.objects.select_for_update(of=("self",))
+            .select_related("artifact")
+            .filter(book=book, node_id=node_id)
+            .first()
+        )
+        if node is None or node.status != TraceStatus.ACTIVE:
+            raise NotFound("no such active traceability node")
+        _require_owner(book, role, node, f"node {node_id}")
+        if _ratified(node):
+            _refuse_ratified(f"node {node_id}")
+        why = f"withdrawn by {role}" + (f": {reason}" if reason else "")
+        node.status = TraceStatus.ABANDONED
+        node.status_reason = why[:2000]
+        node.save(update_fields=["status", "status_reason", "updated_at"])
+        TraceEdge.objects.filter(book=book, active=True).filter(Q(from_id=node_id) | Q(to_id=node_id)).update(
+            active=False, inactive_reason=f"its node {node_id} was {why}"[:2000]
+        )
+        refresh(meta)
+        return node
+
+
+def trace_edge_withdraw(*, access: BookAccess, from_id: str, to_id: str, reason: str = "") -> TraceEdge:
+    """A lens withdraws an active edge it drew (its from-node is the lens's own) that touches nothing
+    ratified; a ratified end makes it a 409 (the cascade and the author remove it)."""
+    book, role = lens_book(access)
+    reason = check_text(reason, "reason", 2000, required=False)
+    with transaction.atomic():
+        meta = lock_meta(book)
+        edge = (
+            TraceEdge.objects.select_for_update().filter(book=book, from_id=from_id, to_id=to_id, active=True).first()
+        )
+        if edge is None:
+            raise NotFound("no such active edge")
+        ends = {
+            n.node_id: n
+            for n in TraceNode.objects.select_related("artifact").filter(book=book, node_id__in=[from_id, to_id])
+        }
+        source = ends.get(from_id)
+        if source is None:
+            raise Forbidden(
+                f"edge {from_id} -> {to_id} has no producing node; {role} cannot claim it", code="not_owner"
+            )
+        _require_owner(book, role, source, f"edge {from_id} -> {to_id}")
+        if _ratified(source) or _ratified(ends.get(to_id)):
+            _refuse_ratified(f"edge {from_id} -> {to_id}")
+        edge.active = False
+        edge.inactive_reason = (f"withdrawn by {role}" + (f": {reason}" if reason else ""))[:2000]
+        edge.save(update_fields=["active", "inactive_reason", "updated_at"])
+        refresh(meta)
+        return edge

@@ -363,7 +363,8 @@ def loop_export(*, book: Book) -> bytes:
         for name in STATE_FILES:
             archive.writestr(_member(f"{book.slug}/_state/{name}.json"), _dump(state[name]))
         for artifact in state["blackboard"]["artifacts"]:
-            if artifact["type"] in COMMITTED_TYPES and artifact["status"] not in {"stale", "rejected"}:
+            # Only what the author ratified is committed: a proposed brief stays in the blackboard's state.
+            if artifact["type"] in COMMITTED_TYPES and artifact["status"] == "ratified":
                 archive.writestr(_member(f"{book.slug}/{artifact['id']}.json"), _dump(artifact))
         charter = StoryCharter.objects.filter(book=book, status="approved").order_by("-version").first()
         if charter is not None:

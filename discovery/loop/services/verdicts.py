@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from approvals.models import Approval, Verdict
 from approvals.services import LOOP_VERDICTS, Decision, SubjectHandler
+from discovery.models import ThrustCandidate
 from novelgraph.errors import Conflict, Invalid
 
 from ..models import (
@@ -44,7 +45,7 @@ from .base import lock_meta, refresh, root_of
 from .bounds import apply_grant, subtree_ids
 from .cards import card_as_dict, card_digest, card_impact, raise_card
 from .cascade import cascade_apply
-from .gates import handoff, next_gate
+from .gates import charter_ratified, governing_charter, handoff, next_gate
 from .plan import select_candidate
 
 CARD_VERDICTS = {
@@ -193,6 +194,10 @@ def _approve(meta, card, node, decision) -> dict:
         node.lifecycle = Lifecycle.RATIFIED
         node.save(update_fields=["lifecycle", "updated_at"])
         effect["node_ratified"] = str(node.pk)
+    if card.kind == "gate" and card.gate == "G1.5" and card.payload.get("thrust"):
+        effect["thrust"] = _ratify_thrust(meta, card.payload["thrust"]["id"], decision.rationale)
+    if card.kind == "gate" and card.gate == "G2":
+        effect["charter"] = _ratify_charter(meta, card)
     if card.gate == "G3":
         effect["handoff"] = handoff(meta=meta)
     else:
@@ -200,6 +205,43 @@ def _approve(meta, card, node, decision) -> dict:
         meta.save()
     effect["gate_now"] = meta.gate
     return effect
+
+
+def _ratify_thrust(meta, thrust_id: str, rationale: str) -> dict:
+    """G1.5: exactly one thrust candidate becomes selected; every other open one is rejected with the
+    reason it was not chosen, and stays visible."""
+    thrusts = list(ThrustCandidate.objects.select_for_update().filter(session__book=meta.book).order_by("created_at"))
+    chosen = next((t for t in thrusts if str(t.pk) == str(thrust_id)), None)
+    if chosen is None or chosen.status not in (ThrustCandidate.Status.PROPOSED, ThrustCandidate.Status.SELECTED):
+        raise Conflict("the thrust candidate this card names is no longer open", code="thrust_closed")
+    not_chosen = []
+    for thrust in thrusts:
+        if thrust.pk == chosen.pk:
+            continue
+        if thrust.status in (ThrustCandidate.Status.PROPOSED, ThrustCandidate.Status.SELECTED):
+            thrust.status = ThrustCandidate.Status.REJECTED
+            thrust.not_chosen_reason = f"G1.5 ratified '{chosen.title}' instead: {rationale}"[:10_000]
+            thrust.save(update_fields=["status", "not_chosen_reason", "updated_at"])
+            not_chosen.append(str(thrust.pk))
+    chosen.status = ThrustCandidate.Status.SELECTED
+    chosen.save(update_fields=["status", "updated_at"])
+    return {"selected": str(chosen.pk), "title": chosen.title, "not_chosen": not_chosen}
+
+
+def _ratify_charter(meta, card) -> dict:
+    """G2 ratifies the governing Story Charter version; the log names it and its content digest. A newer
+    version approved while the card waited is refused (409): the card would name the wrong version."""
+    charter = governing_charter(meta.book)
+    named = card.payload.get("charter") or {}
+    if charter is None:
+        raise Conflict("there is no approved Story Charter version for G2 to ratify", code="no_charter")
+    ratified = charter_ratified(charter)
+    if named and named != ratified:
+        raise Conflict(
+            f"this G2 card names charter v{named.get('version')}, but v{charter.version} governs now; ask G2 again",
+            code="charter_changed",
+        )
+    return ratified
 
 
 def _approve_with_constraint(meta, card, node, decision) -> dict:

@@ -205,8 +205,9 @@ class Command(BaseCommand):
         note(
             luna,
             "digest",
-            "Luna so far: two people, one open question on the handwriting, one contradiction.",
-            [_ref("entry", l_obs), _ref("entry", l_q), _ref("entry", l_con)],
+            "Luna so far: two people, one open question on the handwriting, one contradiction "
+            "(and the blackout alternative it raised).",
+            [_ref("entry", l_obs), _ref("entry", l_q), _ref("entry", l_con), _ref("entry", l_alt)],
         )
         t_obs = note(
             terra, "observation", "The clue economy rests on handwriting, tides and the lamp log.", [_ref("turn", t1)]
@@ -225,14 +226,14 @@ class Command(BaseCommand):
             "A fair-play solution needs the forger visible early; Ines is dead before chapter 1.",
             [_ref("entry", t_hyp), _ref("turn", t3)],
         )
-        note(
+        t_alt = note(
             terra, "alternative", "Tell it in two timelines: Ines writing, Mara reading.", [_ref("entry", t_con)], 0.45
         )
         note(
             terra,
             "digest",
             "Terra: engine found, one structural contradiction, one alternative form.",
-            [_ref("entry", t_obs), _ref("entry", t_hyp), _ref("entry", t_con)],
+            [_ref("entry", t_obs), _ref("entry", t_hyp), _ref("entry", t_con), _ref("entry", t_alt)],
         )
         s_obs = note(
             sol,
