@@ -30,15 +30,15 @@ pytestmark = pytest.mark.django_db
 # route -> statements per request (SQLite, PostgreSQL). Bearer-key requests; a service's transaction counts
 # as its BEGIN and COMMIT (here a SAVEPOINT and RELEASE: the test runs inside a transaction).
 STATEMENTS: dict[str, tuple[int, int]] = {
-    "GET /me": (3, 3),  # key, key's books, visible books
-    "GET /books/{id}": (3, 3),  # key, key's books, book
-    "GET /library/search": (3, 3),  # key, key's books, the search statement on the raw connection
-    "GET /books/{id}/discovery": (12, 12),
-    "POST /books/{id}/charters": (13, 13),
-    "POST /claims/{id}/promote": (25, 25),
+    "GET /me": (2, 2),  # the key (one statement: key, owner and book list), visible books
+    "GET /books/{id}": (2, 2),  # the key, the book
+    "GET /library/search": (2, 2),  # the key, the search statement on the raw connection
+    "GET /books/{id}/discovery": (11, 11),
+    "POST /books/{id}/charters": (10, 11),
+    "POST /claims/{id}/promote": (23, 24),
     "POST /sessions/{id}/turns": (8, 8),
     "POST /sessions/{id}/scratchpad": (7, 7),
-    "POST /approvals/{id}/verdict": (20, 20),
+    "POST /approvals/{id}/verdict": (19, 20),
 }
 
 
