@@ -6,6 +6,7 @@ Schemas live in ``discovery.schemas``; rules in ``discovery.services``.
 import uuid
 
 from django.http import HttpRequest
+from django.urls import reverse
 from ninja import Query, Router
 from ninja.pagination import paginate
 from ninja.responses import Status
@@ -37,6 +38,7 @@ from .schemas import (
     HandoffIn,
     HandoffOut,
     HandoffResultIn,
+    ObservationOut,
     QuestionSetIn,
     RequestApprovalIn,
     ScratchpadFilter,
@@ -48,15 +50,25 @@ from .schemas import (
     ThrustOut,
     TurnIn,
     TurnOut,
+    ViewBase,
+    ViewCharter,
+    ViewThrust,
+    ViewTurn,
     WhoAmI,
 )
 from .selectors import (
+    book_bases,
+    book_charters,
     charter_get,
     discovery_view,
     dossier_get,
     handoff_get,
+    readable_bases,
     scratchpad_for,
     session_get,
+    session_observations,
+    session_thrusts,
+    session_turns,
 )
 
 router = Router(tags=["discovery"])
@@ -135,7 +147,76 @@ def discovery_start(request: HttpRequest, book_id: uuid.UUID):
     summary="The discovery view: session, turns, observations, thrusts, scratchpad, charters, knowledge bases",
 )
 def discovery_get(request: HttpRequest, book_id: uuid.UUID):
-    return discovery_view(_access(request, book_id, Cap.DISCOVERY_READ))
+    view = discovery_view(_access(request, book_id, Cap.DISCOVERY_READ))
+    session, limit = view["session"], view["limit"]
+    routes = {
+        "turns": f"sessions/{session.pk}/turns" if session else None,
+        "observations": f"sessions/{session.pk}/observations" if session else None,
+        "thrusts": f"sessions/{session.pk}/thrusts" if session else None,
+        "scratchpad": f"sessions/{session.pk}/scratchpad" if session else None,
+        "charters": f"books/{book_id}/charters",
+        "knowledge_bases": f"books/{book_id}/knowledge-bases",
+    }
+    base = reverse("api:api-root")
+    view["next"] = {
+        name: f"{base}{route}?limit={limit}&offset={limit}" if route and view["more"][name] else None
+        for name, route in routes.items()
+    }
+    return view
+
+
+@router.get(
+    "/sessions/{session_id}/turns",
+    response={200: list[ViewTurn], **ERRORS},
+    summary="The session's turns by ordinal, paged (discovery:read; observations: /observations)",
+)
+@paginate
+def turn_list(request: HttpRequest, session_id: uuid.UUID):
+    _, session = _session_access(request, session_id, Cap.DISCOVERY_READ)
+    return session_turns(session)
+
+
+@router.get(
+    "/sessions/{session_id}/observations",
+    response={200: list[ObservationOut], **ERRORS},
+    summary="The session's observations in creation order, paged (discovery:read)",
+)
+@paginate
+def observation_list(request: HttpRequest, session_id: uuid.UUID):
+    _, session = _session_access(request, session_id, Cap.DISCOVERY_READ)
+    return session_observations(session)
+
+
+@router.get(
+    "/sessions/{session_id}/thrusts",
+    response={200: list[ViewThrust], **ERRORS},
+    summary="The session's thrust candidates in creation order, paged (discovery:read)",
+)
+@paginate
+def thrust_list(request: HttpRequest, session_id: uuid.UUID):
+    _, session = _session_access(request, session_id, Cap.DISCOVERY_READ)
+    return session_thrusts(session)
+
+
+@router.get(
+    "/books/{book_id}/charters",
+    response={200: list[ViewCharter], **ERRORS},
+    summary="The book's Story Charter versions, newest first, paged (discovery:read)",
+)
+@paginate
+def charter_list(request: HttpRequest, book_id: uuid.UUID):
+    return book_charters(_access(request, book_id, Cap.DISCOVERY_READ).book)
+
+
+@router.get(
+    "/books/{book_id}/knowledge-bases",
+    response={200: list[ViewBase], **ERRORS},
+    summary="The knowledge bases the book uses that the caller may read, with their relation, paged",
+)
+@paginate
+def knowledge_base_list(request: HttpRequest, book_id: uuid.UUID):
+    access = _access(request, book_id, Cap.DISCOVERY_READ)
+    return readable_bases(book_bases(access.book), access.caps)[0]
 
 
 @router.post(

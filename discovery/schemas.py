@@ -438,12 +438,28 @@ class ViewBase(Schema):
     relation: str
 
 
+class DiscoveryNext(Schema):
+    """Where the rest of each collection is: its paged route from the first item not given, or null when
+    everything was given."""
+
+    turns: str | None
+    observations: str | None
+    thrusts: str | None
+    scratchpad: str | None
+    charters: str | None
+    knowledge_bases: str | None
+
+
 class DiscoveryViewOut(Schema):
+    """Bounded: each collection carries at most ``limit`` items; ``next`` links to the rest."""
+
     book: BookOut
     session: SessionOut | None
+    limit: int
     turns: list[ViewTurn]
     observations: list[ObservationOut]
     thrusts: list[ViewThrust]
     scratchpad: list[EntryOut]
     charters: list[ViewCharter]
     knowledge_bases: list[ViewBase]
+    next: DiscoveryNext

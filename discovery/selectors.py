@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db.models import Model, Q, QuerySet
 
@@ -145,70 +146,81 @@ def readable_bases(bases: list[dict], caps: frozenset[Cap]) -> tuple[list[dict],
     return given, withheld
 
 
-def discovery_view(access: BookAccess) -> dict:
-    """The discovery of a book as one structure: the current session, its turns (by ordinal)
-    with observations, thrust candidates, scratchpad, the charters newest first and the
-    knowledge bases with their relation (role-scoped: bases the caller may not read are left out).
+# How many items of each collection a bounded read carries (the discovery view, the book page, a dossier);
+# the rest is one link away (the collection's own paged route, or the page's "show more").
+VIEW_PAGE = settings.NINJA_PAGINATION_PER_PAGE
 
-    A fixed number of queries.
+TURN_COLUMNS = ("id", "ordinal", "role", "content", "created_at")
+OBSERVATION_COLUMNS = ("id", "turn_id", "key", "value", "provenance", "confidence", "status", "created_at")
+THRUST_COLUMNS = (
+    "id",
+    "kind",
+    "status",
+    "proposed_by",
+    "title",
+    "main_thrust",
+    "character_engine",
+    "central_conflict",
+    "reader_promise",
+    "thematic_pressure",
+    "genre_obligations",
+    "ending_shape",
+    "risks",
+    "forecloses",
+    "created_at",
+)
+CHARTER_COLUMNS = ("id", "version", "status", "proposed_by", "content", "source_refs", "approval_id", "created_at")
+
+
+def bounded(rows, limit: int, offset: int = 0) -> tuple[list, bool]:
+    """At most ``limit`` rows from ``offset`` (a queryset is sliced in SQL, LIMIT limit + 1), and whether more
+    follow."""
+    page = list(rows[offset : offset + limit + 1])
+    return page[:limit], len(page) > limit
+
+
+def session_turns(session: DiscoverySession):
+    return Turn.objects.filter(session=session).order_by("ordinal").values(*TURN_COLUMNS)
+
+
+def session_observations(session: DiscoverySession):
+    return Observation.objects.filter(session=session).order_by("created_at", "id").values(*OBSERVATION_COLUMNS)
+
+
+def session_thrusts(session: DiscoverySession):
+    return ThrustCandidate.objects.filter(session=session).order_by("created_at", "id").values(*THRUST_COLUMNS)
+
+
+def book_charters(book: Book):
+    return StoryCharter.objects.filter(book=book).order_by("-version").values(*CHARTER_COLUMNS)
+
+
+def discovery_view(access: BookAccess, *, limit: int = VIEW_PAGE) -> dict:
+    """The discovery of a book as one bounded structure: the current session, the first ``limit`` of its turns
+    (by ordinal), observations, thrust candidates and scratchpad entries (in creation order), of the book's
+    charters (newest first) and of the knowledge bases with their relation (role-scoped: bases the caller may
+    not read are left out). ``more`` says, per collection, whether rows follow the ones given; each has its own
+    paged route (the API's ``next`` links).
+
+    A fixed number of queries, each of at most ``limit + 1`` rows: the time and size do not grow with the book.
     """
     book, caps = access.book, access.caps
     session = current_session(book)
-    turns: list[dict] = []
-    observations: list[dict] = []
-    thrusts: list[dict] = []
-    scratchpad: list[dict] = []
+    view: dict = {"book": book, "session": session, "limit": limit, "more": {}}
+    for name in ("turns", "observations", "thrusts", "scratchpad"):
+        view[name], view["more"][name] = [], False
     if session is not None:
-        turns = [
-            {**row, "id": str(row["id"])}
-            for row in Turn.objects.filter(session=session)
-            .order_by("ordinal")
-            .values("id", "ordinal", "role", "content", "created_at")
-        ]
-        observations = list(
-            Observation.objects.filter(session=session)
-            .order_by("created_at")
-            .values("id", "turn_id", "key", "value", "provenance", "confidence", "status", "created_at")
-        )
-        thrusts = list(
-            ThrustCandidate.objects.filter(session=session)
-            .order_by("created_at")
-            .values(
-                "id",
-                "kind",
-                "status",
-                "proposed_by",
-                "title",
-                "main_thrust",
-                "character_engine",
-                "central_conflict",
-                "reader_promise",
-                "thematic_pressure",
-                "genre_obligations",
-                "ending_shape",
-                "risks",
-                "forecloses",
-                "created_at",
-            )
-        )
+        turns, view["more"]["turns"] = bounded(session_turns(session), limit)
+        view["turns"] = [{**row, "id": str(row["id"])} for row in turns]
+        view["observations"], view["more"]["observations"] = bounded(session_observations(session), limit)
+        view["thrusts"], view["more"]["thrusts"] = bounded(session_thrusts(session), limit)
         if Cap.SCRATCHPAD_READ in caps:
-            scratchpad = list(scratchpad_rows(ScratchpadEntry.objects.filter(session=session)))
-    charters = list(
-        StoryCharter.objects.filter(book=book)
-        .order_by("-version")
-        .values("id", "version", "status", "proposed_by", "content", "source_refs", "approval_id", "created_at")
-    )
+            entries = scratchpad_rows(ScratchpadEntry.objects.filter(session=session))
+            view["scratchpad"], view["more"]["scratchpad"] = bounded(entries, limit)
+    view["charters"], view["more"]["charters"] = bounded(book_charters(book), limit)
     bases, _ = readable_bases(book_bases(book), caps)
-    return {
-        "book": book,
-        "session": session,
-        "turns": turns,
-        "observations": observations,
-        "thrusts": thrusts,
-        "scratchpad": scratchpad,
-        "charters": charters,
-        "knowledge_bases": bases,
-    }
+    view["knowledge_bases"], view["more"]["knowledge_bases"] = bounded(bases, limit)
+    return view
 
 
 SCRATCHPAD_COLUMNS = (

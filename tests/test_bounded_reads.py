@@ -1,0 +1,146 @@
+"""Big reads are bounded (issues 19 and 20): the discovery view, the book page and dossiers carry at most a page
+of each collection, with a working link to the rest.
+
+Each scene is a book with more items in every collection than the page size (``VIEW_PAGE``, the API's default
+page of 50), made through the factories; the rest is then read through the link the response gives.
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from discovery.models import KnowledgeBase
+from discovery.selectors import VIEW_PAGE
+
+from .discovery_support import start
+from .factories import (
+    KnowledgeBaseFactory,
+    KnowledgeLinkFactory,
+    ObservationFactory,
+    ScratchpadEntryFactory,
+    StoryCharterFactory,
+    ThrustCandidateFactory,
+    TurnFactory,
+)
+
+pytestmark = pytest.mark.django_db
+EXTRA = 5  # items beyond one page
+MORE = VIEW_PAGE + EXTRA
+
+
+@pytest.fixture
+def big_book(author_api, book):
+    """A started book with MORE turns (each with an observation), thrusts, scratchpad entries and charters,
+    and more than a page of knowledge bases."""
+    session = start(author_api, book)
+    for ordinal in range(1, MORE + 1):
+        ObservationFactory(turn=TurnFactory(session=session, ordinal=ordinal), key=f"k{ordinal}")
+        ScratchpadEntryFactory(session=session, sequence=ordinal)
+        ThrustCandidateFactory(session=session)
+        StoryCharterFactory(book=book, session=session, version=ordinal)
+    for n in range(MORE):
+        base = KnowledgeBaseFactory(scope=KnowledgeBase.Scope.SERIES, name=f"Series base {n:03}")
+        KnowledgeLinkFactory(book=book, base=base, relation="series-canon")
+    return book, session
+
+
+def _api_path(url: str) -> tuple[str, dict]:
+    """An absolute API link as (path under /api/v1, query)."""
+    parts = urlsplit(url)
+    assert parts.path.startswith("/api/v1/"), url
+    return parts.path[len("/api/v1") :], {k: v[0] for k, v in parse_qs(parts.query).items()}
+
+
+COLLECTIONS = {
+    # name in the view -> what identifies an item (to check the rest follows the page with no gap nor repeat)
+    "turns": "ordinal",
+    "observations": "key",
+    "thrusts": "id",
+    "scratchpad": "sequence",
+    "charters": "version",
+    "knowledge_bases": "id",
+}
+
+
+def test_the_discovery_view_gives_a_page_of_each_collection_and_a_working_link_to_the_rest(author_api, big_book):
+    book, _ = big_book
+    response = author_api.get(f"/books/{book.pk}/discovery")
+    assert response.status_code == 200
+    view = response.json()
+    assert view["limit"] == VIEW_PAGE
+
+    for name, ident in COLLECTIONS.items():
+        assert len(view[name]) == VIEW_PAGE, name
+        assert view["next"][name], f"{name}: more follow, so a link"
+        path, query = _api_path(view["next"][name])
+        assert query == {"limit": str(VIEW_PAGE), "offset": str(VIEW_PAGE)}, name
+        rest = author_api.get(path, **query)
+        assert rest.status_code == 200, (name, rest.content)
+        page = rest.json()
+        total = MORE + (3 if name == "knowledge_bases" else 0)  # the literary, book and run bases besides
+        assert page["count"] == total, name
+        assert len(page["items"]) == total - VIEW_PAGE, name
+        seen = [item[ident] for item in view[name]] + [item[ident] for item in page["items"]]
+        assert len(set(map(str, seen))) == total, f"{name}: the page and the rest cover every item once"
+
+    assert [t["ordinal"] for t in view["turns"]] == list(range(1, VIEW_PAGE + 1))
+    assert [c["version"] for c in view["charters"]] == list(range(MORE, EXTRA, -1)), "newest first"
+
+
+def test_a_book_within_one_page_gets_everything_and_no_links(author_api, book):
+    session = start(author_api, book)
+    TurnFactory(session=session, ordinal=1)
+
+    view = author_api.get(f"/books/{book.pk}/discovery").json()
+
+    assert len(view["turns"]) == 1
+    assert view["next"] == {name: None for name in COLLECTIONS}
+
+
+def test_luna_reads_a_bounded_view_and_her_bases_stay_role_scoped(luna_api, big_book):
+    book, _ = big_book
+    view = luna_api.get(f"/books/{book.pk}/discovery").json()
+
+    assert {b["relation"] for b in view["knowledge_bases"]} <= {"literary-guidance", "book-canon", "run"}
+    assert view["next"]["knowledge_bases"] is None, "series canon is withheld from Luna, so one page holds hers"
+    for name in ("turns", "scratchpad"):
+        assert len(view[name]) == VIEW_PAGE and view["next"][name]
+        path, query = _api_path(view["next"][name])
+        assert len(luna_api.get(path, **query).json()["items"]) == EXTRA
+    assert luna_api.get(f"/books/{book.pk}/knowledge-bases").json()["count"] == len(view["knowledge_bases"])
+
+
+def test_the_discovery_view_stays_the_same_size_when_the_book_grows(author_api, big_book):
+    book, session = big_book
+    before = author_api.get(f"/books/{book.pk}/discovery").content
+    for ordinal in range(MORE + 1, MORE + 40):
+        ObservationFactory(turn=TurnFactory(session=session, ordinal=ordinal), key=f"k{ordinal}")
+        ScratchpadEntryFactory(session=session, sequence=ordinal)
+    after = author_api.get(f"/books/{book.pk}/discovery").content
+    assert len(after) == len(before)
+
+
+def test_the_rest_of_a_collection_is_refused_to_a_caller_who_may_not_read_the_book(outsider, big_book):
+    from django.test import Client
+
+    from novelgraph.services import api_key_create
+
+    from .conftest import Api
+
+    book, session = big_book
+    stranger = Api(Client(), api_key_create(owner=outsider, role="author")[1])
+    for path in (
+        f"/sessions/{session.pk}/turns",
+        f"/sessions/{session.pk}/observations",
+        f"/sessions/{session.pk}/thrusts",
+        f"/books/{book.pk}/charters",
+        f"/books/{book.pk}/knowledge-bases",
+    ):
+        assert stranger.get(path).status_code == 404, path
+
+
+def _ids(pattern: str, html: str) -> list[str]:
+    return re.findall(pattern, html)
