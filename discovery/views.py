@@ -22,6 +22,7 @@ from approvals.models import Approval, DecisionLogEntry
 from library.models import ResearchItem
 from novelgraph.auth import principal_for_user
 from novelgraph.errors import Conflict, DomainError, NotFound
+from novelgraph.pagination import MAX_OFFSET
 from novelgraph.roles import AgentRole
 from novelgraph.schemas import parse_form
 
@@ -31,10 +32,31 @@ from .agents.models import AgentRun
 from .agents.selectors import produced_by
 from .loop.models import LoopMeta
 from .loop.selectors import gate_steps
-from .models import Book, KnowledgeClaim, ScratchpadEntry, ScratchpadEntryKind, SessionQuestion, Turn
+from .models import (
+    Book,
+    KnowledgeClaim,
+    Observation,
+    ScratchpadEntry,
+    ScratchpadEntryKind,
+    SessionQuestion,
+    Turn,
+)
 from .refs import resolve_source_refs
 from .schemas import DossierIn, TurnIn
-from .selectors import canon_bases, current_session, discovery_view, scratchpad_for
+from .selectors import (
+    OBSERVATION_COLUMNS,
+    VIEW_PAGE,
+    book_bases,
+    book_charters,
+    bounded,
+    canon_bases,
+    current_session,
+    discovery_view,
+    readable_bases,
+    scratchpad_for,
+    session_thrusts,
+    session_turns,
+)
 
 RECENT_ACTIVITY = 12
 
@@ -174,31 +196,102 @@ def recent_activity(book_ids: list) -> list[dict]:
 # --- Book page ------------------------------------------------------------------
 
 
+BOOK_SECTIONS = ("turns", "thrusts", "charters", "claims", "bases")
+CLAIM_COLUMNS = ("id", "base_id", "subject", "predicate", "value", "provenance")
+
+
+def _offset(value: str | None) -> int:
+    """A page offset from the query string: a bad or negative one is 0, a huge one is capped."""
+    try:
+        return min(max(int(value or 0), 0), MAX_OFFSET)
+    except (TypeError, ValueError):
+        return 0
+
+
+def _more_url(book: Book, section: str, offset: int) -> str:
+    return f"{reverse('discovery:book', args=[book.pk])}?more={section}&offset={offset}"
+
+
+def _with_observations(turns: list[dict]) -> list[dict]:
+    """Each turn of a page with its observations (one query; a turn carries at most a turn's worth)."""
+    by_turn: dict[str, list[dict]] = {}
+    observations = Observation.objects.filter(turn_id__in=[t["id"] for t in turns]).order_by("created_at", "id")
+    for obs in observations.values(*OBSERVATION_COLUMNS):
+        by_turn.setdefault(str(obs["turn_id"]), []).append(obs)
+    for turn in turns:
+        turn["observations"] = by_turn.get(str(turn["id"]), [])
+    return turns
+
+
+def _canon_claims(bases: list[dict], offset: int) -> tuple[list[dict], bool]:
+    """A page of the approved claims of the canon bases among ``bases``, oldest first, with their base's name."""
+    names = {b["id"]: b["name"] for b in canon_bases(bases)}
+    claims = KnowledgeClaim.objects.filter(base_id__in=list(names), status=KnowledgeClaim.Status.APPROVED)
+    page, more = bounded(claims.order_by("created_at", "id").values(*CLAIM_COLUMNS), VIEW_PAGE, offset)
+    for claim in page:
+        claim["base_name"] = names.get(str(claim["base_id"]), "")
+    return page, more
+
+
+def _section_page(access: BookAccess, section: str, offset: int) -> tuple[list, bool]:
+    """A page of one collection of the book page, from ``offset``."""
+    book = access.book
+    if section in ("claims", "bases"):
+        bases, _ = readable_bases(book_bases(book), access.caps)
+        if section == "claims":
+            return _canon_claims(bases, offset)
+        return bounded(bases, VIEW_PAGE, offset)
+    if section == "charters":
+        charters, more = bounded(book_charters(book), VIEW_PAGE, offset)
+        return attribute(charters, "charter"), more
+    session = current_session(book)
+    if session is None:
+        return [], False
+    if section == "thrusts":
+        thrusts, more = bounded(session_thrusts(session), VIEW_PAGE, offset)
+        return attribute(thrusts, "thrust"), more
+    turns, more = bounded(session_turns(session), VIEW_PAGE, offset)
+    return _with_observations(turns), more
+
+
+def _book_more(request: HttpRequest, access: BookAccess, section: str, offset: int) -> HttpResponse:
+    """The next page of one section of the book page: the items alone for HTMX (they replace the "show more"
+    link), or a page of their own without JavaScript."""
+    items, more = _section_page(access, section, offset)
+    context = {
+        "book": access.book,
+        "role": access.role,
+        "links": book_links(access.book),
+        "section": section,
+        "items": items,
+        "offset": offset,
+        "more_url": _more_url(access.book, section, offset + VIEW_PAGE) if more else None,
+    }
+    template = "discovery/_book_items.html" if request.htmx else "discovery/book_more.html"
+    return render(request, template, context)
+
+
 @login_required
 def book_detail(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
-    """Premise, current question, turns with observations, thrusts, charters, knowledge bases and canon."""
+    """Premise, current question, and a page of each collection (turns with their observations, thrusts,
+    charters, knowledge bases and canon), each with a "show more" link to the next page (``?more=<section>``)."""
     access = page_access(request, book_id, Cap.BOOK_READ)
     book, role = access.book, access.role
+    section = request.GET.get("more")
+    if section in BOOK_SECTIONS:
+        return _book_more(request, access, section, _offset(request.GET.get("offset")))
     view = discovery_view(access)
-    observations_by_turn: dict[str, list[dict]] = {}
-    for obs in view["observations"]:
-        observations_by_turn.setdefault(str(obs["turn_id"]), []).append(obs)
-    for turn in view["turns"]:
-        turn["observations"] = observations_by_turn.get(turn["id"], [])
+    _with_observations(view["turns"])
     bases = view["knowledge_bases"]
+    all_bases, _ = readable_bases(book_bases(book), access.caps) if view["more"]["knowledge_bases"] else (bases, [])
+    claims, claims_more = _canon_claims(all_bases, 0)
     claims_by_base: dict[str, list[dict]] = {}
-    for claim in (
-        KnowledgeClaim.objects.filter(
-            base_id__in=[b["id"] for b in canon_bases(bases)], status=KnowledgeClaim.Status.APPROVED
-        )
-        .order_by("created_at")
-        .values("id", "base_id", "subject", "predicate", "value", "provenance")
-    ):
+    for claim in claims:
         claims_by_base.setdefault(str(claim["base_id"]), []).append(claim)
     for base in bases:
         base["claims"] = claims_by_base.get(base["id"], [])
     proposed_claims = KnowledgeClaim.objects.filter(
-        base_id__in=[b["id"] for b in bases], status=KnowledgeClaim.Status.PROPOSED
+        base_id__in=[b["id"] for b in all_bases], status=KnowledgeClaim.Status.PROPOSED
     ).count()
     pending = Approval.objects.filter(book=book, status=Approval.Status.PENDING).count()
     meta = LoopMeta.objects.filter(book=book).first()
@@ -210,6 +303,7 @@ def book_detail(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
     research = dict(
         ResearchItem.objects.filter(book=book).values_list("status").annotate(n=Count("id")).values_list("status", "n")
     )
+    more = {**view["more"], "claims": claims_more, "bases": view["more"]["knowledge_bases"]}
     return render(
         request,
         "discovery/book.html",
@@ -223,6 +317,10 @@ def book_detail(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
             "loop": meta,
             "gates": gates,
             "entry_count": len(view["scratchpad"]),
+            "entries_more": view["more"]["scratchpad"],
+            "more_urls": {
+                name: _more_url(book, name, VIEW_PAGE) if more.get(name) else None for name in BOOK_SECTIONS
+            },
             "asked": asked,
             "question_run": question_run,
         },

@@ -18,6 +18,7 @@ from discovery.selectors import VIEW_PAGE
 from .discovery_support import start
 from .factories import (
     KnowledgeBaseFactory,
+    KnowledgeClaimFactory,
     KnowledgeLinkFactory,
     ObservationFactory,
     ScratchpadEntryFactory,
@@ -142,5 +143,93 @@ def test_the_rest_of_a_collection_is_refused_to_a_caller_who_may_not_read_the_bo
         assert stranger.get(path).status_code == 404, path
 
 
-def _ids(pattern: str, html: str) -> list[str]:
-    return re.findall(pattern, html)
+# --- The book page ----------------------------------------------------------------------------------------
+
+
+def _show_more(html: str, section: str) -> str | None:
+    match = re.search(r'hx-get="([^"]*more=' + section + r'[^"]*)"', html)
+    return match.group(1).replace("&amp;", "&") if match else None
+
+
+PAGE_ITEMS = {  # section -> how each item shows on the page
+    "turns": r'id="turn-[0-9a-f-]+"',
+    "thrusts": r'<article class="thrust" aria-labelledby="thrust-[0-9a-f-]+"',
+    "charters": r'id="charter-[0-9a-f-]+"',
+    "claims": r'id="claim-[0-9a-f-]+"',
+}
+
+
+@pytest.fixture
+def big_canon(big_book, author):
+    """MORE approved claims in the book's own canon base (one decided promotion stands for them)."""
+    from django.utils import timezone
+
+    from .factories import ApprovalFactory
+
+    book, _ = big_book
+    base = KnowledgeBase.objects.get(scope=KnowledgeBase.Scope.BOOK, owner_id=str(book.pk))
+    approval = ApprovalFactory(
+        book=book,
+        kind="canon-promotion",
+        subject_type="claim",
+        status="decided",
+        verdict="approve",
+        rationale="Canon.",
+        decided_by=author,
+        decided_at=timezone.now(),
+    )
+    for n in range(MORE):
+        KnowledgeClaimFactory(base=base, subject=f"Subject {n}", status="approved", approval=approval)
+    return big_book
+
+
+def test_the_book_page_shows_a_page_of_each_collection_and_show_more_brings_the_rest(author_browser, big_canon):
+    book, _ = big_canon
+    response = author_browser.get(f"/books/{book.pk}/")
+    assert response.status_code == 200
+    html = response.content.decode()
+
+    for section, item in PAGE_ITEMS.items():
+        assert len(re.findall(item, html)) == VIEW_PAGE, section
+        url = _show_more(html, section)
+        assert url, f"{section}: a show-more link"
+        rest = author_browser.get(url, HTTP_HX_REQUEST="true")
+        assert rest.status_code == 200, section
+        fragment = rest.content.decode()
+        assert "<html" not in fragment, "HTMX gets the items alone"
+        assert len(re.findall(item, fragment)) == EXTRA, section
+        assert _show_more(fragment, section) is None, f"{section}: nothing after the last page"
+        assert not set(re.findall(item.replace("[0-9a-f-]+", "([0-9a-f-]+)"), fragment)) & set(
+            re.findall(item.replace("[0-9a-f-]+", "([0-9a-f-]+)"), html)
+        ), f"{section}: the next page repeats nothing"
+        whole = author_browser.get(url)  # without JavaScript: a page of its own
+        assert whole.status_code == 200 and "<html" in whole.content.decode()
+        assert len(re.findall(item, whole.content.decode())) == EXTRA, section
+
+    assert _show_more(html, "bases"), "more knowledge bases than a page"
+    assert "50+ entries" in html
+
+
+def test_the_book_page_stays_the_same_size_when_the_book_grows(author_browser, big_book):
+    book, session = big_book
+    before = len(author_browser.get(f"/books/{book.pk}/").content)
+    for ordinal in range(MORE + 1, MORE + 30):
+        ObservationFactory(turn=TurnFactory(session=session, ordinal=ordinal), key=f"k{ordinal}")
+        ThrustCandidateFactory(session=session)
+    after = len(author_browser.get(f"/books/{book.pk}/").content)
+    assert abs(after - before) < 200, (before, after)  # a timestamp or a count may differ by a few bytes
+
+
+@pytest.mark.parametrize("offset", ["-5", "abc", "99999999999999999999999"])
+def test_a_bad_offset_on_the_book_page_is_no_error(author_browser, big_book, offset):
+    book, _ = big_book
+    response = author_browser.get(f"/books/{book.pk}/?more=turns&offset={offset}", HTTP_HX_REQUEST="true")
+    assert response.status_code == 200
+
+
+def test_another_persons_book_page_sections_are_not_found(client, outsider, big_book):
+    from .factories import PASSWORD
+
+    book, _ = big_book
+    client.login(username=outsider.username, password=PASSWORD)
+    assert client.get(f"/books/{book.pk}/?more=turns&offset=50").status_code == 404

@@ -15,6 +15,9 @@ def forget_rows_whose_books_are_gone(apps, schema_editor):
 
     remove_append_only(schema_editor.connection, ["approvals_decisionlogentry"])
     with schema_editor.connection.cursor() as cursor:
+        if schema_editor.connection.vendor == "postgresql":
+            # Check the deferred foreign keys now: PostgreSQL refuses to ALTER a table with pending trigger events.
+            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
         cursor.execute("DELETE FROM approvals_decisionlogentry")
         cursor.execute("DELETE FROM approvals_approval")
 
