@@ -21,7 +21,9 @@ from .schemas import (
     ApprovalRefOut,
     BookDetailOut,
     BookIn,
+    BookObservationOut,
     BookOut,
+    CanonClaimOut,
     CharterCreatedOut,
     CharterIn,
     CharterOut,
@@ -38,6 +40,7 @@ from .schemas import (
     HandoffIn,
     HandoffOut,
     HandoffResultIn,
+    ObservationFilter,
     ObservationOut,
     QuestionSetIn,
     RequestApprovalIn,
@@ -206,6 +209,28 @@ def thrust_list(request: HttpRequest, session_id: uuid.UUID):
 @paginate
 def charter_list(request: HttpRequest, book_id: uuid.UUID):
     return book_charters(_access(request, book_id, Cap.DISCOVERY_READ).book)
+
+
+@router.get(
+    "/books/{book_id}/observations",
+    response={200: list[BookObservationOut], **ERRORS},
+    summary="The book's observations across its sessions, oldest first, paged; ?status=working for the unresolved",
+)
+@paginate
+def book_observation_list(request: HttpRequest, book_id: uuid.UUID, filters: Query[ObservationFilter]):
+    access = _access(request, book_id, Cap.DISCOVERY_READ)
+    return services.book_observations(access.book, status=filters.status)
+
+
+@router.get(
+    "/books/{book_id}/canon",
+    response={200: list[CanonClaimOut], **ERRORS},
+    summary="The approved claims of the canon bases the caller may read, oldest first, paged (a dossier's rest)",
+)
+@paginate
+def canon_list(request: HttpRequest, book_id: uuid.UUID):
+    access = _access(request, book_id, Cap.BOOK_READ)
+    return services.canon_claims(readable_bases(book_bases(access.book), access.caps)[0])
 
 
 @router.get(

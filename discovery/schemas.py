@@ -99,6 +99,10 @@ class ScratchpadFilter(Schema):
     agent_role: AgentRole | None = None
 
 
+class ObservationFilter(Schema):
+    status: ObservationStatus | None = None
+
+
 class ThrustIn(Schema):
     kind: ThrustCandidateKind
     title: Text(limit(ThrustCandidate, "title"))
@@ -260,6 +264,26 @@ class ObservationOut(Schema):
     created_at: datetime
 
 
+class BookObservationOut(Schema):
+    id: uuid.UUID
+    session_id: uuid.UUID
+    turn_id: uuid.UUID
+    key: str
+    value: str
+    provenance: str
+    confidence: float | None
+
+
+class CanonClaimOut(Schema):
+    id: uuid.UUID
+    base_id: uuid.UUID
+    subject: str
+    predicate: str
+    value: Any
+    provenance: str
+    approval_id: uuid.UUID | None
+
+
 class TurnOut(Schema):
     id: uuid.UUID
     session_id: uuid.UUID
@@ -362,12 +386,21 @@ class ClaimDecisionOut(Schema):
 
 
 class DossierOut(Schema):
+    """``content`` holds at most a page of claims, scratchpad entries and observations; ``content.more``
+    links to the rest of each."""
+
     id: uuid.UUID
     book_id: uuid.UUID
     session_id: uuid.UUID | None
     agent_role: str
     created_at: datetime
     content: dict
+
+    @staticmethod
+    def resolve_content(dossier) -> dict:
+        from .services.dossiers import dossier_capped
+
+        return dossier_capped(dossier)
 
 
 class HandoffOut(Schema):

@@ -422,7 +422,7 @@ def dossier_detail(request: HttpRequest, book_id: uuid.UUID, dossier_id: uuid.UU
     dossier = book.dossiers.select_related("requested_by").filter(pk=dossier_id).first()
     if dossier is None:
         raise NotFound("dossier not found")
-    content = dossier.content or {}
+    content = services.dossier_capped(dossier)
     held = set(content.get("capabilities") or [])
     return render(
         request,
@@ -435,6 +435,12 @@ def dossier_detail(request: HttpRequest, book_id: uuid.UUID, dossier_id: uuid.UU
             "content": content,
             "capabilities": [(cap.value, cap.value in held) for cap in Cap],
             "withheld": content.get("withheld") or [],
+            "more": content.get("more") or {},
+            "more_pages": {
+                "claims": _more_url(book, "claims", 0),
+                "scratchpad": book_links(book)["scratchpad"],
+                "observations": book_links(book)["book"],
+            },
         },
     )
 

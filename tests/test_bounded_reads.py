@@ -233,3 +233,85 @@ def test_another_persons_book_page_sections_are_not_found(client, outsider, big_
     book, _ = big_book
     client.login(username=outsider.username, password=PASSWORD)
     assert client.get(f"/books/{book.pk}/?more=turns&offset=50").status_code == 404
+
+
+# --- Dossiers -------------------------------------------------------------------------------------------
+
+
+DOSSIER_COLLECTIONS = {"claims": "id", "scratchpad": "id", "observations": "id"}
+
+
+def test_a_dossier_holds_a_page_of_each_collection_and_links_to_the_rest(author_api, sol_api, big_canon):
+    book, _ = big_canon
+    created = author_api.post(f"/books/{book.pk}/dossiers", {"agent_role": "sol"})
+    assert created.status_code == 201, created.content
+    content = sol_api.get(f"/dossiers/{created.json()['id']}").json()["content"]
+    assert content["limit"] == VIEW_PAGE
+
+    for name, ident in DOSSIER_COLLECTIONS.items():
+        assert len(content[name]) == VIEW_PAGE, name
+        path, query = _api_path(content["more"][name])
+        rest = sol_api.get(path, **query)
+        assert rest.status_code == 200, (name, rest.content)
+        items = rest.json()["items"]
+        assert len(items) == EXTRA and rest.json()["count"] == MORE, name
+        assert not {str(i[ident]) for i in items} & {str(i[ident]) for i in content[name]}, name
+
+
+def test_a_dossier_of_a_small_book_holds_everything_and_links_nowhere(author_api, book):
+    session = start(author_api, book)
+    ScratchpadEntryFactory(session=session, sequence=1)
+    content = author_api.post(f"/books/{book.pk}/dossiers", {"agent_role": "sol"}).json()["content"]
+    assert len(content["scratchpad"]) == 1
+    assert content["more"] == {"claims": None, "scratchpad": None, "observations": None}
+
+
+def test_a_dossier_stored_before_the_bound_is_read_capped_with_its_links(author_api, author, book):
+    from .factories import ContextDossierFactory
+
+    session = start(author_api, book)
+    entries = [{"id": str(n), "sequence": n} for n in range(MORE)]
+    dossier = ContextDossierFactory(
+        book=book, session=session, agent_role="sol", content={"session_id": str(session.pk), "scratchpad": entries}
+    )
+
+    content = author_api.get(f"/dossiers/{dossier.pk}").json()["content"]
+
+    assert [e["sequence"] for e in content["scratchpad"]] == list(range(VIEW_PAGE))
+    assert content["more"]["scratchpad"].endswith(f"/sessions/{session.pk}/scratchpad?limit=50&offset=50")
+    dossier.refresh_from_db()
+    assert len(dossier.content["scratchpad"]) == MORE, "the stored snapshot is never changed"
+
+
+def test_the_dossier_page_shows_the_snapshots_page_and_links_to_the_rest(author_api, author_browser, big_canon):
+    book, _ = big_canon
+    dossier_id = author_api.post(f"/books/{book.pk}/dossiers", {"agent_role": "sol"}).json()["id"]
+
+    html = author_browser.get(f"/books/{book.pk}/dossiers/{dossier_id}/").content.decode()
+
+    assert html.count('class="entry"') == VIEW_PAGE
+    assert f"the first {VIEW_PAGE}" in html
+    url = _show_more(html, "claims")
+    assert url
+    fragment = author_browser.get(url, HTTP_HX_REQUEST="true").content.decode()
+    assert len(re.findall(PAGE_ITEMS["claims"], fragment)) == VIEW_PAGE
+    assert _show_more(fragment, "claims"), "and a link further"
+
+
+def test_the_dossier_takes_the_same_statements_and_size_at_any_size(author_api, big_canon):
+    from discovery.services.dossiers import dossier_content
+
+    from .sqltrace import sql_trace
+
+    book, session = big_canon
+    with sql_trace() as small:
+        before = dossier_content(book=book, session=session, agent_role="sol")
+    for ordinal in range(MORE + 1, MORE + 30):
+        ObservationFactory(turn=TurnFactory(session=session, ordinal=ordinal), key=f"k{ordinal}")
+        ScratchpadEntryFactory(session=session, sequence=ordinal)
+    with sql_trace() as large:
+        after = dossier_content(book=book, session=session, agent_role="sol")
+    assert len(small) == len(large)
+    assert {k: len(v) for k, v in before.items() if isinstance(v, list)} == {
+        k: len(v) for k, v in after.items() if isinstance(v, list)
+    }

@@ -3,7 +3,16 @@
 from .books import book_create, series_create
 from .charters import charter_propose, charter_resolve
 from .claims import claim_decide, claim_for_book, claim_propose, claim_request_approval, claim_target
-from .dossiers import dossier_content, dossier_create, dossier_readable, dossier_store, dossiers_for
+from .dossiers import (
+    book_observations,
+    canon_claims,
+    dossier_capped,
+    dossier_content,
+    dossier_create,
+    dossier_readable,
+    dossier_store,
+    dossiers_for,
+)
 from .handoffs import handoff_create, handoff_return
 from .knowledge import ensure_knowledge_bases
 from .scratchpad import scratchpad_append
@@ -11,6 +20,8 @@ from .sessions import discovery_start, question_set, thrust_propose, turn_add
 
 __all__ = [
     "book_create",
+    "book_observations",
+    "canon_claims",
     "charter_propose",
     "charter_resolve",
     "claim_decide",
@@ -19,6 +30,7 @@ __all__ = [
     "claim_request_approval",
     "claim_target",
     "discovery_start",
+    "dossier_capped",
     "dossier_content",
     "dossier_create",
     "dossier_readable",

@@ -22,26 +22,75 @@ from ..models import (
 from ..selectors import (
     SCOPE_READ_CAP,
     SCOPE_WITHHELD_LABEL,
+    VIEW_PAGE,
     book_bases,
+    bounded,
     canon_bases,
     current_session,
     readable_bases,
 )
 
 DOSSIER_SCHEMA = "dossier/1"
+# The most claims, scratchpad entries and observations a dossier holds; ``more`` links to the rest.
+DOSSIER_PAGE = VIEW_PAGE
 
 
 def _iso(value) -> str | None:
     return value.isoformat() if value is not None else None
 
 
-def dossier_content(*, book: Book, session: DiscoverySession | None, agent_role: str) -> dict:
+def dossier_more_links(*, book_id, session_id, more: dict[str, bool], limit: int) -> dict[str, str | None]:
+    """Where the rest of each capped collection of a dossier is: its paged API route from the first item the
+    dossier does not hold (the same order), or None when the dossier holds all of it."""
+    routes = {
+        "claims": f"/api/v1/books/{book_id}/canon",
+        "scratchpad": f"/api/v1/sessions/{session_id}/scratchpad" if session_id else None,
+        "observations": f"/api/v1/books/{book_id}/observations?status=working",
+    }
+    links = {}
+    for name, route in routes.items():
+        joiner = "&" if route and "?" in route else "?"
+        links[name] = f"{route}{joiner}limit={limit}&offset={limit}" if route and more.get(name) else None
+    return links
+
+
+def canon_claims(bases: list[dict]):
+    """The approved claims of the canon bases among ``bases``, oldest first (the dossier's and the canon route's)."""
+    return (
+        KnowledgeClaim.objects.filter(
+            base_id__in=[b["id"] for b in canon_bases(bases)], status=KnowledgeClaim.Status.APPROVED
+        )
+        .order_by("created_at", "id")
+        .values("id", "base_id", "subject", "predicate", "value", "provenance", "approval_id")
+    )
+
+
+def book_observations(book: Book, *, status: str | None = None):
+    """The book's observations across its sessions (only those of ``status`` when given), oldest first."""
+    observations = Observation.objects.filter(session__book=book)
+    if status:
+        observations = observations.filter(status=status)
+    return observations.order_by("created_at", "id").values(
+        "id", "session_id", "turn_id", "key", "value", "provenance", "confidence"
+    )
+
+
+def working_observations(book: Book):
+    """The book's unresolved observations across its sessions, oldest first (what a dossier is given)."""
+    return book_observations(book, status=Observation.Status.WORKING)
+
+
+def dossier_content(
+    *, book: Book, session: DiscoverySession | None, agent_role: str, limit: int = DOSSIER_PAGE
+) -> dict:
     """What ``agent_role`` is given now: the latest approved charter, the knowledge bases the
     book can use, the approved claims in them (ids, decoded values), the session's scratchpad
     entries, the unresolved (working) observations and the role's capabilities; role-scoped:
     what the role may not read is left out and named under ``withheld``.
 
-    A fixed number of queries, whatever the amount of data.
+    Bounded: the first ``limit`` claims, scratchpad entries and observations (each in its route's order), and
+    under ``more`` the link to the rest of each (None when the dossier holds all of it). A fixed number of
+    queries of at most ``limit + 1`` rows: the time and size do not grow with the book.
     """
     caps = capabilities_of(agent_role)
     withheld: list[str] = []
@@ -61,6 +110,8 @@ def dossier_content(*, book: Book, session: DiscoverySession | None, agent_role:
     given, not_given = readable_bases(book_bases(book), caps)
     for scope in dict.fromkeys(base["scope"] for base in not_given):
         withheld.append(f"{SCOPE_WITHHELD_LABEL[scope]} ({agent_role} lacks {SCOPE_READ_CAP[scope].value})")
+    more = {"claims": False, "scratchpad": False, "observations": False}
+    claim_rows, more["claims"] = bounded(canon_claims(given), limit)
     claims = [
         {
             **row,
@@ -68,23 +119,13 @@ def dossier_content(*, book: Book, session: DiscoverySession | None, agent_role:
             "base_id": str(row["base_id"]),
             "approval_id": str(row["approval_id"]),
         }
-        for row in KnowledgeClaim.objects.filter(
-            base_id__in=[b["id"] for b in canon_bases(given)], status=KnowledgeClaim.Status.APPROVED
-        )
-        .order_by("created_at")
-        .values("id", "base_id", "subject", "predicate", "value", "provenance", "approval_id")
+        for row in claim_rows
     ]
 
     scratchpad: list[dict] = []
     if session is not None and Cap.SCRATCHPAD_READ in caps:
-        scratchpad = [
-            {
-                **row,
-                "id": str(row["id"]),
-                "handoff_id": str(row["handoff_id"]) if row["handoff_id"] else None,
-                "created_at": _iso(row["created_at"]),
-            }
-            for row in ScratchpadEntry.objects.filter(session=session)
+        entry_rows, more["scratchpad"] = bounded(
+            ScratchpadEntry.objects.filter(session=session)
             .order_by("sequence")
             .values(
                 "id",
@@ -96,18 +137,27 @@ def dossier_content(*, book: Book, session: DiscoverySession | None, agent_role:
                 "source_refs",
                 "handoff_id",
                 "created_at",
-            )
+            ),
+            limit,
+        )
+        scratchpad = [
+            {
+                **row,
+                "id": str(row["id"]),
+                "handoff_id": str(row["handoff_id"]) if row["handoff_id"] else None,
+                "created_at": _iso(row["created_at"]),
+            }
+            for row in entry_rows
         ]
     elif Cap.SCRATCHPAD_READ not in caps:
         withheld.append(f"scratchpad ({agent_role} lacks {Cap.SCRATCHPAD_READ.value})")
 
     observations: list[dict] = []
     if Cap.DISCOVERY_READ in caps:
+        observation_rows, more["observations"] = bounded(working_observations(book), limit)
         observations = [
             {**row, "id": str(row["id"]), "turn_id": str(row["turn_id"]), "session_id": str(row["session_id"])}
-            for row in Observation.objects.filter(session__book=book, status=Observation.Status.WORKING)
-            .order_by("created_at")
-            .values("id", "session_id", "turn_id", "key", "value", "provenance", "confidence")
+            for row in observation_rows
         ]
     return {
         "schema": DOSSIER_SCHEMA,
@@ -121,7 +171,29 @@ def dossier_content(*, book: Book, session: DiscoverySession | None, agent_role:
         "scratchpad": scratchpad,
         "observations": observations,
         "withheld": withheld,
+        "limit": limit,
+        "more": dossier_more_links(book_id=book.pk, session_id=session.pk if session else None, more=more, limit=limit),
     }
+
+
+def dossier_capped(dossier: ContextDossier) -> dict:
+    """A dossier's content as read: a snapshot stored before dossiers were bounded may hold more than
+    ``DOSSIER_PAGE`` of a collection; it is read with the first page and a ``more`` link, as a new one is.
+    (The stored row is never changed: the snapshot is immutable.)"""
+    content = dossier.content or {}
+    if "more" in content:
+        return content
+    capped = dict(content)
+    more = {}
+    for name in ("claims", "scratchpad", "observations"):
+        items = content.get(name) or []
+        capped[name] = items[:DOSSIER_PAGE]
+        more[name] = len(items) > DOSSIER_PAGE
+    capped["limit"] = DOSSIER_PAGE
+    capped["more"] = dossier_more_links(
+        book_id=dossier.book_id, session_id=content.get("session_id"), more=more, limit=DOSSIER_PAGE
+    )
+    return capped
 
 
 def dossier_store(*, book: Book, agent_role: str, requested_by=None) -> ContextDossier:
