@@ -394,8 +394,15 @@ def _dossiers_page(
     request: HttpRequest, access: BookAccess, *, snapshot_error: str = "", status: int = 200
 ) -> HttpResponse:
     book, role = access.book, access.role
-    snapshots = list(book.dossiers.select_related("requested_by").order_by("-created_at"))
-    by_role = {value: [d for d in snapshots if d.agent_role == value] for value in AgentRole.values}
+    paged_role = request.GET.get("role")
+    offset = _offset(request.GET.get("offset")) if paged_role in AgentRole.values else 0
+    by_role = []
+    for value, label in AgentRole.choices:
+        start = offset if value == paged_role else 0
+        snapshots = book.dossiers.filter(agent_role=value).select_related("requested_by").order_by("-created_at")
+        page, more = bounded(snapshots, VIEW_PAGE, start)
+        older = f"{reverse('discovery:dossiers', args=[book.pk])}?role={value}&offset={start + VIEW_PAGE}"
+        by_role.append((value, label, page, older if more else None, start))
     return render(
         request,
         "discovery/dossiers.html",
@@ -403,9 +410,8 @@ def _dossiers_page(
             "book": book,
             "role": role,
             "links": book_links(book),
-            "by_role": [(value, label, by_role[value]) for value, label in AgentRole.choices],
+            "by_role": by_role,
             "roles": AgentRole.choices,
-            "count": len(snapshots),
             "can_snapshot": role == "author",
             "snapshot_url": reverse("discovery:dossier_create", args=[book.pk]),
             "snapshot_error": snapshot_error,

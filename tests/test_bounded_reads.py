@@ -315,3 +315,30 @@ def test_the_dossier_takes_the_same_statements_and_size_at_any_size(author_api, 
     assert {k: len(v) for k, v in before.items() if isinstance(v, list)} == {
         k: len(v) for k, v in after.items() if isinstance(v, list)
     }
+
+
+def test_the_dossiers_page_lists_a_page_of_snapshots_per_role_and_links_to_older_ones(author_browser, author, book):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from .factories import ContextDossierFactory
+
+    now = timezone.now()
+    for n in range(MORE):
+        ContextDossierFactory(book=book, agent_role="luna", created_at=now - timedelta(minutes=n))
+    ContextDossierFactory(book=book, agent_role="sol")
+
+    html = author_browser.get(f"/books/{book.pk}/dossiers/").content.decode()
+
+    luna = html[html.index('id="dossiers-list-luna"') :]
+    luna = luna[: luna.index("</section>")]
+    assert luna.count("Snapshot of") == VIEW_PAGE
+    older = re.search(r'hx-get="([^"]+)"', luna).group(1).replace("&amp;", "&")
+    rest = author_browser.get(older, HTTP_HX_REQUEST="true").content.decode()
+    section = rest[rest.index('id="dossiers-list-luna"') :]
+    section = section[: section.index("</section>")]
+    assert section.count("Snapshot of") == EXTRA
+    assert "Older snapshots" not in section
+    sol = html[html.index('id="dossiers-list-sol"') :]
+    assert sol[: sol.index("</section>")].count("Snapshot of") == 1
