@@ -1,7 +1,8 @@
 """Bounded big reads: the discovery view, the book page and a dossier keep their time and size flat as a book grows.
 
 Three books with N, 10N and 100N items (N = 100: 100, 1,000 and 10,000 each of turns, observations, scratchpad
-entries and approved claims, a tenth as many thrusts and charters), the same seed. Each read runs through the
+entries and approved claims, a tenth as many thrusts and charters but more than a page), the same seed. Each
+read runs through the
 real routes in-process (Django's test client: URL resolution, middleware, authentication, response rendering),
 the three books interleaved round by round (the order reversed every other round):
 
@@ -40,6 +41,7 @@ def main(argv=None) -> common.Report:
     from django.test import Client
 
     from bench.data import build_book
+    from discovery.selectors import VIEW_PAGE
     from novelgraph.services import api_key_create
 
     text = common.ZipfText(common.SEED)
@@ -53,8 +55,8 @@ def main(argv=None) -> common.Report:
             scratchpad=n,
             observations=n,
             turns=n,
-            thrusts=max(1, n // 10),
-            charters=max(1, n // 10),
+            thrusts=max(VIEW_PAGE + 1, n // 10),
+            charters=max(VIEW_PAGE + 1, n // 10),
             text=text,
         )
         print(f"  built the book with {n:,} items in {(common.now_ns() - start) / 1e9:.1f}s", flush=True)
