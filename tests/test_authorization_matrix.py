@@ -323,6 +323,7 @@ API_EXPECTED: dict[str, tuple[int, ...]] = {
     "GET /library/sources": (401, 401, 200, 200, 200, 200, 200, 200, 200, 200, 200),
     "POST /library/sources": (401, 401, 201, 409, 409, 403, 403, 403, 403, 409, 409),
     "GET /library/sources/{source_id}": (401, 401, 200, 200, 200, 200, 200, 200, 200, 200, 200),
+    "GET /library/sources/{source_id}/chunks": (401, 401, 200, 200, 200, 200, 200, 200, 200, 200, 200),
     "POST /library/sources/{source_id}/chunks": (401, 401, 201, 201, 201, 403, 403, 403, 403, 201, 201),
     "POST /books/{book_id}/research": (401, 401, 404, 404, 404, 404, 201, 201, 201, 403, 201),
     "GET /books/{book_id}/research": (401, 401, 404, 404, 404, 404, 200, 200, 200, 200, 200),

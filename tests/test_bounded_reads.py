@@ -342,3 +342,21 @@ def test_the_dossiers_page_lists_a_page_of_snapshots_per_role_and_links_to_older
     assert "Older snapshots" not in section
     sol = html[html.index('id="dossiers-list-sol"') :]
     assert sol[: sol.index("</section>")].count("Snapshot of") == 1
+
+
+# --- Other collections in API responses --------------------------------------------------------------------
+
+
+def test_a_library_source_gives_a_page_of_its_chunks_and_a_link_to_the_rest(sol_api, db):
+    from .factories import KnowledgeChunkFactory, KnowledgeSourceFactory
+
+    source = KnowledgeSourceFactory()
+    for position in range(MORE):
+        KnowledgeChunkFactory(source=source, position=position)
+
+    detail = sol_api.get(f"/library/sources/{source.pk}").json()
+
+    assert [c["position"] for c in detail["chunks"]] == list(range(VIEW_PAGE))
+    path, query = _api_path(detail["chunks_next"])
+    rest = sol_api.get(path, **query).json()
+    assert [c["position"] for c in rest["items"]] == list(range(VIEW_PAGE, MORE)) and rest["count"] == MORE
