@@ -37,6 +37,7 @@ BENCHES = (
     "http",
     "agents",
     "bounded",
+    "key_lookup",
 )
 
 
