@@ -443,7 +443,7 @@ def dossier_detail(request: HttpRequest, book_id: uuid.UUID, dossier_id: uuid.UU
             "withheld": content.get("withheld") or [],
             "more": content.get("more") or {},
             "more_pages": {
-                "claims": _more_url(book, "claims", 0),
+                "claims": _more_url(book, "claims", content.get("limit") or VIEW_PAGE),
                 "scratchpad": book_links(book)["scratchpad"],
                 "observations": book_links(book)["book"],
             },

@@ -293,9 +293,10 @@ def test_the_dossier_page_shows_the_snapshots_page_and_links_to_the_rest(author_
     assert f"the first {VIEW_PAGE}" in html
     url = _show_more(html, "claims")
     assert url
+    assert url.endswith(f"offset={VIEW_PAGE}")
     fragment = author_browser.get(url, HTTP_HX_REQUEST="true").content.decode()
-    assert len(re.findall(PAGE_ITEMS["claims"], fragment)) == VIEW_PAGE
-    assert _show_more(fragment, "claims"), "and a link further"
+    assert len(re.findall(PAGE_ITEMS["claims"], fragment)) == EXTRA, "the claims past the snapshot's"
+    assert _show_more(fragment, "claims") is None
 
 
 def test_the_dossier_takes_the_same_statements_and_size_at_any_size(author_api, big_canon):
