@@ -24,12 +24,14 @@ run: migrate
 	$(PY) manage.py ensure_local_author
 	$(PY) manage.py demo --if-empty
 	@echo "Agents: a worker (python manage.py db_worker) runs Sol's, Terra's and Luna's runs beside the server."
+	$(PY) manage.py agent_runs_reap --verbosity 0
 	$(PY) manage.py db_worker --no-reload --verbosity 0 & worker=$$!; \
 	trap 'kill $$worker 2>/dev/null' EXIT INT TERM; \
 	$(PY) -m uvicorn novelgraph.asgi:application --host 127.0.0.1 --port 8000
 
 # The agents' worker alone (run as many as you like against one PostgreSQL database).
 worker: migrate
+	$(PY) manage.py agent_runs_reap
 	$(PY) manage.py db_worker --no-reload
 
 test: setup

@@ -18,6 +18,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from discovery.access import BookAccess, Cap, page_access
 from discovery.agents.selectors import produced_by
+from discovery.selectors import approval_conflicts
 from novelgraph.auth import principal_for_user
 from novelgraph.errors import Conflict, Forbidden, Invalid
 from novelgraph.schemas import parse_form
@@ -92,9 +93,19 @@ def _decision_context(request: HttpRequest, access: BookAccess, approval: Approv
         "sidebar": inbox_for(access.principal, limit=10, superseded_limit=0),
         # The agent run that asked for this decision (a charter draft, a claim, a gate card), if one did.
         "run": produced_by("approval", [approval.pk]).get(str(approval.pk)),
+        # A proposed claim that contradicts approved canon: both sides, for the author's verdict; and the
+        # scratchpad's contradiction entries that name it (they stay, whatever she decides).
+        **_contradictions(access, approval),
     }
     context.update(extra)
     return context
+
+
+def _contradictions(access: BookAccess, approval: Approval) -> dict:
+    found = approval_conflicts(access, approval.subject_type, approval.subject_id)
+    if approval.status != Approval.Status.PENDING:
+        found["conflicts"] = []  # resolved by the verdict; the log entry names both sides
+    return {"conflicts": found["conflicts"], "contradiction_entries": found["entries"]}
 
 
 @login_required

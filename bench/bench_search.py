@@ -103,7 +103,9 @@ RAW_SQLITE_RANKED_FIRST = (
 RAW_PG = (
     "SELECT c.id, c.content, c.topics, c.applicability, c.citation, s.title, ts_rank(c.search_vector, q.query) AS score"
     " FROM library_knowledgechunk c JOIN library_knowledgesource s ON s.id = c.source_id"
-    " CROSS JOIN (SELECT plainto_tsquery('simple', library_search_fold(%s)) AS query) AS q"
+    " CROSS JOIN (SELECT (string_agg('(' || w.q::text || ')', ' | '))::tsquery AS query FROM ("
+    "SELECT plainto_tsquery('simple', library_search_fold(t.word)) AS q"
+    " FROM jsonb_array_elements_text(%s::jsonb) AS t(word)) AS w WHERE numnode(w.q) > 0) AS q"
     " WHERE c.search_vector @@ q.query ORDER BY score DESC, c.created_at DESC, c.id LIMIT %s"
 )
 
@@ -128,8 +130,9 @@ def main(argv=None) -> common.Report:
     def ours(query: str):
         return library_search.search(query, limit)
 
-    # The floor runs the statement alone: words are split and quoted beforehand.
-    prepared = {q: library_search.query_words(q) for q in queries}
+    # The floor runs the statement alone: words are split (stop words dropped) and quoted beforehand.
+    # Same query shape as ours: any word (FTS5 "a" OR "b"; PostgreSQL the ORed plainto_tsquery terms).
+    prepared = {q: library_search.search_terms(q) for q in queries}
     floors: list[tuple[common.Samples, callable]] = []
     if vendor == "sqlite":
         import sqlite3
@@ -156,7 +159,7 @@ def main(argv=None) -> common.Report:
         import psycopg
 
         raw = psycopg.connect(os.environ["DATABASE_URL"], autocommit=True)  # the bench database
-        joined = {q: " ".join(words) for q, words in prepared.items()}
+        joined = {q: json.dumps(words) if words else "" for q, words in prepared.items()}
 
         def raw_pg(query: str):
             if joined[query]:

@@ -16,14 +16,14 @@ from novelgraph.schemas import ERRORS
 
 from . import services
 from .access import BookAccess, Cap, book_access, books_visible_to, principal_capabilities
-from .models import Handoff
 from .schemas import (
     ApprovalRefOut,
+    AsOfFilter,
     BookDetailOut,
     BookIn,
     BookObservationOut,
     BookOut,
-    CanonClaimOut,
+    CanonPageClaimOut,
     CharterCreatedOut,
     CharterIn,
     CharterOut,
@@ -32,6 +32,9 @@ from .schemas import (
     ClaimDecisionOut,
     ClaimIn,
     ClaimOut,
+    ClaimStoryIn,
+    CodexOut,
+    ConflictOut,
     DiscoveryViewOut,
     DossierIn,
     DossierOut,
@@ -58,11 +61,14 @@ from .schemas import (
     ViewThrust,
     ViewTurn,
     WhoAmI,
+    handoff_out,
 )
 from .selectors import (
     book_bases,
     book_charters,
     charter_get,
+    claim_conflicts,
+    codex_view,
     discovery_view,
     dossier_get,
     handoff_get,
@@ -224,7 +230,7 @@ def book_observation_list(request: HttpRequest, book_id: uuid.UUID, filters: Que
 
 @router.get(
     "/books/{book_id}/canon",
-    response={200: list[CanonClaimOut], **ERRORS},
+    response={200: list[CanonPageClaimOut], **ERRORS},
     summary="The approved claims of the canon bases the caller may read, oldest first, paged (a dossier's rest)",
 )
 @paginate
@@ -368,6 +374,29 @@ def claim_request_approval(request: HttpRequest, claim_id: uuid.UUID, payload: R
     return Status(201, {"approval_id": approval.pk, "claim_id": claim_id, "status": approval.status})
 
 
+@router.post(
+    "/claims/{claim_id}/story",
+    response={200: ClaimOut, **ERRORS},
+    summary="Set a proposed claim's story record (canon:propose); a pending approval of it lapses",
+    description="When it is true (chapters), who knows it, where the reader first sees it, whether it is decisive "
+    "evidence (for which reveal) and whether it is a reveal. A new proposal: the approval's fingerprint covers it. "
+    "Approved canon changes only through a new claim that revises it (409).",
+)
+def claim_story_set(request: HttpRequest, claim_id: uuid.UUID, payload: ClaimStoryIn):
+    access = _access(request, payload.book_id)
+    return services.claim_story_set(access=access, claim_id=claim_id, payload=payload)
+
+
+@router.get(
+    "/books/{book_id}/claims/{claim_id}/conflicts",
+    response={200: list[ConflictOut], **ERRORS},
+    summary="The approved canon a proposed claim contradicts, both sides named (book:read)",
+)
+def claim_conflicts_list(request: HttpRequest, claim_id: uuid.UUID, book_id: uuid.UUID):
+    access = _access(request, book_id, Cap.BOOK_READ)
+    return claim_conflicts(access, services.claim_for_book(access, claim_id))
+
+
 def _claim_decide(request: HttpRequest, claim_id: uuid.UUID, payload: ClaimDecisionIn, approve: bool) -> dict:
     access = _access(request, payload.book_id)
     approval = services.claim_decide(access=access, claim_id=claim_id, approve=approve, rationale=payload.rationale)
@@ -406,7 +435,10 @@ def claim_reject(request: HttpRequest, claim_id: uuid.UUID, payload: ClaimDecisi
     summary="Take an immutable, role-scoped dossier (agents: their own role; the author: any role)",
 )
 def dossier_create(request: HttpRequest, book_id: uuid.UUID, payload: DossierIn):
-    return Status(201, services.dossier_create(access=_access(request, book_id), agent_role=payload.agent_role))
+    dossier = services.dossier_create(
+        access=_access(request, book_id), agent_role=payload.agent_role, as_of_chapter=payload.as_of_chapter
+    )
+    return Status(201, dossier)
 
 
 @router.get(
@@ -426,25 +458,22 @@ def dossier_detail(request: HttpRequest, dossier_id: uuid.UUID):
     return services.dossier_readable(access, dossier)
 
 
+# --- Codex: canon on a chapter axis -----------------------------------------------------
+
+
+@router.get(
+    "/books/{book_id}/codex",
+    response={200: CodexOut, **ERRORS},
+    summary="The book's canon with story records, and the fair-play check of its reveals (book:read)",
+    description="As of a chapter (`as_of_chapter`): only what is true by then; reveals first shown later are "
+    "withheld and other facts the reader has not seen are marked secret. Canon the role may not read "
+    "(series canon for Luna) is withheld and named.",
+)
+def codex_get(request: HttpRequest, book_id: uuid.UUID, filters: Query[AsOfFilter]):
+    return codex_view(_access(request, book_id, Cap.BOOK_READ), filters.as_of_chapter)
+
+
 # --- Handoffs ----------------------------------------------------------------------
-
-
-def _handoff_out(handoff: Handoff) -> dict:
-    return {
-        "id": handoff.pk,
-        "book_id": handoff.book_id,
-        "session_id": handoff.session_id,
-        "from_role": handoff.from_role,
-        "to_role": handoff.to_role,
-        "decision": handoff.decision,
-        "allowed_sources": handoff.allowed_sources,
-        "statements": handoff.statements,
-        "dossier_id": handoff.dossier_id,
-        "status": handoff.status,
-        "created_at": handoff.created_at,
-        "returned_at": handoff.returned_at,
-        "result_entries": list(handoff.result_entries.order_by("sequence")),
-    }
 
 
 @router.post(
@@ -454,7 +483,7 @@ def _handoff_out(handoff: Handoff) -> dict:
 )
 def handoff_create(request: HttpRequest, book_id: uuid.UUID, payload: HandoffIn):
     handoff = services.handoff_create(access=_access(request, book_id), payload=payload)
-    return Status(201, _handoff_out(handoff))
+    return Status(201, handoff_out(handoff))
 
 
 @router.post(
@@ -465,11 +494,11 @@ def handoff_create(request: HttpRequest, book_id: uuid.UUID, payload: HandoffIn)
 def handoff_return(request: HttpRequest, handoff_id: uuid.UUID, payload: HandoffResultIn):
     handoff = handoff_get(handoff_id)
     access = book_access(principal_of(request), handoff.book, Cap.DISCOVERY_READ, missing="handoff")
-    return _handoff_out(services.handoff_return(access=access, handoff=handoff, payload=payload))
+    return handoff_out(services.handoff_return(access=access, handoff=handoff, payload=payload))
 
 
 @router.get("/handoffs/{handoff_id}", response={200: HandoffOut, **ERRORS}, summary="One handoff and its result")
 def handoff_detail(request: HttpRequest, handoff_id: uuid.UUID):
     handoff = handoff_get(handoff_id)
     book_access(principal_of(request), handoff.book, Cap.DISCOVERY_READ, missing="handoff")
-    return _handoff_out(handoff)
+    return handoff_out(handoff)

@@ -409,6 +409,24 @@ class KnowledgeClaimStatus(models.TextChoices):
     PROPOSED = "proposed", "Proposed"
     APPROVED = "approved", "Approved (canon)"
     REJECTED = "rejected", "Rejected"
+    # Approved canon that a later approved revision (``revises``) replaced; it stays in history.
+    REVISED = "revised", "Revised (replaced by an approved revision)"
+
+
+class KnownBy(models.TextChoices):
+    """Who knows a fact (seed 001 story records): the reader, named characters only, or nobody yet."""
+
+    READER = "reader", "The reader"
+    CHARACTERS = "characters", "Named characters"
+    NOBODY = "nobody", "Nobody yet (a secret)"
+
+
+class RevealKind(models.TextChoices):
+    """Whether a claim is a reveal the evidence must support before it is shown."""
+
+    NONE = "none", "Not a reveal"
+    SOLUTION = "solution", "The solution"
+    TWIST = "twist", "A twist"
 
 
 class KnowledgeClaim(TimeStampedModel):
@@ -424,6 +442,21 @@ class KnowledgeClaim(TimeStampedModel):
     source_refs = models.JSONField(default=list, blank=True)
     # {kind: physical|testimonial|documentary|digital|forensic, decisive: bool, research_ids: [...]}
     evidence = models.JSONField(null=True, blank=True)
+    # The story record (seed 001): when the fact is true, who knows it, where the reader first sees
+    # it, whether it is decisive evidence (for which reveal) and whether it is a reveal. Part of the
+    # proposal: the approval's fingerprint covers every one of these fields.
+    true_from_chapter = models.PositiveIntegerField(null=True, blank=True)
+    true_until_chapter = models.PositiveIntegerField(null=True, blank=True)
+    known_by = models.CharField(max_length=12, choices=KnownBy.choices, default=KnownBy.READER)
+    known_by_characters = models.JSONField(default=list, blank=True)
+    first_shown_chapter = models.PositiveIntegerField(null=True, blank=True)
+    decisive = models.BooleanField(default=False)
+    evidence_for = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.PROTECT, related_name="decisive_evidence"
+    )
+    reveal = models.CharField(max_length=10, choices=RevealKind.choices, default=RevealKind.NONE)
+    # The approved claim this proposal revises: approving it supersedes that one (history kept).
+    revises = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="revisions")
     approval = models.ForeignKey(
         "approvals.Approval",
         null=True,
@@ -436,6 +469,31 @@ class KnowledgeClaim(TimeStampedModel):
         ordering = ["created_at"]
         constraints = [
             enum_check("status", KnowledgeClaimStatus, "claim_status_valid"),
+            enum_check("known_by", KnownBy, "claim_known_by_valid"),
+            enum_check("reveal", RevealKind, "claim_reveal_valid"),
+            models.CheckConstraint(
+                condition=Q(true_from_chapter__isnull=True) | Q(true_from_chapter__gte=1),
+                name="claim_true_from_positive",
+            ),
+            models.CheckConstraint(
+                condition=Q(true_until_chapter__isnull=True) | Q(true_until_chapter__gte=1),
+                name="claim_true_until_positive",
+            ),
+            models.CheckConstraint(
+                condition=Q(first_shown_chapter__isnull=True) | Q(first_shown_chapter__gte=1),
+                name="claim_first_shown_positive",
+            ),
+            models.CheckConstraint(
+                condition=Q(true_from_chapter__isnull=True)
+                | Q(true_until_chapter__isnull=True)
+                | Q(true_until_chapter__gte=models.F("true_from_chapter")),
+                name="claim_true_until_after_from",
+            ),
+            # A reveal is shown somewhere: its chapter is what the evidence must precede.
+            models.CheckConstraint(
+                condition=Q(reveal="none") | Q(first_shown_chapter__isnull=False),
+                name="claim_reveal_has_chapter",
+            ),
             enum_check("provenance", Provenance, "claim_provenance_valid"),
             choices_check("proposed_by", ANY_ROLE, "claim_proposed_by_valid"),
             # Canon always names the approval that made it canon.

@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Annotated, Any, Literal, get_args
 
 from ninja import Field, Schema
-from pydantic import AfterValidator, StrictBool
+from pydantic import AfterValidator, StrictBool, ValidationInfo, field_validator
 
 from novelgraph.roles import AgentRole
 from novelgraph.schemas import LONG_TEXT, MAX_LIST_ITEMS, JsonValue, Text, TextList, input_error, limit
@@ -19,9 +19,11 @@ from .models import (
     Handoff,
     KnowledgeBaseScope,
     KnowledgeClaim,
+    KnownBy,
     Observation,
     ObservationStatus,
     Provenance,
+    RevealKind,
     ScratchpadEntry,
     ScratchpadEntryKind,
     Series,
@@ -77,11 +79,30 @@ class TurnIn(Schema):
     observations: list[ObservationIn] = Field(default_factory=list, max_length=MAX_LIST_ITEMS)
 
 
+# What a contradiction's two sides may be: two claims, two observations, a claim and a turn, a claim
+# and a charter field (a charter reference whose label names the field), or earlier entries.
+CONTRADICTION_SIDE_TYPES = ("claim", "observation", "turn", "charter", "entry")
+
+
 class EntryIn(Schema):
     kind: ScratchpadEntryKind
     content: Text(limit(ScratchpadEntry, "content"))
     confidence: Confidence | None = None
     source_refs: SourceRefs = Field(default_factory=list)
+
+    @field_validator("source_refs")
+    @classmethod
+    def _contradiction_names_both_sides(cls, value, info: ValidationInfo):
+        if info.data.get("kind") == ScratchpadEntryKind.CONTRADICTION:
+            sides = {(ref.type, ref.id) for ref in value if ref.type in CONTRADICTION_SIDE_TYPES}
+            if len(sides) < 2:
+                raise input_error(
+                    "a contradiction names its two sides: at least two references of type "
+                    + ", ".join(CONTRADICTION_SIDE_TYPES)
+                    + f" ({len(sides)} given)"
+                )
+        return value
+
     provenance: Provenance | None = Field(
         None, description="where the thought comes from; literary-guidance cites the library chunk it draws on"
     )
@@ -162,7 +183,71 @@ def _not_empty(value: Any) -> Any:
     return value
 
 
-class ClaimIn(Schema):
+Chapter = Annotated[int, Field(ge=1, le=100_000)]
+CHARACTER_NAME = 200
+
+
+class StoryRecordIn(Schema):
+    """A claim's story record (seed 001): when it is true, who knows it, where the reader first
+    sees it, whether it is decisive evidence (and for which reveal), and whether it is a reveal.
+    Field order matters: each check reads the fields before it."""
+
+    true_from_chapter: Chapter | None = None
+    true_until_chapter: Chapter | None = Field(
+        None, description="the last chapter in which it holds; a later claim supersedes it from there"
+    )
+    known_by: KnownBy = KnownBy.READER
+    known_by_characters: Annotated[list[Text(CHARACTER_NAME)], Field(max_length=MAX_LIST_ITEMS)] = Field(
+        default_factory=list, validate_default=True
+    )
+    first_shown_chapter: Chapter | None = Field(None, description="where the reader first sees it")
+    decisive: StrictBool = False
+    evidence_for: uuid.UUID | None = Field(None, description="the reveal (a claim) this decisive evidence supports")
+    reveal: RevealKind = RevealKind.NONE
+
+    @field_validator("true_until_chapter")
+    @classmethod
+    def _until_not_before_from(cls, value, info: ValidationInfo):
+        start = info.data.get("true_from_chapter")
+        if value is not None and start is not None and value < start:
+            raise input_error(f"must not be before true_from_chapter ({start})")
+        return value
+
+    @field_validator("known_by_characters")
+    @classmethod
+    def _characters_when_named(cls, value, info: ValidationInfo):
+        known_by = info.data.get("known_by")
+        if known_by == KnownBy.CHARACTERS and not value:
+            raise input_error("name the characters who know it (known_by is characters)")
+        if known_by is not None and known_by != KnownBy.CHARACTERS and value:
+            raise input_error("only when known_by is characters")
+        return list(dict.fromkeys(value))
+
+    @field_validator("evidence_for")
+    @classmethod
+    def _evidence_is_decisive(cls, value, info: ValidationInfo):
+        if value is not None and not info.data.get("decisive"):
+            raise input_error("only decisive evidence supports a reveal (set decisive)")
+        return value
+
+    @field_validator("reveal")
+    @classmethod
+    def _reveal_is_shown(cls, value, info: ValidationInfo):
+        if value != RevealKind.NONE:
+            if "first_shown_chapter" in info.data and info.data["first_shown_chapter"] is None:
+                raise input_error("a reveal needs first_shown_chapter, the chapter in which it is revealed")
+            if info.data.get("evidence_for") is not None:
+                raise input_error("a reveal is not evidence for another reveal (evidence_for)")
+        return value
+
+    def story(self) -> dict:
+        """The story-record fields as stored on the claim (``evidence_for`` as its id)."""
+        data = self.dict(include=set(StoryRecordIn.model_fields))
+        data["evidence_for_id"] = data.pop("evidence_for")
+        return data
+
+
+class ClaimIn(StoryRecordIn):
     scope: KnowledgeBaseScope
     scope_id: Text(64)
     subject: Text(limit(KnowledgeClaim, "subject"))
@@ -172,6 +257,15 @@ class ClaimIn(Schema):
     source_refs: SourceRefs = Field(default_factory=list)
     evidence: EvidenceIn | None = None
     status: Literal["proposed"] | None = Field(None, description="Claims always enter as proposed.")
+    revises: uuid.UUID | None = Field(
+        None, description="an approved claim this one revises; approving this one supersedes it"
+    )
+
+
+class ClaimStoryIn(StoryRecordIn):
+    """A new story record for a proposed claim: a new proposal, so a pending approval lapses."""
+
+    book_id: uuid.UUID
 
 
 class RequestApprovalIn(Schema):
@@ -186,6 +280,13 @@ class ClaimDecisionIn(Schema):
 
 class DossierIn(Schema):
     agent_role: AgentRole
+    as_of_chapter: Chapter | None = Field(
+        None, description="only what is true by this chapter; later reveals withheld, secrets marked"
+    )
+
+
+class AsOfFilter(Schema):
+    as_of_chapter: Chapter | None = None
 
 
 class Statement(Schema):
@@ -274,7 +375,9 @@ class BookObservationOut(Schema):
     confidence: float | None
 
 
-class CanonClaimOut(Schema):
+class CanonPageClaimOut(Schema):
+    """A claim as the paged canon route (a dossier's rest) gives it."""
+
     id: uuid.UUID
     base_id: uuid.UUID
     subject: str
@@ -370,6 +473,62 @@ class ClaimOut(Schema):
     evidence: dict | None
     approval_id: uuid.UUID | None
     created_at: datetime
+    true_from_chapter: int | None
+    true_until_chapter: int | None
+    known_by: str
+    known_by_characters: list[str]
+    first_shown_chapter: int | None
+    decisive: bool
+    evidence_for_id: uuid.UUID | None
+    reveal: str
+    revises_id: uuid.UUID | None
+
+
+class ConflictSideOut(Schema):
+    type: str
+    id: str
+    label: str
+    status: str
+
+
+class ConflictOut(Schema):
+    kind: Literal["value", "visibility"]
+    reason: str
+    sides: list[ConflictSideOut]
+
+
+class CanonClaimOut(Schema):
+    id: uuid.UUID
+    base_id: uuid.UUID
+    subject: str
+    predicate: str
+    value: Any
+    provenance: str
+    true_from_chapter: int | None
+    true_until_chapter: int | None
+    true_until_effective: int | None
+    known_by: str
+    known_by_characters: list[str]
+    first_shown_chapter: int | None
+    decisive: bool
+    evidence_for_id: uuid.UUID | None
+    reveal: str
+    visibility: str
+    secret: bool | None = None
+
+
+class FairPlayOut(Schema):
+    ok: bool | None = Field(description="null as of a chapter: fair play is judged on the whole book")
+    findings: list[dict]
+
+
+class CodexOut(Schema):
+    book_id: uuid.UUID
+    as_of_chapter: int | None
+    chapters: list[dict]
+    claims: list[CanonClaimOut]
+    withheld: list[str]
+    fair_play: FairPlayOut
 
 
 class ApprovalRefOut(Schema):
@@ -496,3 +655,22 @@ class DiscoveryViewOut(Schema):
     charters: list[ViewCharter]
     knowledge_bases: list[ViewBase]
     next: DiscoveryNext
+
+
+def handoff_out(handoff) -> dict:
+    """A handoff as ``HandoffOut`` shows it (the API and the MCP server)."""
+    return {
+        "id": handoff.pk,
+        "book_id": handoff.book_id,
+        "session_id": handoff.session_id,
+        "from_role": handoff.from_role,
+        "to_role": handoff.to_role,
+        "decision": handoff.decision,
+        "allowed_sources": handoff.allowed_sources,
+        "statements": handoff.statements,
+        "dossier_id": handoff.dossier_id,
+        "status": handoff.status,
+        "created_at": handoff.created_at,
+        "returned_at": handoff.returned_at,
+        "result_entries": list(handoff.result_entries.order_by("sequence")),
+    }

@@ -15,8 +15,10 @@ from django.db.models import Model, Q, QuerySet
 from novelgraph.errors import NotFound
 
 from .access import BookAccess, Cap
+from .canon import STORY_COLUMNS, as_of, conflicts_with, effective_until, fair_play, visibility
 from .models import (
     Book,
+    Chapter,
     ContextDossier,
     DiscoverySession,
     Handoff,
@@ -259,3 +261,108 @@ def handoffs_open_to(access: BookAccess) -> QuerySet[Handoff]:
         .select_related("book")
         .order_by("created_at")
     )
+
+
+# --- Canon with time and visibility (story records) ----------------------------------
+
+
+def canon_story_rows(
+    book: Book, caps: frozenset[Cap], role: str, *, bases: tuple[list[dict], list[dict]] | None = None
+) -> tuple[list[dict], list[str]]:
+    """The book's approved canon with story records, in the bases ``caps`` may read (two queries for
+    the bases unless given, one for the claims), and a line naming each scope withheld (Luna: series canon)."""
+    given, not_given = bases or readable_bases(book_bases(book), caps)
+    withheld = [
+        f"withheld: {SCOPE_WITHHELD_LABEL[scope]} ({role} lacks {SCOPE_READ_CAP[scope].value})"
+        for scope in dict.fromkeys(base["scope"] for base in canon_bases(not_given))
+    ]
+    rows = [
+        {
+            **row,
+            "id": str(row["id"]),
+            "base_id": str(row["base_id"]),
+            "evidence_for_id": str(row["evidence_for_id"]) if row["evidence_for_id"] else None,
+            "revises_id": str(row["revises_id"]) if row["revises_id"] else None,
+            "approval_id": str(row["approval_id"]) if row["approval_id"] else None,
+        }
+        for row in KnowledgeClaim.objects.filter(
+            base_id__in=[b["id"] for b in canon_bases(given)], status=KnowledgeClaim.Status.APPROVED
+        )
+        .order_by("created_at", "id")
+        .values(*STORY_COLUMNS)
+    ]
+    given_ids = {row["id"] for row in rows}
+    for row in rows:
+        if row["evidence_for_id"] not in given_ids:
+            row["evidence_for_id"] = None  # the reveal it supports is not readable here: not even its id
+    return rows, withheld
+
+
+def claim_conflicts(access: BookAccess, claim: KnowledgeClaim) -> list[dict]:
+    """The approved canon of this book that a proposed ``claim`` contradicts, both sides named
+    (only canon the caller may read is compared)."""
+    if claim.status != KnowledgeClaim.Status.PROPOSED:
+        return []
+    rows, _ = canon_story_rows(access.book, access.caps, access.role)
+    proposed = {col: getattr(claim, col) for col in STORY_COLUMNS}
+    return conflicts_with(proposed, rows)
+
+
+def contradiction_entries_naming(book: Book, claim_id: Any) -> list[dict]:
+    """The book's contradiction entries that name this claim as one side (one query; they stay in the
+    append-only scratchpad whatever the verdict)."""
+    wanted = str(claim_id)
+    rows = (
+        ScratchpadEntry.objects.filter(session__book=book, kind=ScratchpadEntry.Kind.CONTRADICTION)
+        .order_by("created_at", "sequence")
+        .values("id", "sequence", "agent_role", "content", "source_refs")
+    )
+    return [
+        {**row, "id": str(row["id"])}
+        for row in rows
+        if any(
+            isinstance(r, dict) and r.get("type") == "claim" and str(r.get("id")) == wanted for r in row["source_refs"]
+        )
+    ]
+
+
+def approval_conflicts(access: BookAccess, subject_type: str, subject_id: Any) -> dict:
+    """For a canon-promotion approval's review page: what its proposed claim contradicts (both sides),
+    and the scratchpad's contradiction entries that name it."""
+    found: dict = {"conflicts": [], "entries": []}
+    if subject_type != "claim":
+        return found
+    claim = KnowledgeClaim.objects.filter(pk=subject_id).first()
+    if claim is None:
+        return found
+    found["conflicts"] = claim_conflicts(access, claim)
+    if Cap.SCRATCHPAD_READ in access.caps:
+        found["entries"] = contradiction_entries_naming(access.book, claim.pk)
+    return found
+
+
+def codex_view(access: BookAccess, as_of_chapter: int | None = None) -> dict:
+    """The book's canon on a chapter axis: story records, the fair-play findings, and what is
+    withheld (by scope for the role; by chapter when ``as_of_chapter`` is given)."""
+    rows, withheld = canon_story_rows(access.book, access.caps, access.role)
+    findings = fair_play(rows)
+    until = effective_until(rows)
+    for row in rows:
+        row["true_until_effective"] = until[row["id"]]
+        row["visibility"] = visibility(row)
+    if as_of_chapter is not None:
+        rows, by_chapter = as_of(rows, as_of_chapter)
+        withheld += by_chapter
+        findings = []  # judged on the whole book only; as of a chapter it would name later reveals
+    chapters = [
+        {"number": n, "title": t}
+        for n, t in Chapter.objects.filter(book=access.book).order_by("number").values_list("number", "title")
+    ]
+    return {
+        "book_id": str(access.book.pk),
+        "as_of_chapter": as_of_chapter,
+        "chapters": chapters,
+        "claims": rows,
+        "withheld": withheld,
+        "fair_play": {"ok": (not findings) if as_of_chapter is None else None, "findings": findings},
+    }

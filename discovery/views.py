@@ -42,7 +42,7 @@ from .models import (
     Turn,
 )
 from .refs import resolve_source_refs
-from .schemas import DossierIn, TurnIn
+from .schemas import AsOfFilter, DossierIn, TurnIn
 from .selectors import (
     OBSERVATION_COLUMNS,
     VIEW_PAGE,
@@ -50,6 +50,7 @@ from .selectors import (
     book_charters,
     bounded,
     canon_bases,
+    codex_view,
     current_session,
     discovery_view,
     readable_bases,
@@ -57,6 +58,7 @@ from .selectors import (
     session_thrusts,
     session_turns,
 )
+from .timeline import timeline_svg
 
 RECENT_ACTIVITY = 12
 
@@ -71,11 +73,13 @@ def book_links(book: Book) -> dict[str, str | None]:
         "scratchpad": reverse("discovery:scratchpad", args=[book.pk]),
         "agents": reverse("agents:runs", args=[book.pk]),
         "dossiers": reverse("discovery:dossiers", args=[book.pk]),
+        "codex": reverse("discovery:codex", args=[book.pk]),
         "research": reverse("library:research", args=[book.pk]),
         "review": f"{reverse('approvals:inbox')}?book={book.pk}",
         "log": reverse("approvals:book_log", args=[book.pk]),
         "loop": reverse("loop:page", args=[book.pk]),
         "library": reverse("library:search"),
+        "search": reverse("library:book_search", args=[book.pk]),
     }
 
 
@@ -96,7 +100,7 @@ def ref_url(book: Book, ref: dict) -> str | None:
     if kind in anchors:
         return anchors[kind]
     if kind == "chunk":
-        return f"{reverse('library:search')}?chunk={ref_id}"
+        return reverse("library:chunk", args=[ref_id])
     return ref.get("url")
 
 
@@ -443,11 +447,50 @@ def dossier_detail(request: HttpRequest, book_id: uuid.UUID, dossier_id: uuid.UU
             "withheld": content.get("withheld") or [],
             "more": content.get("more") or {},
             "more_pages": {
-                "claims": _more_url(book, "claims", content.get("limit") or VIEW_PAGE),
+                # An as-of snapshot's canon is the canon as of its chapter: its rest is the codex as of then.
+                "claims": (
+                    f"{reverse('discovery:codex', args=[book.pk])}?as_of_chapter={content['as_of_chapter']}"
+                    if content.get("as_of_chapter")
+                    else _more_url(book, "claims", content.get("limit") or VIEW_PAGE)
+                ),
                 "scratchpad": book_links(book)["scratchpad"],
                 "observations": book_links(book)["book"],
             },
         },
+    )
+
+
+# --- Codex: canon on a chapter axis -------------------------------------------------------
+
+
+@login_required
+def codex(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
+    """The book's canon on a chapter axis (SVG), its story records and the fair-play check;
+    ``?as_of_chapter=N`` shows only what is true by chapter N (later reveals withheld)."""
+    access = page_access(request, book_id, Cap.BOOK_READ)
+    book = access.book
+    as_of_error = ""
+    as_of_chapter = None
+    raw = request.GET.get("as_of_chapter", "").strip()
+    if raw:
+        try:
+            as_of_chapter = parse_form(AsOfFilter, {"as_of_chapter": raw}).as_of_chapter
+        except DomainError as exc:
+            as_of_error = exc.message
+    view = codex_view(access, as_of_chapter)
+    return render(
+        request,
+        "discovery/codex.html",
+        {
+            **view,
+            "book": book,
+            "role": access.role,
+            "links": book_links(book),
+            "as_of_raw": raw,
+            "as_of_error": as_of_error,
+            "timeline": timeline_svg(view["claims"], view["chapters"], view["fair_play"]["findings"]),
+        },
+        status=422 if as_of_error else 200,
     )
 
 
@@ -487,9 +530,14 @@ def discovery_start(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
 def dossier_create(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
     """The author takes a new snapshot for a role through ``services.dossier_create``."""
     access = page_access(request, book_id, Cap.BOOK_READ)
+    form = {"agent_role": request.POST.get("agent_role", "")}
+    if request.POST.get("as_of_chapter", "").strip():
+        form["as_of_chapter"] = request.POST["as_of_chapter"].strip()
     try:
-        payload = parse_form(DossierIn, {"agent_role": request.POST.get("agent_role", "")})
-        dossier = services.dossier_create(access=access, agent_role=payload.agent_role)
+        payload = parse_form(DossierIn, form)
+        dossier = services.dossier_create(
+            access=access, agent_role=payload.agent_role, as_of_chapter=payload.as_of_chapter
+        )
     except DomainError as exc:
         return _dossiers_page(request, access, snapshot_error=exc.message, status=exc.status)
     return redirect("discovery:dossier", book_id=access.book.pk, dossier_id=dossier.pk)

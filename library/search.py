@@ -17,9 +17,18 @@ Three modes, one contract (:func:`search`):
     and no stop words, like FTS5's unicode61) with ``unaccent`` when the extension can
     be installed; a GIN index; ranked with ``ts_rank`` (A = 1.0 > B = 0.4).
 ``like``
-    The portable fallback: every word must occur (case- and accent-insensitively) in the
-    content or the topics; ``\\``, ``%`` and ``_`` are escaped (``ESCAPE '\\'``) so they
-    are literal; newest chunk first; score 0.
+    The portable fallback: a chunk matches when any word occurs (case- and
+    accent-insensitively) in its content or topics; ``\\``, ``%`` and ``_`` are escaped
+    (``ESCAPE '\\'``) so they are literal. The score is the number of query words the chunk
+    contains; ties go to the newest chunk.
+
+Any word, ranked (not every word): a chunk matches when it holds at least one of the
+query's words, and the ranking puts chunks holding more of them, and rarer ones, first
+(BM25 in FTS5 sums a weight per matched word, larger for rare words; ``ts_rank`` on an OR
+tsquery likewise grows with the words matched; LIKE counts them). Very common English
+words ("how", "do", "I", "a", "the"...: :data:`STOP_WORDS`) are dropped from a query that
+has other words, so a natural question ("how do I make a twist feel earned?") searches its
+content words; a query made only of such words searches them as they are.
 
 The chunk table is canonical. Database triggers keep the index in step with every
 INSERT, UPDATE and DELETE on it, whoever issues them: the ORM, the admin,
@@ -31,9 +40,10 @@ LIKE and lower() fold ASCII only; PostgreSQL: ``lower(library_search_fold(...))`
 it can never be stale, however the rows were written. :func:`search_index_rebuild`
 rebuilds the index from the chunk table.
 
-User text never reaches MATCH or a tsquery as syntax: :func:`query_words` splits it into
-words, each word is quoted for FTS5 (``"..."`` with inner quotes doubled) and the words
-are ANDed; PostgreSQL gets them through ``plainto_tsquery``, which has no operators.
+User text never reaches MATCH or a tsquery as syntax: :func:`search_terms` splits it into
+words, each word is quoted for FTS5 (``"..."`` with inner quotes doubled) and the quoted
+words are joined with ``OR``; PostgreSQL turns each word into a tsquery with
+``plainto_tsquery`` (which has no operators) and ORs them (``||``) in SQL.
 """
 
 from __future__ import annotations
@@ -74,8 +84,8 @@ def query_words(query: str | None) -> list[str]:
     """The words of a user query: split on whitespace, edge punctuation trimmed, deduplicated.
 
     "(pacing), \"scene\"" -> ["pacing", "scene"]. Inner punctuation stays ("e-mail",
-    "50%off"); a word of punctuation or emoji alone is dropped. Every mode requires all
-    of the returned words.
+    "50%off"); a word of punctuation or emoji alone is dropped. :func:`search_terms`
+    then drops stop words.
     """
     if not query:
         return []
@@ -94,6 +104,32 @@ def query_words(query: str | None) -> list[str]:
     return words
 
 
+# Very common English words, and the filler verbs of a question ("how can I make..."): in an
+# any-word search they would match nearly every passage and outrank the words that matter.
+STOP_WORDS = frozenset(
+    """
+    a about above after again against all also am an and any are as at be because been before being
+    below between both but by can could did do does doing down during each few for from further get gets
+    had has have having he her here hers herself him himself his how i if in into is it its itself just
+    let make makes many may me might more most much must my myself no nor not of off on once only or
+    other our ours ourselves out over own same shall she should so some such than that the their theirs
+    them themselves then there these they this those through to too under until up very was we were what
+    when where which while who whom why will with would you your yours yourself yourselves
+    """.split()  # noqa: SIM905 (a word list reads better as text)
+)
+
+
+def search_terms(query: str | None) -> list[str]:
+    """The words a search looks for: :func:`query_words` without stop words.
+
+    "how do I make a twist feel earned?" -> ["make", "twist", "feel", "earned"]. A query
+    made only of stop words ("the who") keeps them all, so it still searches something.
+    """
+    words = query_words(query)
+    content = [w for w in words if fold(w) not in STOP_WORDS]
+    return content or words
+
+
 def fold(text: str) -> str:
     """Case- and accent-folded text: "CAFÉ" -> "cafe" (the LIKE mode's comparison form)."""
     if text.isascii():  # nothing to decompose: the common case, kept fast (search runs it per word)
@@ -103,8 +139,12 @@ def fold(text: str) -> str:
 
 
 def fts5_match(words: Iterable[str]) -> str:
-    """An FTS5 MATCH expression requiring every word, each a quoted string (operators are inert)."""
-    return " ".join('"' + word.replace('"', '""') + '"' for word in words)
+    """An FTS5 MATCH expression for any of the words, each a quoted string (operators are inert).
+
+    ``"twist" OR "earned"``: the ``OR`` between quoted strings is FTS5's operator; inside
+    quotes "OR", "NEAR" or "*" are only text.
+    """
+    return " OR ".join('"' + word.replace('"', '""') + '"' for word in words)
 
 
 def like_escape(text: str) -> str:
@@ -261,15 +301,24 @@ def _search_fts5(dbapi_connection, words, limit, filter_sql, filter_params) -> l
     return dbapi_connection.execute(_fts5_sql(filter_sql), (match, *filter_params, limit)).fetchall()
 
 
+# Each word's plainto_tsquery (no operators; empty for punctuation alone), ORed together.
+# No word with a lexeme gives NULL, and ``@@ NULL`` matches nothing.
+PG_ANY_WORD_QUERY = (
+    "SELECT (string_agg('(' || w.q::text || ')', ' | '))::tsquery AS query FROM ("
+    "SELECT plainto_tsquery('simple', library_search_fold(t.word)) AS q"
+    " FROM jsonb_array_elements_text(%s::jsonb) AS t(word)) AS w WHERE numnode(w.q) > 0"
+)
+
+
 def _search_postgres(cursor, words, limit, filter_sql, filter_params) -> list[tuple]:
     cursor.execute(
         f"SELECT {_SELECT}, ts_rank(c.search_vector, q.query) AS score"
         f" FROM {CHUNK_TABLE} c"
         f" JOIN {SOURCE_TABLE} s ON s.id = c.source_id"
-        f" CROSS JOIN (SELECT plainto_tsquery('simple', library_search_fold(%s)) AS query) AS q"
+        f" CROSS JOIN ({PG_ANY_WORD_QUERY}) AS q"
         f" WHERE c.search_vector @@ q.query{filter_sql}"
         f" ORDER BY score DESC, c.created_at DESC, c.id LIMIT %s",
-        [" ".join(words), *filter_params, limit],
+        [json.dumps(words), *filter_params, limit],
         prepare=True,  # the same few statements every time: parse and plan once per connection
     )
     return cursor.fetchall()
@@ -277,24 +326,42 @@ def _search_postgres(cursor, words, limit, filter_sql, filter_params) -> list[tu
 
 def _search_like(cursor, vendor, words, limit, filter_sql, filter_params) -> list[tuple]:
     # The words travel as one JSON array parameter, so any number of them is one statement.
+    # The score is how many of the words the chunk holds; a chunk holding none is left out.
+    # Every chunk is scored (the order needs them all), so each chunk's folded text is built once:
+    # PostgreSQL gets ``OFFSET 0`` fences (a subquery it may not inline into the per-word count)
+    # and the words folded once; SQLite's query is cheap enough as it is.
+    columns = "h.id, h.content, h.topics, h.applicability, h.citation, h.title"
+
+    def rows(haystack: str) -> str:
+        return (
+            f"SELECT c.id, c.content, c.topics, c.applicability, c.citation, s.title, c.created_at,"
+            f" {haystack} AS haystack FROM {CHUNK_TABLE} c JOIN {SOURCE_TABLE} s ON s.id = c.source_id"
+            f" WHERE 1 = 1{filter_sql}"
+        )
+
     if vendor == "postgresql":
         patterns = json.dumps(["%" + like_escape(unicodedata.normalize("NFKC", w).casefold()) + "%" for w in words])
-        missing_word = (
-            "SELECT 1 FROM jsonb_array_elements_text(%s::jsonb) AS w(pattern)"
-            " WHERE lower(library_search_fold(c.content || ' ' || library_chunk_topics_text(c.topics)))"
-            " NOT LIKE lower(library_search_fold(w.pattern)) ESCAPE '\\'"
+        haystack = "lower(library_search_fold(c.content || ' ' || library_chunk_topics_text(c.topics)))"
+        sql = (
+            f"SELECT {columns}, h.score FROM ("
+            f"SELECT {columns}, h.created_at,"
+            f" (SELECT count(*) FROM unnest(p.patterns) AS w(pattern) WHERE h.haystack LIKE w.pattern ESCAPE '\\')"
+            f" AS score FROM (SELECT array_agg(lower(library_search_fold(t.pattern))) AS patterns"
+            f" FROM jsonb_array_elements_text(%s::jsonb) AS t(pattern)) AS p"
+            f" CROSS JOIN ({rows(haystack)} OFFSET 0) AS h OFFSET 0) AS h WHERE h.score > 0"
+            f" ORDER BY h.score DESC, h.created_at DESC, h.id DESC LIMIT %s"
         )
     else:
         patterns = json.dumps(["%" + like_escape(fold(w)) + "%" for w in words])
-        missing_word = (
-            "SELECT 1 FROM json_each(%s) AS w WHERE library_fold(c.content, c.topics) NOT LIKE w.value ESCAPE '\\'"
+        haystack = "library_fold(c.content, c.topics)"
+        sql = (
+            f"SELECT {columns}, h.score FROM ("
+            f"SELECT {columns}, h.created_at,"
+            f" (SELECT count(*) FROM json_each(%s) AS w WHERE h.haystack LIKE w.value ESCAPE '\\') AS score"
+            f" FROM ({rows(haystack)}) AS h) AS h WHERE h.score > 0"
+            f" ORDER BY h.score DESC, h.created_at DESC, h.id DESC LIMIT %s"
         )
-    cursor.execute(
-        f"SELECT {_SELECT}, 0.0 FROM {CHUNK_TABLE} c JOIN {SOURCE_TABLE} s ON s.id = c.source_id"
-        f" WHERE NOT EXISTS ({missing_word}){filter_sql}"
-        f" ORDER BY c.created_at DESC, c.id DESC LIMIT %s",
-        [patterns, *filter_params, limit],
-    )
+    cursor.execute(sql, [patterns, *filter_params, limit])
     return cursor.fetchall()
 
 
@@ -335,17 +402,17 @@ def search(
     mode: str | None = None,
     using: str = "default",
 ) -> SearchResponse:
-    """Chunks whose content or topics contain every word of ``query``, best first.
+    """Chunks whose content or topics contain any word of ``query`` (stop words aside), best first.
 
     One SQL statement, joined to chunks and sources. Returns the mode that answered and
     results ``{chunk_id, content, topics, applicability, citation, source_title, score}``
-    (score: BM25 relevance in fts5, ts_rank in postgres, 0 in like). A blank query, or one
-    with no words, gives no results. ``applicability`` and ``topic`` (optional, off by
+    (score: BM25 relevance in fts5, ts_rank in postgres, the number of query words found
+    in like). A blank query, or one with no words, gives no results. ``applicability`` and ``topic`` (optional, off by
     default) keep chunks listing that value (case-insensitively).
     """
     connection = connections[using]
     chosen = resolve_mode(mode, using)
-    words = query_words(query)
+    words = search_terms(query)
     if not words:
         return SearchResponse(chosen, [])
     limit = max(1, min(int(limit), MAX_LIMIT))
@@ -378,6 +445,168 @@ def search(
                 "citation": row[4],
                 "source_title": row[5],
                 "score": float(row[6] or 0.0),
+            }
+            for row in rows
+        ],
+    )
+
+
+# --- Browsing by topic ---------------------------------------------------------
+
+
+def topic_counts(using: str = "default") -> list[tuple[str, int]]:
+    """Every topic in the library with the number of chunks listing it, alphabetically (one statement).
+
+    Topics differing only in case count as one (shown as the first spelling in sort order).
+    """
+    connection = connections[using]
+    if connection.vendor == "postgresql":
+        sql = (
+            f"SELECT min(v.item), count(DISTINCT c.id) FROM {CHUNK_TABLE} c CROSS JOIN LATERAL"
+            f" jsonb_array_elements_text(CASE WHEN jsonb_typeof(c.topics) = 'array' THEN c.topics ELSE '[]'::jsonb END)"
+            f" AS v(item) WHERE btrim(v.item) <> '' GROUP BY lower(v.item) ORDER BY lower(v.item)"
+        )
+    else:
+        sql = (
+            f"SELECT min(v.value), count(DISTINCT c.id) FROM {CHUNK_TABLE} c, json_each(c.topics) AS v"
+            f" WHERE v.type = 'text' AND trim(v.value) <> '' GROUP BY lower(v.value) ORDER BY lower(v.value)"
+        )
+    with connection.cursor() as cursor:
+        cursor.execute(sql)
+        return [(row[0], int(row[1])) for row in cursor.fetchall()]
+
+
+def chunk_has_topic_sql(using: str = "default") -> str:
+    """A condition on ``library_knowledgechunk`` (one ``%s``: the topic): the chunk lists it, in any case."""
+    column = f"{CHUNK_TABLE}.topics"
+    if connections[using].vendor == "postgresql":
+        return (
+            f"EXISTS (SELECT 1 FROM jsonb_array_elements_text(CASE WHEN jsonb_typeof({column}) = 'array'"
+            f" THEN {column} ELSE '[]'::jsonb END) AS v(item) WHERE lower(v.item) = lower(%s))"
+        )
+    return f"EXISTS (SELECT 1 FROM json_each({column}) AS v WHERE lower(v.value) = lower(%s))"
+
+
+# --- Searching a book's own record ------------------------------------------------
+#
+# Turns, scratchpad entries, claims and charters are searched where they live, with no
+# stored index: a book's record is small, claims and charters change status, and a scan
+# can never be stale. PostgreSQL builds each row's tsvector at query time and ranks it
+# with ts_rank against the same any-word tsquery as the library; SQLite (FTS5 needs an
+# index table to rank) and the ``like`` mode count the words each row holds, as the
+# library's LIKE mode does. JSON fields are searched by their string values, not keys.
+
+RECORD_KINDS = ("turn", "entry", "claim", "charter")
+RECORD_SNIPPET_CHARS = 400
+
+
+def _record_rows_sql(vendor: str, kinds: Iterable[str], claim_bases: int) -> str:
+    """The book's records as ``(kind, id, label, text, created_at)``; ``%s``: the book id per kind, then base ids."""
+    if vendor == "postgresql":
+
+        def strings(expr: str) -> str:
+            return (
+                f"coalesce((SELECT string_agg(v #>> '{{}}', ' ') FROM jsonb_path_query({expr}, 'strict $.**') AS v"
+                f" WHERE jsonb_typeof(v) = 'string'), '')"
+            )
+    else:
+
+        def strings(expr: str) -> str:
+            return (
+                f"coalesce((SELECT group_concat(j.value, ' ') FROM json_tree({expr}) AS j WHERE j.type = 'text'), '')"
+            )
+
+    parts = {
+        "turn": (
+            "SELECT 'turn' AS kind, t.id AS id, t.role AS label, t.content AS body, t.created_at AS created_at"
+            " FROM discovery_turn t JOIN discovery_discoverysession ss ON ss.id = t.session_id WHERE ss.book_id = %s"
+        ),
+        "entry": (
+            "SELECT 'entry', e.id, e.agent_role || ' ' || e.kind, e.content, e.created_at"
+            " FROM discovery_scratchpadentry e JOIN discovery_discoverysession ss ON ss.id = e.session_id"
+            " WHERE ss.book_id = %s"
+        ),
+        "claim": (
+            f"SELECT 'claim', k.id, k.status, k.subject || ' ' || k.predicate || ' ' || {strings('k.value')},"
+            f" k.created_at FROM discovery_knowledgeclaim k WHERE k.base_id IN ({', '.join(['%s'] * claim_bases)})"
+        ),
+        "charter": (
+            f"SELECT 'charter', ch.id, 'version ' || ch.version || ' ' || ch.status, {strings('ch.content')},"
+            f" ch.created_at FROM discovery_storycharter ch WHERE ch.book_id = %s"
+        ),
+    }
+    return " UNION ALL ".join(parts[kind] for kind in kinds if kind != "claim" or claim_bases)
+
+
+def record_search(
+    book_id,
+    query: str | None,
+    *,
+    kinds: Iterable[str] = RECORD_KINDS,
+    claim_base_ids: Iterable = (),
+    limit: int = 20,
+    mode: str | None = None,
+    using: str = "default",
+) -> SearchResponse:
+    """Search one book's turns, scratchpad entries, claims (of ``claim_base_ids``) and charters.
+
+    Any word of the query (stop words aside), best first; one statement. ``kinds`` and
+    ``claim_base_ids`` are what the caller may read (the edge decides, see
+    ``library.selectors.book_record_search``). Results ``{kind, id, label, text, score}``
+    (newest first among equal scores); ``text`` is the start of the searchable text.
+    """
+    connection = connections[using]
+    vendor = connection.vendor
+    chosen = resolve_mode(mode, using)
+    chosen = "postgres" if chosen == "postgres" else "like"
+    words = search_terms(query)
+    base_ids = [_db_uuid(connection, b) for b in claim_base_ids]
+    kinds = [k for k in RECORD_KINDS if k in set(kinds) and (k != "claim" or base_ids)]
+    if not words or not kinds:
+        return SearchResponse(chosen, [])
+    limit = max(1, min(int(limit), MAX_LIMIT))
+    book = _db_uuid(connection, book_id)
+    rows_sql = _record_rows_sql(vendor, kinds, len(base_ids))
+    row_params = [p for k in kinds for p in (base_ids if k == "claim" else [book])]
+    if chosen == "postgres":
+        document = "to_tsvector('simple', library_search_fold(r.label || ' ' || r.body))"
+        sql = (
+            f"SELECT r.kind, r.id, r.label, r.body, ts_rank({document}, q.query) AS score, r.created_at"
+            f" FROM ({rows_sql}) AS r CROSS JOIN ({PG_ANY_WORD_QUERY}) AS q"
+            f" WHERE {document} @@ q.query ORDER BY score DESC, r.created_at DESC, r.id LIMIT %s"
+        )
+        params = [*row_params, json.dumps(words), limit]
+    else:
+        if vendor == "postgresql":
+            patterns = json.dumps(["%" + like_escape(unicodedata.normalize("NFKC", w).casefold()) + "%" for w in words])
+            haystack = "lower(library_search_fold(r.label || ' ' || r.body))"
+            found = (
+                "SELECT count(*) FROM jsonb_array_elements_text(%s::jsonb) AS w(pattern)"
+                " WHERE h.haystack LIKE lower(library_search_fold(w.pattern)) ESCAPE '\\'"
+            )
+        else:
+            patterns = json.dumps(["%" + like_escape(fold(w)) + "%" for w in words])
+            haystack = "library_fold(r.label || ' ' || r.body, NULL)"
+            found = "SELECT count(*) FROM json_each(%s) AS w WHERE h.haystack LIKE w.value ESCAPE '\\'"
+        sql = (
+            f"SELECT h.kind, h.id, h.label, h.body, h.score, h.created_at FROM ("
+            f"SELECT h.*, ({found}) AS score FROM ("
+            f"SELECT r.*, {haystack} AS haystack FROM ({rows_sql}) AS r) AS h) AS h"
+            f" WHERE h.score > 0 ORDER BY h.score DESC, h.created_at DESC, h.id DESC LIMIT %s"
+        )
+        params = [patterns, *row_params, limit]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    return SearchResponse(
+        chosen,
+        [
+            {
+                "kind": row[0],
+                "id": _chunk_id(row[1]),
+                "label": row[2],
+                "text": (row[3] or "")[:RECORD_SNIPPET_CHARS],
+                "score": float(row[4] or 0.0),
             }
             for row in rows
         ],

@@ -38,7 +38,7 @@ CURATED_ENTRIES: list[dict] = [
     },
     {
         "title": "Fair-play mystery",
-        "topics": ["mystery", "fair play", "clues", "evidence", "reveal"],
+        "topics": ["mystery", "fair play", "clues", "evidence", "reveal", "twist", "surprise"],
         "content": (
             "In a fair-play mystery the solution must be supported by discoverable evidence placed on the "
             "page before the reveal. The reader should be able, in principle, to reach the answer from "
@@ -49,7 +49,7 @@ CURATED_ENTRIES: list[dict] = [
     },
     {
         "title": "Promise and payoff",
-        "topics": ["promise", "payoff", "setup", "foreshadowing", "structure"],
+        "topics": ["promise", "payoff", "setup", "foreshadowing", "structure", "twist"],
         "content": (
             "Every opening makes promises about the kind of story, the questions it will answer and the "
             "emotions it will deliver. Each promise needs a payoff, and each significant payoff needs a "
@@ -94,6 +94,26 @@ def seed_curated_library(KnowledgeSource, KnowledgeChunk) -> bool:
         for position, entry in enumerate(CURATED_ENTRIES, start=1)
     )
     return True
+
+
+def curated_topics_complete(KnowledgeSource, KnowledgeChunk) -> int:
+    """Add to the curated chunks any seed topic they lack (topics staff added stay). Chunks updated.
+
+    Topics added to the seed after a store was seeded reach it this way (migration 0004).
+    """
+    source = KnowledgeSource.objects.filter(origin=CURATED_ORIGIN).first()
+    if source is None:
+        return 0
+    wanted = {entry["title"]: entry["topics"] for entry in CURATED_ENTRIES}
+    updated = 0
+    for chunk in KnowledgeChunk.objects.filter(source=source, citation__in=list(wanted)):
+        topics = list(chunk.topics) if isinstance(chunk.topics, list) else []
+        missing = [t for t in wanted[chunk.citation] if t not in topics]
+        if missing:
+            chunk.topics = topics + missing
+            chunk.save(update_fields=["topics"])
+            updated += 1
+    return updated
 
 
 def seed_curated_library_after_migrate(sender, using: str = "default", **kwargs) -> None:

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.db.models import QuerySet
+from django.db.models import BooleanField, Count, Q, QuerySet
+from django.db.models.expressions import RawSQL
 
+from discovery.access import BookAccess, Cap
 from discovery.models import Book
+from discovery.selectors import SCOPE_READ_CAP, SCOPE_WITHHELD_LABEL, book_bases
 from novelgraph.errors import NotFound
 
+from . import search as search_index
 from .models import KnowledgeChunk, KnowledgeSource, ResearchItem
 
 
@@ -47,3 +52,84 @@ def research_get(research_id: Any) -> ResearchItem:
         return ResearchItem.objects.select_related("book__series", "book__owner").get(pk=research_id)
     except (ResearchItem.DoesNotExist, ValidationError, ValueError, TypeError):
         raise NotFound("research not found") from None
+
+
+# --- Reading the library in context (pages) -----------------------------------------
+
+NEIGHBOURS = 2
+
+
+def chunk_neighbours(chunk: KnowledgeChunk, around: int = NEIGHBOURS) -> tuple[list, list]:
+    """Up to ``around`` chunks of the same source before and after ``chunk``, in reading order (two queries)."""
+    same = KnowledgeChunk.objects.filter(source_id=chunk.source_id).exclude(pk=chunk.pk)
+    before = same.filter(
+        Q(position__lt=chunk.position) | Q(position=chunk.position, created_at__lt=chunk.created_at)
+    ).order_by("-position", "-created_at")[:around]
+    after = same.filter(
+        Q(position__gt=chunk.position) | Q(position=chunk.position, created_at__gt=chunk.created_at)
+    ).order_by("position", "created_at")[:around]
+    return list(reversed(list(before))), list(after)
+
+
+def sources_with_counts() -> QuerySet[KnowledgeSource]:
+    """Every source with its number of chunks (``chunk_count``), by title."""
+    return sources_all().annotate(chunk_count=Count("chunks"))
+
+
+def topics_all() -> list[dict]:
+    """Every topic with how many chunks list it, alphabetically."""
+    return [{"topic": topic, "count": count} for topic, count in search_index.topic_counts()]
+
+
+def chunks_with_topic(topic: str) -> QuerySet[KnowledgeChunk]:
+    """Chunks listing ``topic`` (case-insensitively), by source and position."""
+    condition = RawSQL(search_index.chunk_has_topic_sql(), [topic], output_field=BooleanField())
+    return (
+        KnowledgeChunk.objects.select_related("source")
+        .alias(has_topic=condition)
+        .filter(has_topic=True)
+        .order_by("source__title", "source_id", "position", "created_at")
+    )
+
+
+# --- Searching a book's own record ------------------------------------------------------
+
+
+@dataclass
+class RecordSearch:
+    mode: str
+    results: list[dict]
+    withheld: list[str]  # what the reader's role may not read, named ("series canon")
+
+    def as_dict(self) -> dict:
+        return {"mode": self.mode, "results": self.results, "withheld": self.withheld}
+
+
+def book_record_search(access: BookAccess, query: str | None, limit: int = 20) -> RecordSearch:
+    """Search the book's turns, scratchpad entries, claims and charters the reader's role may read.
+
+    Claims come from the knowledge bases the book uses whose scope the role may read (Luna
+    never sees series canon); what is left out is named in ``withheld``.
+    """
+    caps = access.caps
+    kinds = []
+    withheld: list[str] = []
+    for kind, cap, label in (
+        ("turn", Cap.DISCOVERY_READ, "turns"),
+        ("entry", Cap.SCRATCHPAD_READ, "scratchpad entries"),
+        ("charter", Cap.DISCOVERY_READ, "charters"),
+    ):
+        if cap in caps:
+            kinds.append(kind)
+        else:
+            withheld.append(label)
+    base_ids = []
+    for base in book_bases(access.book):
+        if SCOPE_READ_CAP[base["scope"]] in caps:
+            base_ids.append(base["id"])
+        elif SCOPE_WITHHELD_LABEL[base["scope"]] not in withheld:
+            withheld.append(SCOPE_WITHHELD_LABEL[base["scope"]])
+    if base_ids:
+        kinds.append("claim")
+    response = search_index.record_search(access.book.pk, query, kinds=kinds, claim_base_ids=base_ids, limit=limit)
+    return RecordSearch(mode=response.mode, results=response.results, withheld=withheld)

@@ -5,12 +5,13 @@ from __future__ import annotations
 import uuid
 
 from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from discovery.access import BookAccess, Cap, page_access
+from discovery.access import BookAccess, Cap, page_access, principal_capabilities, refusal
 from discovery.views import book_links
 from novelgraph.auth import principal_for_user
 from novelgraph.errors import DomainError, Invalid, NotFound
@@ -19,24 +20,69 @@ from novelgraph.schemas import parse_form
 from . import search as search_index
 from . import services
 from .models import ResearchItem
-from .schemas import ResearchDecideIn, SearchParams
+from .schemas import RecordSearchParams, ResearchDecideIn, SearchParams
 from .search import MAX_QUERY_CHARS
-from .selectors import research_of
+from .selectors import (
+    book_record_search,
+    chunk_get,
+    chunk_neighbours,
+    chunks_of,
+    chunks_with_topic,
+    research_of,
+    source_get,
+    sources_with_counts,
+    topics_all,
+)
 
 PAGE_LIMIT = 20
+BROWSE_PER_PAGE = 20
 MODE_LABELS = {
     "fts5": "SQLite full-text search, ranked by BM25 (topics weigh more than content)",
     "postgres": "PostgreSQL full-text search, ranked by ts_rank (topics weigh more than content)",
-    "like": "simple text match, newest first (unranked: a score of 0 says nothing about relevance)",
+    "like": "simple text match, ranked by how many of your words a passage holds (then newest first)",
 }
+RECORD_MODE_LABELS = {
+    "postgres": "PostgreSQL full-text search, ranked by ts_rank",
+    "like": "text match, ranked by how many of your words each record holds (then newest first)",
+}
+
+
+def _require_read(request: HttpRequest) -> None:
+    """The library is read with literary:read (every person has it; the 403 names it otherwise)."""
+    principal = principal_for_user(request.user)
+    if Cap.LITERARY_READ not in principal_capabilities(principal):
+        raise refusal(principal.key_role, Cap.LITERARY_READ)
+
+
+def _page(request: HttpRequest, items, per_page: int = BROWSE_PER_PAGE):
+    """One page of ``items`` (a bad or too-large ``?page=`` shows the nearest page)."""
+    return Paginator(items, per_page).get_page(request.GET.get("page"))
+
+
+def _browse(request: HttpRequest, template: str, context: dict) -> HttpResponse:
+    """Browse pages: the whole page, or only its list for an htmx pager click."""
+    return render(request, f"{template}#browse-list" if request.htmx else template, context)
 
 
 @login_required
 def search_page(request: HttpRequest) -> HttpResponse:
-    """Search the library as you type; a plain GET form without JavaScript."""
+    """Search the library as you type; a plain GET form without JavaScript.
+
+    ``?chunk=<id>`` (older citation links) opens that chunk's page; a malformed id is said inline.
+    """
     raw = {key: request.GET.get(key, "") for key in ("q", "applicability", "topic")}
     error, status = None, 200
+    if "chunk" in request.GET:
+        try:
+            return redirect("library:chunk", chunk_id=uuid.UUID(request.GET["chunk"].strip()))
+        except ValueError:
+            error, status = (
+                Invalid("chunk: not a chunk id; a citation link names a chunk by its id", field="chunk"),
+                422,
+            )
     try:
+        if error:
+            raise error
         params = parse_form(SearchParams, {**raw, "q": raw["q"][:MAX_QUERY_CHARS], "limit": PAGE_LIMIT})
         response = services.library_search(
             principal=principal_for_user(request.user),
@@ -61,6 +107,101 @@ def search_page(request: HttpRequest) -> HttpResponse:
     }
     template = "library/search.html#results" if request.htmx else "library/search.html"
     return render(request, template, context, status=status)
+
+
+@login_required
+def chunk_page(request: HttpRequest, chunk_id: str) -> HttpResponse:
+    """A cited chunk in context: its source, citation, topics, and its neighbours in the source."""
+    _require_read(request)
+    try:
+        pk = uuid.UUID(chunk_id.strip())
+    except ValueError:
+        context = {"error": f"“{chunk_id[:80]}” is not a chunk id. Citation links name a chunk by its id."}
+        return render(request, "library/chunk.html", context, status=422)
+    try:
+        chunk = chunk_get(pk)
+    except NotFound:
+        context = {"error": "No passage with this id is in the library: it may have been removed by staff."}
+        return render(request, "library/chunk.html", context, status=404)
+    before, after = chunk_neighbours(chunk)
+    return render(request, "library/chunk.html", {"chunk": chunk, "before": before, "after": after})
+
+
+@login_required
+def topics_page(request: HttpRequest) -> HttpResponse:
+    """Every topic in the library, with how many passages list it."""
+    _require_read(request)
+    return _browse(request, "library/topics.html", {"page_obj": _page(request, topics_all(), per_page=100)})
+
+
+@login_required
+def topic_page(request: HttpRequest, topic: str) -> HttpResponse:
+    """The passages listing one topic, by source and position."""
+    _require_read(request)
+    topic = topic.strip()[:100]
+    try:
+        topic = parse_form(SearchParams, {"topic": topic}).topic or ""  # e.g. a NUL character: said inline
+    except Invalid as exc:
+        return render(request, "library/topic.html", {"topic": topic, "error": exc}, status=422)
+    return _browse(
+        request, "library/topic.html", {"topic": topic, "page_obj": _page(request, chunks_with_topic(topic))}
+    )
+
+
+@login_required
+def sources_page(request: HttpRequest) -> HttpResponse:
+    """Every source in the library, with its number of passages."""
+    _require_read(request)
+    return _browse(request, "library/sources.html", {"page_obj": _page(request, sources_with_counts())})
+
+
+@login_required
+def source_page(request: HttpRequest, source_id: uuid.UUID) -> HttpResponse:
+    """One source's passages in reading order."""
+    _require_read(request)
+    source = source_get(source_id)
+    return _browse(request, "library/source.html", {"source": source, "page_obj": _page(request, chunks_of(source))})
+
+
+# --- Searching a book's own record ------------------------------------------------
+
+
+@login_required
+def book_search(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
+    """Search the book's turns, scratchpad, claims and charters (what the role may read)."""
+    access = page_access(request, book_id, Cap.BOOK_READ)
+    q = request.GET.get("q", "")[:MAX_QUERY_CHARS]
+    error, status, found = None, 200, None
+    try:
+        params = parse_form(RecordSearchParams, {"q": q})
+        found = book_record_search(access, params.q, limit=params.limit)
+    except Invalid as exc:
+        error, status = exc, 422
+    hits = [{**hit, "href": _record_href(access.book, hit)} for hit in (found.results if found else [])]
+    context = {
+        "book": access.book,
+        "role": access.role,
+        "links": book_links(access.book),
+        "q": q,
+        "hits": hits,
+        "withheld": found.withheld if found else [],
+        "mode_label": RECORD_MODE_LABELS.get(found.mode, found.mode) if found else "",
+        "searched": bool(q.strip()) and error is None,
+        "error": error,
+    }
+    template = "library/book_search.html#record-results" if request.htmx else "library/book_search.html"
+    return render(request, template, context, status=status)
+
+
+def _record_href(book, hit: dict) -> str:
+    book_page = reverse("discovery:book", args=[book.pk])
+    scratchpad = reverse("discovery:scratchpad", args=[book.pk])
+    return {
+        "turn": f"{scratchpad}#turn-{hit['id']}",
+        "entry": f"{scratchpad}#entry-{hit['id']}",
+        "claim": f"{book_page}#claim-{hit['id']}",
+        "charter": f"{book_page}#charter-{hit['id']}",
+    }[hit["kind"]]
 
 
 # --- A book's research ----------------------------------------------------------

@@ -22,24 +22,12 @@ from discovery.loop.api import router as loop_router
 from library.api import router as library_router
 from novelgraph.auth import ApiKeyAuth, BrowserSessionAuth
 from novelgraph.errors import DomainError, Invalid
+from novelgraph.schemas import refuse_nul
 from novelgraph.security import body_limit_for
 
 
 def _refuse_constant(name: str):
     raise Invalid(f"body: {name} is not a number the API accepts", field="body")
-
-
-def _refuse_nul(value, path: str) -> None:
-    if isinstance(value, str):
-        if "\x00" in value:
-            raise Invalid(f"{path or 'body'} contains a NUL character", field=path or "body")
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            _refuse_nul(key, path or "body")
-            _refuse_nul(item, f"{path}.{key}" if path else str(key))
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            _refuse_nul(item, f"{path}.{index}" if path else str(index))
 
 
 class InputParser(Parser):
@@ -48,14 +36,14 @@ class InputParser(Parser):
 
     def parse_body(self, request: HttpRequest):
         data = json.loads(request.body, parse_constant=_refuse_constant)
-        _refuse_nul(data, "")
+        refuse_nul(data, "")
         return data
 
     def parse_querydict(self, data, list_fields, request: HttpRequest):
         for key, values in data.lists():
             for value in values:
                 if isinstance(value, str):
-                    _refuse_nul(value, key)
+                    refuse_nul(value, key)
         return super().parse_querydict(data, list_fields, request)
 
 

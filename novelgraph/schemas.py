@@ -142,3 +142,18 @@ class ApiKeyIn(Schema):
 
     role: str
     name: Text(100, required=False) = ""
+
+
+def refuse_nul(value, path: str) -> None:
+    """Refuse a NUL character anywhere in a decoded JSON value (PostgreSQL cannot store one); the error names
+    the path of the value (``body``, ``statements.0``...)."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise Invalid(f"{path or 'body'} contains a NUL character", field=path or "body")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            refuse_nul(key, path or "body")
+            refuse_nul(item, f"{path}.{key}" if path else str(key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            refuse_nul(item, f"{path}.{index}" if path else str(index))

@@ -9,7 +9,7 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 from factory.django import DjangoModelFactory
 
-from approvals.models import Approval, DecisionLogEntry
+from approvals.models import Approval
 from discovery.agents.models import AgentRun
 from discovery.models import (
     Book,
@@ -28,7 +28,6 @@ from discovery.models import (
     Turn,
 )
 from library.models import KnowledgeChunk, KnowledgeSource, ResearchItem
-from novelgraph.models import ApiKey, hash_api_key
 
 PASSWORD = "correct-horse-battery"
 
@@ -212,18 +211,6 @@ class HandoffFactory(DjangoModelFactory):
     dossier = factory.SubFactory(ContextDossierFactory, book=factory.SelfAttribute("..book"))
 
 
-class ApiKeyFactory(DjangoModelFactory):
-    """Use ``novelgraph.services.api_key_create`` when a test needs the raw key."""
-
-    class Meta:
-        model = ApiKey
-
-    owner = factory.SubFactory(UserFactory)
-    role = "luna"
-    prefix = "ng_factory"
-    key_hash = factory.LazyFunction(lambda: hash_api_key(uuid.uuid4().hex))
-
-
 class KnowledgeSourceFactory(DjangoModelFactory):
     class Meta:
         model = KnowledgeSource
@@ -269,26 +256,6 @@ class ApprovalFactory(DjangoModelFactory):
     subject_digest = "0" * 64
     summary = "Charter v1"
     requested_by_role = "sol"
-
-
-class DecisionLogEntryFactory(DjangoModelFactory):
-    """Raw rows; real entries come from ``approvals.services.decision_log_append``."""
-
-    class Meta:
-        model = DecisionLogEntry
-
-    book = factory.SubFactory(BookFactory)
-    sequence = factory.Sequence(lambda n: n + 1)
-    ts = factory.LazyFunction(timezone.now)
-    decision = "approve"
-    subject_type = "charter"
-    subject_id = factory.LazyFunction(lambda: str(uuid.uuid4()))
-    ratified_by = "controller:sol"
-    reversibility_class = "reversible"
-    rationale = "Because."
-    prev_hash = factory.Sequence(lambda n: f"{n:064d}")
-    hash = factory.Sequence(lambda n: f"{n + 1:064d}")
-    seal = "0" * 64
 
 
 class AgentRunFactory(DjangoModelFactory):

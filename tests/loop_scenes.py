@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from discovery.loop.models import LoopMeta
 
 
@@ -72,7 +74,28 @@ def review(api, book, lens: str, gate: str = "G2"):
 def saturate(sol_api, luna_api, terra_api, book) -> None:
     """Both required lenses reviewed, a clean chain, one full round without invalidation."""
     clean_chain(sol_api, book)
-    review(luna_api, book, "canon-integrity")
-    review(terra_api, book, "reader-trust")
+    review(terra_api, book, "canon-integrity")  # the roster names Terra (she reads series canon)
+    review(luna_api, book, "reader-trust")  # and Luna for reader trust: two distinct lenses
     r = sol_api.post(url(book, "/rounds"), {})
     assert r.status_code == 200, r.json()
+
+
+def start_discovery(book) -> None:
+    """Start the book's discovery through the API, as its author: that is when its loop begins (G0)."""
+    from django.test import Client
+
+    from novelgraph.services import api_key_create
+
+    from .conftest import Api
+
+    api = Api(Client(), api_key_create(owner=book.owner, role="author")[1])
+    r = api.post(f"/books/{book.pk}/discovery")
+    assert r.status_code in (200, 201), r.content
+    assert LoopMeta.objects.filter(book=book).exists()
+
+
+@pytest.fixture(name="book")
+def started_book(book):
+    """The scene's book with its discovery started (so with its loop at G0). Import it into a loop test module."""
+    start_discovery(book)
+    return book

@@ -7,6 +7,7 @@ Built with the factories (plain rows) plus the loop API (its objects come from i
 from __future__ import annotations
 
 from discovery.loop.models import LoopMeta  # noqa: F401  (the loop app must be installed)
+from discovery.loop.services import loop_ensure
 
 from .factories import (
     AgentRunFactory,
@@ -47,7 +48,8 @@ def build_scene(book, sol_api) -> dict:
         "run_id": AgentRunFactory(book=book).pk,
     }
     loop = f"/books/{book.pk}/loop"
-    sol_api.get(loop)
+    # The session above is a factory row, so the book's loop is begun as discovery_start begins it (reads never do).
+    loop_ensure(book=book)
     nodes = sol_api.get(f"{loop}/nodes").json()
     items = nodes["items"] if isinstance(nodes, dict) and "items" in nodes else nodes
     if items:

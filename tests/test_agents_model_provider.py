@@ -119,7 +119,8 @@ def test_a_model_that_makes_luna_cite_series_canon_is_refused_by_the_same_check(
             {
                 "kind": "contradiction",
                 "content": "Series canon says green.",
-                "source_refs": [{"type": "claim", "id": claim["id"]}, {"type": "claim", "id": claim["id"]}],
+                # Two sides (a contradiction names both); the first is series canon Luna may not read.
+                "source_refs": [{"type": "claim", "id": claim["id"]}, {"type": "turn", "id": claim["base_id"]}],
             }
         ]
     }

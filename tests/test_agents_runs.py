@@ -131,3 +131,47 @@ def test_a_run_whose_later_write_is_refused_writes_nothing(author_api, terra_api
     assert run.status == "failed" and run.reason == "refused: this handoff was already returned"
     assert not StoryCharter.objects.exists() and not run.outputs.exists()
     assert ScratchpadEntry.objects.filter(handoff_id=handoff.json()["id"]).count() == 1
+
+
+def _lost(run_id, *, ago):
+    """The run as a worker killed mid-run leaves it: claimed (running), never settled."""
+    from django.utils import timezone
+
+    from discovery.agents.services import _claim
+
+    run = _claim(run_id)
+    AgentRun.objects.filter(pk=run.pk).update(started_at=timezone.now() - ago)
+    return run
+
+
+def test_a_run_whose_worker_died_is_marked_failed_before_the_next_run(author_api, book, session_id):
+    from datetime import timedelta
+
+    from discovery.agents.services import stale_after
+
+    lost = _lost(start_run(author_api, book, "thrusts")["id"], ago=stale_after() + timedelta(seconds=1))
+    busy = _lost(start_run(author_api, book, "charter")["id"], ago=stale_after() - timedelta(seconds=30))
+
+    start_run(author_api, book, "next-question")
+
+    shown = author_api.get(f"/agent-runs/{lost.pk}").json()
+    assert shown["status"] == "failed" and "the worker stopped during the run" in shown["reason"]
+    assert shown["written"] == [] and shown["finished_at"]
+    assert author_api.get(f"/agent-runs/{busy.pk}").json()["status"] == "running"  # still within its time
+
+
+def test_the_reap_command_marks_lost_runs_of_every_book(author_api, book, session_id):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from discovery.agents.services import stale_after
+
+    lost = _lost(start_run(author_api, book, "thrusts")["id"], ago=stale_after() * 2)
+    out = StringIO()
+    call_command("agent_runs_reap", stdout=out)
+
+    assert out.getvalue().startswith("1 lost run(s) marked failed")
+    assert AgentRun.objects.get(pk=lost.pk).status == "failed"
+    call_command("agent_runs_reap", stdout=StringIO())
+    assert AgentRun.objects.filter(status="failed").count() == 1

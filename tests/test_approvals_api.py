@@ -293,8 +293,9 @@ LOOP_VERDICTS = [
 
 @pytest.fixture
 def gate_approval(book, sol_api):
-    from .loop_scenes import ask_gate, url
+    from .loop_scenes import ask_gate, start_discovery, url
 
+    start_discovery(book)  # the loop begins with the discovery
     assert sol_api.get(url(book)).status_code == 200
     response = ask_gate(sol_api, book, "G0")
     assert response.status_code == 201, response.json()

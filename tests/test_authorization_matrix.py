@@ -43,7 +43,14 @@ from novelgraph.api import api
 from novelgraph.services import api_key_create, api_key_revoke
 
 from .dbstate import rows_written
-from .factories import PASSWORD, BookFactory, KnowledgeClaimFactory, ResearchItemFactory, UserFactory
+from .factories import (
+    PASSWORD,
+    BookFactory,
+    KnowledgeChunkFactory,
+    KnowledgeClaimFactory,
+    ResearchItemFactory,
+    UserFactory,
+)
 from .security_scene import build_scene
 
 CALLERS = ["anon", "revoked", "other", "staff", "elsewhere", "luna_else", "luna", "terra", "sol", "editor", "author"]
@@ -156,6 +163,8 @@ def scene(author, editor, outsider, book, other_book, sol_api, monkeypatch):
         if made.status_code == 201:
             ids["candidate_id"] = made.json()["id"]
     ids["item_id"] = ResearchItemFactory(book=book).pk
+    ids["chunk_id"] = KnowledgeChunkFactory(source_id=ids["source_id"]).pk  # the library's pages open a real chunk
+    ids["topic"] = "pacing"
     # Series canon that Luna must never read, with a promotion waiting for the author.
     series = KnowledgeBase.objects.create(scope="series", owner_id=str(book.series_id), name="Series canon")
     KnowledgeLink.objects.create(book=book, base=series, relation="series-canon")
@@ -245,6 +254,9 @@ API_EXPECTED: dict[str, tuple[int, ...]] = {
     "POST /books/{book_id}/dossiers": (401, 401, 404, 404, 404, 404, 201, 403, 403, 403, 201),
     "GET /books/{book_id}/dossiers": (401, 401, 404, 404, 404, 404, 200, 200, 200, 200, 200),
     "GET /dossiers/{dossier_id}": (401, 401, 404, 404, 404, 404, 200, 403, 403, 200, 200),
+    "POST /claims/{claim_id}/story": (401, 401, 404, 404, 404, 404, 403, 403, 200, 403, 200),
+    "GET /books/{book_id}/claims/{claim_id}/conflicts": (401, 401, 404, 404, 404, 404, 200, 200, 200, 200, 200),
+    "GET /books/{book_id}/codex": (401, 401, 404, 404, 404, 404, 200, 200, 200, 200, 200),
     "POST /books/{book_id}/handoffs": (401, 401, 404, 404, 404, 404, 403, 403, 201, 403, 201),
     "POST /handoffs/{handoff_id}/result": (401, 401, 404, 404, 404, 404, 422, 422, 422, 422, 422),
     "GET /handoffs/{handoff_id}": (401, 401, 404, 404, 404, 404, 200, 200, 200, 200, 200),
@@ -320,6 +332,7 @@ API_EXPECTED: dict[str, tuple[int, ...]] = {
     "GET /agent-runs/{run_id}": (401, 401, 404, 404, 404, 404, 200, 404, 404, 200, 200),
     "POST /books/{book_id}/loop/import": (401, 401, 422, 422, 422, 422, 422, 422, 422, 422, 422),
     "GET /library/search": (401, 401, 200, 200, 200, 200, 200, 200, 200, 200, 200),
+    "GET /books/{book_id}/search": (401, 401, 404, 404, 404, 404, 200, 200, 200, 200, 200),
     "GET /library/sources": (401, 401, 200, 200, 200, 200, 200, 200, 200, 200, 200),
     "POST /library/sources": (401, 401, 201, 409, 409, 403, 403, 403, 403, 409, 409),
     "GET /library/sources/{source_id}": (401, 401, 200, 200, 200, 200, 200, 200, 200, 200, 200),
@@ -346,6 +359,12 @@ PAGE_EXPECTED: dict[str, tuple[int, ...]] = {
     "/review/<uuid:approval_id>/": (302, 404, 404, 200, 200),
     "/review/books/<uuid:book_id>/log/": (302, 404, 404, 200, 200),
     "/library/": (302, 200, 200, 200, 200),
+    "/library/chunks/<str:chunk_id>/": (302, 200, 200, 200, 200),
+    "/library/topics/": (302, 200, 200, 200, 200),
+    "/library/topics/<path:topic>/": (302, 200, 200, 200, 200),
+    "/library/sources/": (302, 200, 200, 200, 200),
+    "/library/sources/<uuid:source_id>/": (302, 200, 200, 200, 200),
+    "/books/<uuid:book_id>/search/": (302, 404, 404, 200, 200),
     "/books/<uuid:book_id>/research/": (302, 404, 404, 200, 200),
     "/books/<uuid:book_id>/research/<uuid:item_id>/decide/": (302, 405, 405, 405, 405),
     "/books/<uuid:book_id>/loop/": (302, 404, 404, 200, 200),
@@ -359,6 +378,7 @@ PAGE_EXPECTED: dict[str, tuple[int, ...]] = {
     "/books/<uuid:book_id>/dossiers/": (302, 404, 404, 200, 200),
     "/books/<uuid:book_id>/dossiers/new/": (302, 405, 405, 405, 405),
     "/books/<uuid:book_id>/dossiers/<uuid:dossier_id>/": (302, 404, 404, 200, 200),
+    "/books/<uuid:book_id>/codex/": (302, 404, 404, 200, 200),
 }
 
 

@@ -83,7 +83,7 @@ def test_a_dossier_holds_charter_scratchpad_observations_and_capabilities(
 def test_a_dossier_taken_before_a_new_entry_still_holds_the_old_scratchpad(terra_api, luna_api, book, session):
     first = terra_api.post(f"/sessions/{session.pk}/scratchpad", {"kind": "hypothesis", "content": "Old."}).json()
     dossier = luna_api.post(f"/books/{book.pk}/dossiers", {"agent_role": "luna"}).json()
-    terra_api.post(f"/sessions/{session.pk}/scratchpad", {"kind": "contradiction", "content": "New."})
+    terra_api.post(f"/sessions/{session.pk}/scratchpad", {"kind": "question", "content": "New."})
     again = luna_api.get(f"/dossiers/{dossier['id']}").json()
     assert [e["id"] for e in again["content"]["scratchpad"]] == [first["id"]]
     assert again["content"] == dossier["content"]

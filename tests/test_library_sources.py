@@ -84,7 +84,7 @@ def test_the_search_mode_setting_reaches_the_api(sol_api, curated, settings):
     settings.NOVELGRAPH_SEARCH_MODE = "like"
     body = sol_api.get("/library/search", q="pacing").json()
     assert body["mode"] == "like"
-    assert body["results"][0]["score"] == 0
+    assert body["results"][0]["score"] == 1  # like scores by the number of query words found
 
 
 # --- Sources and chunks API -------------------------------------------------------------
@@ -463,7 +463,7 @@ def test_the_search_page_answers_htmx_with_the_results_fragment(author_browser, 
 
 def test_the_search_page_says_when_nothing_matches_and_survives_hostile_text(author_browser, curated):
     html = author_browser.get("/library/", {"q": 'NEAR("a" OR *) %_\\ 🙂'}).content.decode()
-    assert "No passage contains all of" in html
+    assert "No passage contains any of" in html
     assert author_browser.get("/library/", {"q": "x" * 20_000}).status_code == 200
 
 
@@ -473,10 +473,11 @@ def test_the_search_page_needs_a_login(db):
     assert "/login/" in response["Location"]
 
 
-def test_like_mode_is_labelled_unranked_on_the_page(author_browser, curated, settings):
+def test_like_mode_says_how_it_ranks_on_the_page(author_browser, curated, settings):
     settings.NOVELGRAPH_SEARCH_MODE = "like"
-    html = author_browser.get("/library/", {"q": "pacing"}).content.decode()
-    assert "<strong>like</strong>" in html and "unranked" in html
+    html = author_browser.get("/library/", {"q": "pacing scene"}).content.decode()
+    assert "<strong>like</strong>" in html and "ranked by how many of your words" in html
+    assert "2 of your words" in html  # Scene causality holds both
 
 
 @pytest.mark.skipif(connection.vendor != "sqlite", reason="SQLite only")

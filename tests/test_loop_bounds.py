@@ -7,7 +7,11 @@ import pytest
 from approvals.models import DecisionLogEntry
 from discovery.loop.models import LoopMeta, OptionCard, PlanNode
 
-from .loop_scenes import decide, url
+from .loop_scenes import (
+    decide,
+    started_book,  # noqa: F401 (the book, its discovery started)
+    url,
+)
 
 pytestmark = pytest.mark.django_db
 

@@ -9,7 +9,13 @@ from discovery.loop.models import BlackboardArtifact, LensRerun, LoopMeta, Optio
 from discovery.loop.services.base import lock_meta
 from discovery.loop.services.cascade import cascade_apply
 
-from .loop_scenes import ask_gate, decide, trace, url
+from .loop_scenes import (
+    ask_gate,
+    decide,
+    started_book,  # noqa: F401 (the book, its discovery started)
+    trace,
+    url,
+)
 
 pytestmark = pytest.mark.django_db
 

@@ -10,7 +10,15 @@ from discovery.loop.models import BlackboardArtifact, LoopMeta, OpenQuestion, Op
 from discovery.loop.services import loop_ensure
 from discovery.models import Chapter
 
-from .loop_scenes import ask_gate, decide, pass_gate, reach_g2, saturate, url
+from .loop_scenes import (
+    ask_gate,
+    decide,
+    pass_gate,
+    reach_g2,
+    saturate,
+    started_book,  # noqa: F401 (the book, its discovery started)
+    url,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -100,10 +108,16 @@ def test_g1_waits_for_the_author_when_a_risk_trigger_fires(book, sol_api, luna_a
 
 
 def test_g1_risk_trigger_from_approved_series_canon(book, sol_api, author_api):
+    from discovery.models import KnowledgeBase
     from tests.factories import KnowledgeBaseFactory, KnowledgeClaimFactory
 
-    series_base = KnowledgeBaseFactory(scope="series", owner_id=str(book.series_id), name="series")
-    book_base = KnowledgeBaseFactory(scope="book", owner_id=str(book.pk), name="book")
+    def base(scope, owner):  # starting the discovery made the book's own bases
+        return KnowledgeBase.objects.filter(scope=scope, owner_id=owner).first() or KnowledgeBaseFactory(
+            scope=scope, owner_id=owner, name=scope
+        )
+
+    series_base = base("series", str(book.series_id))
+    book_base = base("book", str(book.pk))
     approval = Approval.objects.create(
         book=book,
         kind="canon-promotion",
@@ -153,7 +167,7 @@ def test_g2_is_refused_while_one_required_lens_has_not_reviewed(book, sol_api, a
     LensReview.objects.filter(book=book, lens_id="reader-trust").delete()
     r = ask_gate(sol_api, book, "G2")
     assert r.status_code == 409
-    assert r.json()["reasons"] == ["the required lens reader-trust has not reviewed at G2"]
+    assert r.json()["reasons"] == ["the required lens reader-trust has not reviewed at G2 (filed by luna)"]
 
 
 def test_g2_passes_to_the_author_once_lenses_lint_and_saturation_hold(book, sol_api, author_api, luna_api, terra_api):
@@ -167,10 +181,19 @@ def test_g2_passes_to_the_author_once_lenses_lint_and_saturation_hold(book, sol_
     assert LoopMeta.objects.get(book=book).gate == "G3"
 
 
-def _at_g3(book, sol_api, author_api, luna_api, terra_api):
+def _at_g3(book, sol_api, author_api, luna_api, terra_api, brief: dict | None = None):
+    """At G3; with ``brief``, a decision brief written before G2 and ratified by the author's G2 verdict."""
     reach_g2(sol_api, author_api, book)
     saturate(sol_api, luna_api, terra_api, book)
-    pass_gate(sol_api, author_api, book, "G2")
+    if brief is None:
+        pass_gate(sol_api, author_api, book, "G2")
+        return
+    r = sol_api.post(url(book, "/artifacts"), {"slug": "decision-brief", "type": "decision-brief", "content": brief})
+    assert r.status_code == 201, r.json()
+    r = ask_gate(sol_api, book, "G2", artifacts=["decision-brief"])
+    assert r.status_code == 201, r.json()
+    assert decide(author_api, book, r.json()["approval_id"], "approve").status_code == 200
+    assert BlackboardArtifact.objects.get(book=book, slug="decision-brief").status == "ratified"
 
 
 def test_g3_is_refused_while_the_brief_has_no_success_metrics(book, sol_api, author_api, luna_api, terra_api):
@@ -189,23 +212,15 @@ def test_g3_is_refused_while_the_brief_has_no_success_metrics(book, sol_api, aut
 
 
 def test_g3_hands_off_to_drafting_chapter_one_and_the_backlog(book, sol_api, author_api, luna_api, terra_api):
-    _at_g3(book, sol_api, author_api, luna_api, terra_api)
+    brief = {
+        "charter": {"main_thrust": "x"},
+        "success_metrics": ["the culprit is deducible from on-page clues by chapter 20"],
+    }
+    _at_g3(book, sol_api, author_api, luna_api, terra_api, brief=brief)
     root = PlanNode.objects.get(book=book, is_root=True)
     parked = PlanNode.objects.create(
         book=book, parent=root, depth=1, intent="A second murder at the lock", lifecycle="parked", sub_idea="parked"
     )
-    r = sol_api.post(
-        url(book, "/artifacts"),
-        {
-            "slug": "decision-brief",
-            "type": "decision-brief",
-            "content": {
-                "charter": {"main_thrust": "x"},
-                "success_metrics": ["the culprit is deducible from on-page clues by chapter 20"],
-            },
-        },
-    )
-    assert r.status_code == 201
     r = ask_gate(sol_api, book, "G3", summary="hand off to drafting")
     assert r.status_code == 200, r.json()
     assert r.json()["outcome"] == "handed-off"
@@ -218,12 +233,23 @@ def test_g3_hands_off_to_drafting_chapter_one_and_the_backlog(book, sol_api, aut
     assert decision_log_verify(book).ok
 
 
-def test_a_one_way_door_at_g3_forces_a_consent_card(book, sol_api, author_api, luna_api, terra_api):
+def test_g3_never_hands_off_a_brief_only_proposed(book, sol_api, author_api, luna_api, terra_api):
+    """Sol passes G3 automatically, so the brief it hands off must be the author's: a proposed one is refused."""
     _at_g3(book, sol_api, author_api, luna_api, terra_api)
-    sol_api.post(
+    r = sol_api.post(
         url(book, "/artifacts"),
-        {"slug": "brief", "type": "decision-brief", "content": {"success_metrics": ["fair play by chapter 20"]}},
+        {"slug": "decision-brief", "type": "decision-brief", "content": {"success_metrics": ["fair play by ch. 20"]}},
     )
+    assert r.status_code == 201
+    r = ask_gate(sol_api, book, "G3", summary="hand off to drafting")
+    assert r.status_code == 409
+    assert r.json()["reasons"] == ["the decision brief decision-brief is proposed, not ratified by the author"]
+    assert not Chapter.objects.filter(book=book).exists()
+    assert LoopMeta.objects.get(book=book).status != "handed-off"
+
+
+def test_a_one_way_door_at_g3_forces_a_consent_card(book, sol_api, author_api, luna_api, terra_api):
+    _at_g3(book, sol_api, author_api, luna_api, terra_api, brief={"success_metrics": ["fair play by chapter 20"]})
     r = ask_gate(sol_api, book, "G3", reversibility_class="one-way-door")
     assert r.status_code == 201
     assert not Chapter.objects.filter(book=book).exists()
@@ -269,9 +295,11 @@ def test_lenses_cannot_ask_for_gates(book, terra_api, luna_api, editor_api):
     assert not OptionCard.objects.filter(book=book).exists()
 
 
-def test_starting_discovery_creates_the_loop_at_g0(book, author_api):
+def test_starting_discovery_creates_the_loop_at_g0(author, author_api):
     from discovery.loop.models import LoopMeta as Meta
+    from tests.factories import BookFactory
 
+    book = BookFactory(owner=author, title="Not yet started")
     assert not Meta.objects.filter(book=book).exists()
     r = author_api.post(f"/books/{book.pk}/discovery")
     assert r.status_code in (200, 201), r.json()

@@ -6,7 +6,12 @@ import pytest
 
 from discovery.loop.lint import lint
 
-from .loop_scenes import clean_chain, trace, url
+from .loop_scenes import (
+    clean_chain,
+    started_book,  # noqa: F401 (the book, its discovery started)
+    trace,
+    url,
+)
 
 N = [{"id": "premise", "kind": "premise"}, {"id": "sq", "kind": "story-question"}, {"id": "ch1", "kind": "chapter"}]
 E = [{"from": "premise", "to": "sq"}, {"from": "sq", "to": "ch1"}]

@@ -8,7 +8,12 @@ import pytest
 
 from discovery.loop.svg import layers
 
-from .loop_scenes import ask_gate, trace, url
+from .loop_scenes import (
+    ask_gate,
+    started_book,  # noqa: F401 (the book, its discovery started)
+    trace,
+    url,
+)
 
 pytestmark = pytest.mark.django_db
 

@@ -9,7 +9,10 @@ import pytest
 from approvals.models import Approval, DecisionLogEntry
 from discovery.loop.models import BlackboardArtifact, Candidate, LoopMeta, OpenQuestion, OptionCard, PlanNode
 
-from .loop_scenes import url
+from .loop_scenes import (
+    started_book,  # noqa: F401 (the book, its discovery started)
+    url,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -126,7 +129,8 @@ def test_selecting_a_candidate_keeps_the_not_chosen_with_their_rationale(book, s
     assert (n.lifecycle, str(n.selection_id)) == ("converging", ids[0])
 
 
-def test_a_review_needs_a_reason_for_every_finding(book, terra_api):
+def test_a_review_needs_a_reason_for_every_finding(book, luna_api):
+    terra_api = luna_api  # the roster names Luna for the reader-trust lens
     r = terra_api.post(
         url(book, "/reviews"),
         {"lens": "reader-trust", "gate": "G2", "findings": [{"text": "x", "resolution": "deferred", "reason": ""}]},

@@ -9,11 +9,21 @@ import zipfile
 import pytest
 from django.test import Client
 
-from discovery.loop.models import OpenQuestion
+from approvals.models import DecisionLogEntry
+from approvals.selectors import decision_log_verify
+from discovery.loop.models import BlackboardArtifact, LensReview, LoopMeta, OpenQuestion, OptionCard
 from discovery.loop.services.transfer import loop_state
+from discovery.models import Chapter
 
 from .factories import BookFactory
-from .loop_scenes import ask_gate, decide, trace, url
+from .loop_scenes import (
+    ask_gate,
+    decide,
+    start_discovery,
+    started_book,  # noqa: F401 (the book, its discovery started)
+    trace,
+    url,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -60,7 +70,7 @@ def rich(book, sol_api, luna_api, terra_api, author_api):
         },
     )
     luna_api.post(url(book, "/questions"), {"question": "Which tide?", "target_discipline": "research"})
-    terra_api.post(
+    luna_api.post(
         url(book, "/reviews"),
         {
             "lens": "reader-trust",
@@ -103,57 +113,143 @@ def test_export_writes_the_seed_layout_and_committed_artifacts(rich, author_api)
     assert [e["decision"] for e in log["entries"]] == ["approve-with-constraint"]
 
 
-def test_import_round_trips_without_loss(rich, author_api, sol_api):
-    before = loop_state(rich)
-    data = author_api.get(url(rich, "/export")).content
-    r = _upload(sol_api, rich, data)
-    assert r.status_code == 200, r.json()
-    assert r.json()["skipped"] == []
-    assert loop_state(rich) == before
-    assert author_api.get(url(rich, "/export")).content == data
-
-
-def test_import_into_another_book_keeps_everything_but_the_ids_it_must_change(rich, author, author_api, sol_api):
-    other = BookFactory(owner=author, title="Book two")
-    data = author_api.get(url(rich, "/export")).content
-    r = _upload(sol_api, other, data)
-    assert r.status_code == 200, r.json()
-    assert r.json()["imported"]["artifacts"] == 3 and r.json()["imported"]["candidates"] == 2
-    a, b = loop_state(rich), loop_state(other)
-    assert [x["id"] for x in a["blackboard"]["artifacts"]] == [x["id"] for x in b["blackboard"]["artifacts"]]
-    assert [n["intent"] for n in a["plan-tree"]["nodes"]] == [n["intent"] for n in b["plan-tree"]["nodes"]]
-    assert a["traceability"]["nodes"] == b["traceability"]["nodes"]
-    assert {k: v for k, v in a["meta"].items() if k != "option_cards"} == {
-        k: v for k, v in b["meta"].items() if k != "option_cards"
-    }
-
-
-def test_an_unknown_schema_version_is_reported_and_skipped(rich, author_api, sol_api):
-    source = _zip(author_api.get(url(rich, "/export")))
+def _edited(data: bytes, edit) -> bytes:
+    """The zip with each state file passed through ``edit(name, doc)``."""
+    source = zipfile.ZipFile(io.BytesIO(data))
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w") as z:
         for name in source.namelist():
             content = source.read(name)
-            if name.endswith("_state/open-questions.json"):
+            if "/_state/" in name:
                 doc = json.loads(content)
-                doc["questions"][0]["schema_version"] = "9.9"
-                content = json.dumps(doc).encode()
-            if name.endswith("_state/traceability.json"):
-                doc = json.loads(content)
-                doc["schema_version"] = "2.0"
+                edit(name.rsplit("/", 1)[-1].removesuffix(".json"), doc)
                 content = json.dumps(doc).encode()
             z.writestr(name, content)
-    r = _upload(sol_api, rich, out.getvalue())
+    return out.getvalue()
+
+
+@pytest.fixture
+def fresh(author):
+    """Another book of the author's whose discovery (so loop) has started and nothing more."""
+    other = BookFactory(owner=author, title="Book two")
+    start_discovery(other)
+    return other
+
+
+def test_the_author_imports_into_a_loop_not_started_everything_as_proposed(rich, fresh, author_api):
+    data = author_api.get(url(rich, "/export")).content
+    r = _upload(author_api, fresh, data)
+    assert r.status_code == 200, r.json()
+    body = r.json()
+    assert body["imported"]["artifacts"] == 3 and body["imported"]["candidates"] == 2
+    assert body["downgraded"] == ["slot scope-boundary: ratified -> proposed"]
+    a, b = loop_state(rich), loop_state(fresh)
+    assert [x["id"] for x in a["blackboard"]["artifacts"]] == [x["id"] for x in b["blackboard"]["artifacts"]]
+    assert [x["content"] for x in a["blackboard"]["artifacts"]] == [x["content"] for x in b["blackboard"]["artifacts"]]
+    assert {x["status"] for x in b["blackboard"]["artifacts"]} == {"proposed"}
+    assert [n["intent"] for n in a["plan-tree"]["nodes"]] == [n["intent"] for n in b["plan-tree"]["nodes"]]
+    assert a["traceability"]["nodes"] == b["traceability"]["nodes"]
+    # No gate progress, no cards, no counters and no constraints come from a file.
+    meta = LoopMeta.objects.get(book=fresh)
+    assert (meta.gate, meta.status, meta.round, meta.constraints) == ("G0", "working", 0, [])
+    assert not OptionCard.objects.filter(book=fresh).exists() and not LensReview.objects.filter(book=fresh).exists()
+    # The import is the author's act, one row in the book's own log.
+    row = DecisionLogEntry.objects.get(book=fresh)
+    assert (row.subject_type, row.ratified_by, row.sequence) == ("loop-import", "author:ada", body["decision_sequence"])
+    # Nothing was decided yet, so she may import again (it replaces what the first import proposed).
+    again = _upload(author_api, fresh, data)
+    assert again.status_code == 200 and again.json()["decision_sequence"] == row.sequence + 1
+    assert BlackboardArtifact.objects.filter(book=fresh).count() == 3
+    assert decision_log_verify(fresh).ok
+
+
+def test_an_import_never_lands_on_a_loop_that_has_started(rich, author_api):
+    before = loop_state(rich)
+    data = author_api.get(url(rich, "/export")).content
+    r = _upload(author_api, rich, data)
+    assert r.status_code == 409 and r.json()["code"] == "loop_started"
+    assert loop_state(rich) == before
+    assert LoopMeta.objects.get(book=rich).constraints[0]["text"] == "keep it to one city"
+
+
+def test_a_forged_export_jumps_no_gate_and_ratifies_nothing(rich, fresh, author_api, sol_api):
+    """Issue 12, item 6: an export edited to G3 with a ratified decision brief and no constraints."""
+
+    def forge(name, doc):
+        if name == "meta":
+            doc.update(gate="G3", status="converged", saturation=True, round=5, constraints=[])
+            for card in doc["option_cards"]:
+                card.update(status="decided", verdict="approve", gate="G2")
+        if name == "blackboard":
+            for a in doc["artifacts"]:
+                if a["id"] == "decision-brief":
+                    a["status"] = "ratified"
+                    a["content"]["success_metrics"] = ["forged"]
+                if a["id"] == "scope-boundary":
+                    a["content"]["constraints"] = []
+        if name == "open-questions":
+            doc["questions"].append(
+                {**doc["questions"][0], "id": "00000000-0000-4000-8000-000000000001", "kind": "value-conflict",
+                 "status": "resolved", "resolution": "settled", "resolution_ref": "decision:1"}
+            )  # fmt: skip
+
+    data = _edited(author_api.get(url(rich, "/export")).content, forge)
+    # Sol cannot import at all; the author cannot overwrite the started loop (its constraints stay).
+    assert _upload(sol_api, fresh, data).status_code == 403
+    assert _upload(sol_api, rich, data).status_code == 403
+    assert _upload(author_api, rich, data).status_code == 409
+    assert LoopMeta.objects.get(book=rich).constraints[0]["text"] == "keep it to one city"
+    boundary = BlackboardArtifact.objects.get(book=rich, slug="scope-boundary")
+    assert boundary.content["constraints"][0]["text"] == "keep it to one city" and boundary.status == "ratified"
+    # Into the book not started, the author's import lands as proposed material at G0.
+    r = _upload(author_api, fresh, data)
+    assert r.status_code == 200, r.json()
+    meta = LoopMeta.objects.get(book=fresh)
+    assert (meta.gate, meta.round) == ("G0", 0) and meta.status != "handed-off"
+    assert not BlackboardArtifact.objects.filter(book=fresh, status="ratified").exists()
+    conflict = OpenQuestion.objects.get(book=fresh, kind="value-conflict")
+    assert (conflict.status, conflict.resolved_by) == ("surfaced", "")
+    for gate in ("G1", "G2", "G3"):
+        assert ask_gate(sol_api, fresh, gate).json()["code"] == "not_current_gate"
+    assert not Chapter.objects.filter(book=fresh).exists()
+    assert not DecisionLogEntry.objects.filter(book=fresh, ratified_by__startswith="controller:").exists()
+
+
+def test_an_imported_record_is_validated_like_any_write(fresh, rich, author_api):
+    def bad(name, doc):
+        if name == "traceability":
+            doc["nodes"][0]["status"] = "glorious"
+
+    data = _edited(author_api.get(url(rich, "/export")).content, bad)
+    r = _upload(author_api, fresh, data)
+    assert r.status_code == 422
+    assert r.json()["field"] == "file:traceability.nodes[0].status"
+    assert not DecisionLogEntry.objects.filter(book=fresh).exists()
+    assert not BlackboardArtifact.objects.filter(book=fresh).exists()
+
+
+def test_an_unknown_schema_version_is_reported_and_skipped(rich, fresh, author_api):
+    def edit(name, doc):
+        if name == "open-questions":
+            doc["questions"][0]["schema_version"] = "9.9"
+        if name == "traceability":
+            doc["schema_version"] = "2.0"
+
+    data = _edited(author_api.get(url(rich, "/export")).content, edit)
+    r = _upload(author_api, fresh, data)
     assert r.status_code == 200, r.json()
     skipped = r.json()["skipped"]
     assert any(s["file"] == "open-questions" and s["schema_version"] == "9.9" for s in skipped)
     assert any(s["file"] == "traceability" and s["schema_version"] == "2.0" for s in skipped)
-    assert not OpenQuestion.objects.filter(book=rich).exists()
+    assert not OpenQuestion.objects.filter(book=fresh).exists()
 
 
-def test_import_is_for_the_controller_and_refuses_garbage(rich, terra_api, sol_api, author_api):
+def test_import_is_the_authors_and_refuses_garbage(rich, fresh, terra_api, sol_api, author_api, editor_api):
     data = author_api.get(url(rich, "/export")).content
-    assert _upload(terra_api, rich, data).status_code == 403
-    r = _upload(sol_api, rich, b"not a zip")
+    for api in (terra_api, sol_api):
+        assert _upload(api, fresh, data).status_code == 403
+    assert _upload(editor_api, rich, data).status_code == 403  # the editor of the book decides nothing either
+    r = _upload(author_api, fresh, b"not a zip")
     assert r.status_code == 422 and r.json()["field"] == "file"
     assert Client().get(f"/api/v1{url(rich, '/export')}").status_code == 401
+    assert not DecisionLogEntry.objects.filter(book=fresh).exists()

@@ -17,7 +17,13 @@ from discovery.loop.models import (
     TraceNode,
 )
 
-from .loop_scenes import ask_gate, decide, trace, url
+from .loop_scenes import (
+    ask_gate,
+    decide,
+    started_book,  # noqa: F401 (the book, its discovery started)
+    trace,
+    url,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -261,8 +267,14 @@ def test_a_card_whose_slots_changed_lapses(book, sol_api, luna_api, author_api, 
     r = decide(author_api, book, approval, "approve")
     assert r.status_code == 409 and r.json()["code"] == "superseded"
     assert BlackboardArtifact.objects.get(book=book, slug="arc-lock-keeper").status == "proposed"
-    assert author_api.get(url(book)).json()["meta"]["status"] == "working"
-    assert ask_gate(sol_api, book, "G0").status_code == 201
+    # The lapsed card is superseded and put before the author again, as the slot is now.
+    renewed = r.json()["approval_id"]
+    assert renewed and renewed != approval
+    view = author_api.get(url(book)).json()
+    assert view["meta"]["status"] == "awaiting-human" and view["pending_card"]["approval_id"] == renewed
+    assert ask_gate(sol_api, book, "G0").status_code == 409  # the renewed card already waits
+    assert decide(author_api, book, renewed, "approve").status_code == 200
+    assert BlackboardArtifact.objects.get(book=book, slug="arc-lock-keeper").status == "ratified"
 
 
 def test_the_approvals_verdict_route_and_review_page_serve_loop_cards(book, sol_api, author_api, author_browser, scene):

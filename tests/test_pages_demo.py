@@ -68,7 +68,7 @@ def test_demo_builds_a_mystery_in_mid_discovery():
     assert charter.status == "proposed" and charter.approval.status == "pending"
     claims = KnowledgeClaim.objects.all()
     assert claims.filter(status="proposed", base__scope="series").count() == 1
-    assert claims.filter(status="approved").count() == 1
+    assert claims.filter(status="approved").count() == 3
     assert Approval.objects.filter(book=book, kind="canon-promotion", status="pending").count() == 1
     assert sorted(ResearchItem.objects.filter(book=book).values_list("status", flat=True)) == ["admitted", "pending"]
     assert set(ContextDossier.objects.filter(book=book).values_list("agent_role", flat=True)) == {"sol", "luna"}

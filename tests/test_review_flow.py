@@ -102,6 +102,7 @@ def test_the_decision_page_shows_the_proposal_its_role_and_resolved_sources(auth
     assert "The tide tables disagree." in html  # the scratchpad entry
     assert "Mara lies to everyone, even to herself." in html  # the turn
     assert "Craft notes, fair play" in html  # the chunk's citation
+    assert f'href="/library/chunks/{sources["chunk"].pk}/"' in html  # which opens the chunk in context
     assert 'data-testid="research-state">pending</span>' in html  # research with its admission state
     assert '<select id="verdict" name="verdict"' in html
     assert '<option value="approve"' in html and '<option value="reject"' in html
@@ -274,8 +275,9 @@ def test_inbox_and_log_page_query_counts_do_not_grow_with_the_data(author_browse
 
 
 def test_a_gate_decision_page_offers_the_seven_loop_verdicts_and_decides_in_place(book, sol_api, author_browser):
-    from .loop_scenes import ask_gate, url
+    from .loop_scenes import ask_gate, start_discovery, url
 
+    start_discovery(book)  # the loop begins with the discovery
     assert sol_api.get(url(book)).status_code == 200
     approval = Approval.objects.get(pk=ask_gate(sol_api, book, "G0").json()["approval_id"])
     _, html = page(author_browser, f"/review/{approval.pk}/")

@@ -34,11 +34,11 @@ STATEMENTS: dict[str, tuple[int, int]] = {
     "GET /books/{id}": (2, 2),  # the key, the book
     "GET /library/search": (2, 2),  # the key, the search statement on the raw connection
     "GET /books/{id}/discovery": (11, 11),
-    "POST /books/{id}/charters": (10, 11),
-    "POST /claims/{id}/promote": (23, 24),
+    "POST /books/{id}/charters": (10, 11),  # PostgreSQL locks the book row (SELECT ... FOR UPDATE)
+    "POST /claims/{id}/promote": (27, 28),  # likewise; +4: the canon it contradicts (bases, claims), for the log
     "POST /sessions/{id}/turns": (8, 8),
     "POST /sessions/{id}/scratchpad": (7, 7),
-    "POST /approvals/{id}/verdict": (19, 20),
+    "POST /approvals/{id}/verdict": (19, 20),  # likewise
 }
 
 

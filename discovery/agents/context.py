@@ -58,8 +58,8 @@ def query_words(text: str, *, limit: int = 8) -> list[str]:
 
 
 def library_hits(access: BookAccess, text: str) -> dict:
-    """Library chunks for ``text``: each content word searched on its own (every word of a query
-    must appear), merged, ranked by how many words a chunk matched, then by score."""
+    """Library chunks for ``text``: each content word searched on its own (so each hit knows which
+    words it matched), merged, ranked by how many words a chunk matched, then by score."""
     words = query_words(text)
     found: dict[str, dict] = {}
     mode = ""
@@ -242,6 +242,8 @@ LOOKUPS = {
     AgentTask.CHARTER: ("handoff", "turns", "confirmed_observations", "thrusts", "charters"),
 }
 LOOKUP_CAP = {"library": Cap.LITERARY_READ, "proposed_claims": Cap.BOOK_READ}
+# What a run as of a chapter still looks up: the work handed to it and the craft library.
+PLACED_LOOKUPS = ("handoff", "library")
 
 
 def looked_up(access: BookAccess, run: AgentRun) -> dict:
@@ -262,9 +264,19 @@ def looked_up(access: BookAccess, run: AgentRun) -> dict:
         "library": lambda: library_hits(access, handoff["decision"] if handoff else ""),
     }
     extras: dict = {"current_question": session.current_question if session else ""}
+    as_of_chapter = (run.input or {}).get("as_of_chapter")
+    withheld: list[str] = []
     for name in LOOKUPS[run.task]:
         access.require(LOOKUP_CAP.get(name, Cap.DISCOVERY_READ))
+        if as_of_chapter is not None and name not in PLACED_LOOKUPS:
+            # Not on the chapter axis: it may name a later reveal, so a run as of a chapter is not given it.
+            extras[name] = {} if name == "loop" else []
+            withheld.append(name)
+            continue
         extras[name] = readers[name]()
+    if as_of_chapter is not None:
+        extras["as_of_chapter"] = as_of_chapter
+        extras["withheld_as_of_chapter"] = withheld
     return extras
 
 

@@ -17,6 +17,7 @@ from pydantic import model_validator
 from discovery.loop.schemas import GateIn
 from discovery.models import Provenance, ScratchpadEntryKind
 from discovery.schemas import (
+    Chapter,
     CharterIn,
     EntryIn,
     HandoffIn,
@@ -45,6 +46,11 @@ class AgentRunIn(Schema):
     )
     handoff_id: uuid.UUID | None = Field(None, description="an open handoff to the task's role that the run answers")
     provider: Provider | None = Field(None, description="default: the server's NOVELGRAPH_AGENT_PROVIDER")
+    as_of_chapter: Chapter | None = Field(
+        None,
+        description="run as of this chapter: its dossier holds only canon true by then (later reveals withheld, "
+        "unseen facts marked secret) and look-ups not placed on the chapter axis are withheld",
+    )
 
 
 class RunOutputOut(Schema):

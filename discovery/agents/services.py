@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
@@ -81,6 +82,7 @@ def agent_run_start(*, access: BookAccess, payload: AgentRunIn, parent: AgentRun
     if payload.topic and payload.task != AgentTask.GUIDANCE:
         raise Invalid("topic: only the guidance task takes a topic", field="topic")
     with transaction.atomic():
+        agent_runs_reap(book=book)
         if current_session(book) is None:
             raise Conflict("this book has no discovery session yet; start discovery first", code="no_session")
         meta = LoopMeta.objects.filter(book=book).first()
@@ -103,6 +105,9 @@ def agent_run_start(*, access: BookAccess, payload: AgentRunIn, parent: AgentRun
                 ),
             )
             task_input = {"handoff_id": str(handoff.pk), "topic": payload.topic}
+        as_of_chapter = payload.as_of_chapter or (parent.input.get("as_of_chapter") if parent else None)
+        if as_of_chapter is not None:
+            task_input["as_of_chapter"] = as_of_chapter  # work handed on stays as of the same chapter
         run = AgentRun.objects.create(
             book=book,
             role=role,
@@ -118,6 +123,37 @@ def agent_run_start(*, access: BookAccess, payload: AgentRunIn, parent: AgentRun
         run.task_result_id = str(result.id)
         run.save(update_fields=["task_result_id", "updated_at"])
     return run
+
+
+# --- Runs whose worker stopped ----------------------------------------------------------------
+
+
+def stale_after() -> timedelta:
+    """How long a run may stay ``running`` before it is taken for lost: every model call with all its
+    retries at the configured timeout, and a minute for the dossier and the writes."""
+    options = settings.NOVELGRAPH_AGENTS
+    return timedelta(seconds=options["TIMEOUT"] * (options["MAX_RETRIES"] + 1) + 60)
+
+
+def agent_runs_reap(*, book=None, now=None) -> int:
+    """Mark as failed every run still ``running`` longer than ``stale_after()`` (its worker was killed or
+    lost its database): a run writes all or nothing in one transaction, so nothing of it was written.
+    Called before a new run is queued for the book, and by ``manage.py agent_runs_reap`` for all books.
+    Returns how many runs it marked."""
+    cutoff = (now or timezone.now()) - stale_after()
+    runs = AgentRun.objects.filter(status=RunStatus.RUNNING, started_at__lt=cutoff)
+    if book is not None:
+        runs = runs.filter(book=book)
+    return runs.update(
+        status=RunStatus.FAILED,
+        reason=(
+            f"the worker stopped during the run (still running after {int(stale_after().total_seconds())} s); "
+            "nothing was written"
+        ),
+        notes=["Nothing was written."],
+        finished_at=timezone.now(),
+        updated_at=timezone.now(),
+    )
 
 
 # --- Run it -----------------------------------------------------------------------------------
@@ -222,7 +258,14 @@ def agent_run_execute(*, run_id: Any) -> AgentRun | None:
         if meta is not None:
             refuse_when_paused(meta)
         worked = True
-        dossier = with_retries(lambda: dossier_store(book=run.book, agent_role=run.role, requested_by=run.requested_by))
+        dossier = with_retries(
+            lambda: dossier_store(
+                book=run.book,
+                agent_role=run.role,
+                requested_by=run.requested_by,
+                as_of_chapter=run.input.get("as_of_chapter"),
+            )
+        )
         extras = looked_up(access, run)
         AgentRun.objects.filter(pk=run.pk).update(dossier=dossier, looked_up=extras)
         context = run_context(access, run, dossier.content, extras)

@@ -121,6 +121,8 @@ def start(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
     data = {"task": request.POST.get("task", "")}
     if request.POST.get("task") == AgentTask.GUIDANCE:
         data["topic"] = request.POST.get("topic", "")
+    if request.POST.get("as_of_chapter", "").strip():
+        data["as_of_chapter"] = request.POST["as_of_chapter"].strip()
     try:
         agent_run_start(access=access, payload=parse_form(AgentRunIn, data))
     except DomainError as exc:

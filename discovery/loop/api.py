@@ -15,7 +15,7 @@ from ninja.responses import Status
 from approvals.services import approval_decide
 from discovery.access import BookAccess, Cap, book_access
 from novelgraph.auth import principal_of
-from novelgraph.errors import Invalid, NotFound
+from novelgraph.errors import Conflict, Invalid, NotFound
 from novelgraph.schemas import ERRORS
 
 from . import selectors
@@ -55,6 +55,7 @@ from .schemas import (
     TraceNodeOut,
     TraceSettingsIn,
 )
+from .services.cards import card_impact, card_renew_after_lapse
 from .services.transfer import loop_export, loop_import
 
 router = Router(tags=["loop"])
@@ -66,7 +67,7 @@ def _access(request: HttpRequest, book_id: uuid.UUID) -> BookAccess:
 
 
 def _book(request: HttpRequest, book_id: uuid.UUID):
-    return loop.base.reader_book(_access(request, book_id))
+    return loop.base.started_book(_access(request, book_id))
 
 
 def _view(book) -> dict:
@@ -96,9 +97,7 @@ def nodes_create(request: HttpRequest, book_id: uuid.UUID, payload: NodeIn):
 
 @router.patch(f"{BASE}/nodes/{{node_id}}", response={200: NodeOut, **ERRORS})
 def nodes_update(request: HttpRequest, book_id: uuid.UUID, node_id: uuid.UUID, payload: NodePatch):
-    return loop.plan_node_update(
-        access=_access(request, book_id), node_id=node_id, **payload.dict(exclude_unset=True)
-    )
+    return loop.plan_node_update(access=_access(request, book_id), node_id=node_id, **payload.dict(exclude_unset=True))
 
 
 @router.get(f"{BASE}/nodes/{{node_id}}/candidates", response={200: list[CandidateOut], **ERRORS})
@@ -145,16 +144,12 @@ def questions_raise(request: HttpRequest, book_id: uuid.UUID, payload: QuestionI
 
 @router.post(f"{BASE}/questions/{{question_id}}/route", response={200: QuestionOut, **ERRORS})
 def questions_route(request: HttpRequest, book_id: uuid.UUID, question_id: uuid.UUID, payload: RouteIn):
-    return loop.question_route(
-        access=_access(request, book_id), question_id=question_id, **payload.dict()
-    )
+    return loop.question_route(access=_access(request, book_id), question_id=question_id, **payload.dict())
 
 
 @router.post(f"{BASE}/questions/{{question_id}}/resolve", response={200: QuestionOut, **ERRORS})
 def questions_resolve(request: HttpRequest, book_id: uuid.UUID, question_id: uuid.UUID, payload: QuestionResolveIn):
-    return loop.question_resolve(
-        access=_access(request, book_id), question_id=question_id, **payload.dict()
-    )
+    return loop.question_resolve(access=_access(request, book_id), question_id=question_id, **payload.dict())
 
 
 @router.post(f"{BASE}/questions/{{question_id}}/surface", response={200: QuestionOut, **ERRORS})
@@ -277,14 +272,27 @@ def verdict(request: HttpRequest, book_id: uuid.UUID, approval_id: uuid.UUID, pa
     """The author's verdict on an option card (a convenience over /approvals/{id}/verdict): one log row."""
     access = book_access(principal_of(request), book_id, Cap.DISCOVERY_READ)
     book = access.book
-    entry = approval_decide(
-        access=access,
-        approval_id=approval_id,
-        verdict=payload.verdict,
-        rationale=payload.rationale,
-        constraint=payload.constraint,
-        expected_kind="gate",
-    )
+    try:
+        entry = approval_decide(
+            access=access,
+            approval_id=approval_id,
+            verdict=payload.verdict,
+            rationale=payload.rationale,
+            constraint=payload.constraint,
+            expected_kind="gate",
+        )
+    except Conflict as lapsed:
+        if lapsed.code != "superseded":
+            raise
+        # What the author was shown (the card, its slots, its impact preview) changed: the approval lapsed.
+        # The card is put before her again with the impact as it is now; she decides on that one.
+        card = card_renew_after_lapse(book=book)
+        raise Conflict(
+            lapsed.message + "; a new option card shows the impact as it is now",
+            code="superseded",
+            approval_id=str(card.approval_id) if card and card.approval_id else None,
+            impact=card_impact(card) if card else None,
+        ) from None
     return {
         "sequence": entry.sequence,
         "decision": entry.decision,
@@ -311,7 +319,9 @@ def export(request: HttpRequest, book_id: uuid.UUID):
 
 @router.post(f"{BASE}/import", response={200: ImportOut, **ERRORS})
 def import_(request: HttpRequest, book_id: uuid.UUID, file: File[UploadedFile]):
-    """Replace the loop's state from an export zip. An unknown schema_version is reported and skipped."""
+    """The author imports an export zip into a loop that has not started (409 otherwise; agents 403). It lands
+    as proposed material; gate and status are re-derived; the import is one decision-log row. An unknown
+    schema_version is reported and skipped."""
     if file.size and file.size > 20 * 1024 * 1024:
         raise Invalid("the file is larger than 20 MB", field="file")
     return loop_import(access=_access(request, book_id), data=file.read())

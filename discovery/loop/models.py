@@ -250,6 +250,9 @@ class BlackboardArtifact(TimeStampedModel):
     untrusted = models.BooleanField(default=False)
     data_class = models.CharField(max_length=12, choices=DataClass.choices, default=DataClass.INTERNAL)
     content = models.JSONField(default=dict, blank=True)
+    # A proposed next version written while this one is ratified: it waits BESIDE the ratified version
+    # ({version, content, produced_by, lens, round, status: proposed}) until the author ratifies it at a gate.
+    successor = models.JSONField(default=dict, blank=True)
     schema_version = schema_version_field()
 
     class Meta:
@@ -302,6 +305,8 @@ class OpenQuestion(TimeStampedModel):
     status = models.CharField(max_length=10, choices=QuestionStatus.choices, default=QuestionStatus.OPEN)
     resolution = models.TextField(blank=True, max_length=5000)
     resolution_ref = models.CharField(max_length=200, blank=True)  # artifact:<slug> | trace:<id> | decision:<n> ...
+    # Who resolved it: a role, or "author:<username>" when the author settled it (value and canon conflicts).
+    resolved_by = models.CharField(max_length=160, blank=True)
     round = models.PositiveIntegerField(default=0)
     untrusted = models.BooleanField(default=False)
     schema_version = schema_version_field()

@@ -16,16 +16,34 @@ ROSTER = [
      "Divergence: candidates that differ in altitude and mechanic; not-chosen kept with rationale."),
     ("plan-validation", "Plan validation", "validation", "luna", True, "", 1.0,
      "Validation: assumption, kill condition, real-world activity, validation status."),
-    ("canon-integrity", "Canon-integrity lens", "lens", "luna", True, "G2", 1.0,
+    # The canon-integrity lens reads approved series canon, so its role must hold series:read (Terra; never
+    # Luna). The required G2 lenses are filed by distinct roles (tests/test_loop_integrity.py checks both).
+    ("canon-integrity", "Canon-integrity lens", "lens", "terra", True, "G2", 1.0,
      "Contradictions with approved series canon, scratchpad leaking into canon, source licences, "
      "decisive evidence without admitted research."),
-    ("reader-trust", "Reader-trust lens", "lens", "terra", True, "G2", 1.0,
+    ("reader-trust", "Reader-trust lens", "lens", "luna", True, "G2", 1.0,
      "Promises with payoffs, fair-play visibility, genre obligations, arcs that end."),
     ("research", "Research lens (the literary library)", "lens", "luna", False, "", 1.0,
      "Optional: detect and degrade when the literary library is absent."),
     ("ux", "UX / reading-experience lens", "lens", "terra", False, "", 1.0, "Optional: detect and degrade."),
     ("architecture", "Architecture lens", "lens", "terra", False, "", 1.0, "Optional: detect and degrade."),
 ]  # fmt: skip
+
+
+# What a lens must be able to read to do its review: the role the roster names must hold these capabilities.
+LENS_NEEDS = {"canon-integrity": ("series:read", "discovery:read")}
+
+
+def lens_role_problem(slug: str, agent_role: str) -> str | None:
+    """Why ``agent_role`` cannot file lens ``slug``'s review (it cannot read what the lens checks), or None."""
+    from discovery.access import capabilities_of
+
+    missing = [cap for cap in LENS_NEEDS.get(slug, ()) if cap not in capabilities_of(agent_role)]
+    if not agent_role:
+        return f"the roster names no role for the lens {slug}"
+    if missing:
+        return f"the lens {slug} needs {', '.join(missing)}, which {agent_role} lacks"
+    return None
 
 
 def seed_roster(RosterEntry, *, overwrite: bool) -> None:

@@ -153,6 +153,7 @@ class QuestionOut(Schema):
     resolution_ref: str
     round: int
     untrusted: bool
+    resolved_by: str = ""
 
 
 class QuestionIn(Schema):
@@ -239,6 +240,8 @@ class ArtifactOut(Schema):
     untrusted: bool
     data_class: str
     content: dict
+    # A proposed next version waiting beside a ratified one ({} when none): the author ratifies it at a gate.
+    successor: dict
 
     @staticmethod
     def resolve_parent(obj) -> str | None:
@@ -350,3 +353,6 @@ class LoopVerdictOut(Schema):
 class ImportOut(Schema):
     imported: dict[str, int]
     skipped: list[dict]
+    # What the file called ratified or settled lands as proposed (or surfaced to the author): listed here.
+    downgraded: list[str] = []
+    decision_sequence: int | None = None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from django.db import transaction
 from django.db.models import QuerySet
 
 from approvals.models import Gate
@@ -24,7 +23,7 @@ from .models import (
     TraceEdge,
     TraceNode,
 )
-from .services.base import lock_meta, loop_ensure, refresh, saturation_check
+from .services.base import saturation_check
 from .services.cards import pending_card
 
 
@@ -41,9 +40,9 @@ def gate_steps(meta: LoopMeta | None) -> list[dict]:
     return steps
 
 
-def loop_meta(book: Book) -> LoopMeta:
-    """The book's meta (the loop is ensured lazily for books started before it existed)."""
-    return loop_ensure(book=book)
+def loop_meta(book: Book) -> LoopMeta | None:
+    """The book's meta, or None when its discovery (so its loop) has not started. Never creates it."""
+    return LoopMeta.objects.filter(book=book).first()
 
 
 def roster_status(book: Book) -> list[dict]:
@@ -70,16 +69,19 @@ def roster_status(book: Book) -> list[dict]:
 
 
 def loop_view(book: Book) -> dict:
+    """The loop as read: nothing is written. A card whose approval lapsed is not shown as waiting; the
+    next write of the loop supersedes it and puts a fresh card (with a fresh impact preview) before the
+    author."""
     meta = loop_meta(book)
-    if OptionCard.objects.filter(book=book, status="pending", approval__status="superseded").exists():
-        # An approval lapsed (its card changed): settle the loop's status once.
-        with transaction.atomic():
-            meta = lock_meta(book)
-            refresh(meta)
+    card = pending_card(book)
+    if card is not None and card.approval_id and card.approval.status == "superseded":
+        card = None
+        if meta.status == LoopStatus.AWAITING_HUMAN:
+            meta.status = LoopStatus.WORKING  # shown, not saved
     return {
         "book_id": book.pk,
         "meta": meta,
-        "pending_card": pending_card(book),
+        "pending_card": card,
         "saturation": saturation_check(book),
         "queued_reruns": list(
             LensRerun.objects.filter(book=book, status=RerunStatus.QUEUED).values("lens", "artifacts", "cost")

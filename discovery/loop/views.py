@@ -16,6 +16,11 @@ from .svg import plan_tree_svg, trace_svg
 @login_required
 def loop_page(request: HttpRequest, book_id) -> HttpResponse:
     book = reader_book(page_access(request, book_id))
+    template = "loop/loop.html#loop-body" if request.htmx else "loop/loop.html"
+    if selectors.loop_meta(book) is None:
+        # Reads never write: a book whose discovery has not started has no loop, and opening the page
+        # does not make one. The loop begins when the discovery starts.
+        return render(request, template, {"book": book, "not_started": True})
     view = selectors.loop_view(book)
     meta = view["meta"]
     report = trace_lint(book, strict=True)
@@ -41,5 +46,4 @@ def loop_page(request: HttpRequest, book_id) -> HttpResponse:
         "questions": questions,
         "resolved_count": selectors.questions_of(book, "resolved").count(),
     }
-    template = "loop/loop.html#loop-body" if request.htmx else "loop/loop.html"
     return render(request, template, context)

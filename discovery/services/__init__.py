@@ -2,7 +2,14 @@
 
 from .books import book_create, series_create
 from .charters import charter_propose, charter_resolve
-from .claims import claim_decide, claim_for_book, claim_propose, claim_request_approval, claim_target
+from .claims import (
+    claim_decide,
+    claim_for_book,
+    claim_propose,
+    claim_request_approval,
+    claim_story_set,
+    claim_target,
+)
 from .dossiers import (
     book_observations,
     canon_claims,
@@ -28,6 +35,7 @@ __all__ = [
     "claim_for_book",
     "claim_propose",
     "claim_request_approval",
+    "claim_story_set",
     "claim_target",
     "discovery_start",
     "dossier_capped",

@@ -17,9 +17,9 @@ from novelgraph.auth import Principal
 from novelgraph.errors import Conflict, Forbidden, Invalid, NotFound
 
 from ..access import BookAccess, Cap, book_access, books_visible_to
-from ..models import KnowledgeBase, KnowledgeClaim
+from ..models import KnowledgeBase, KnowledgeClaim, RevealKind
 from ..refs import validate_source_refs
-from ..schemas import ClaimIn
+from ..schemas import ClaimIn, StoryRecordIn
 from ..selectors import SCOPE_READ_CAP, book_bases, session_get
 from .knowledge import book_base, run_base, series_base
 from .sessions import refuse_agent_author_stated
@@ -78,6 +78,14 @@ def claim_propose(*, access: BookAccess, base: KnowledgeBase, payload: ClaimIn) 
     if payload.evidence is not None:
         evidence = payload.evidence.dict()
         evidence["research_ids"] = [str(rid) for rid in evidence["research_ids"]]
+    story = _checked_story(access, payload)
+    revises = None
+    if payload.revises is not None:
+        revises = _claim_in_book(access, payload.revises, field="revises")
+        if revises.status != KnowledgeClaim.Status.APPROVED:
+            raise Conflict(f"only approved canon is revised; this claim is {revises.status}", code="not_canon")
+        if revises.base_id != base.pk:
+            raise Invalid("a revision goes to the same knowledge base as the claim it revises", field="revises")
     return KnowledgeClaim.objects.create(
         base=base,
         subject=payload.subject,
@@ -87,7 +95,53 @@ def claim_propose(*, access: BookAccess, base: KnowledgeBase, payload: ClaimIn) 
         proposed_by=access.role,
         source_refs=validate_source_refs(access, [r.dict() for r in payload.source_refs]),
         evidence=evidence,
+        revises=revises,
+        **story,
     )
+
+
+def _claim_in_book(access: BookAccess, claim_id: Any, *, field: str) -> KnowledgeClaim:
+    """A claim this book reaches, named by a story field: 404/409 name that field."""
+    try:
+        return claim_for_book(access, claim_id)
+    except NotFound:
+        raise NotFound("claim not found", field=field) from None
+    except Conflict as exc:
+        raise Conflict(exc.message, code=exc.code, field=field) from None
+
+
+def _checked_story(access: BookAccess, payload: StoryRecordIn, *, claim: KnowledgeClaim | None = None) -> dict:
+    """The story record as stored, once its reveal reference resolves: ``evidence_for`` names a
+    claim of this book that is a reveal (422 naming the field otherwise)."""
+    story = payload.story()
+    target_id = story["evidence_for_id"]
+    if target_id is not None:
+        if claim is not None and str(target_id) == str(claim.pk):
+            raise Invalid("a claim is not evidence for itself", field="evidence_for")
+        target = _claim_in_book(access, target_id, field="evidence_for")
+        if target.reveal == RevealKind.NONE:
+            raise Invalid("evidence_for names a claim that is not a reveal (solution or twist)", field="evidence_for")
+    return story
+
+
+def claim_story_set(*, access: BookAccess, claim_id: Any, payload: StoryRecordIn) -> KnowledgeClaim:
+    """A new story record for a proposed claim (canon:propose): a new proposal, so an approval
+    requested for the old one lapses (its fingerprint covers the story record). Approved canon is
+    changed only by a new claim that revises it (409 here)."""
+    access.require(Cap.CANON_PROPOSE)
+    with transaction.atomic():
+        claim = claim_for_book(access, claim_id, lock=True)
+        access.require(SCOPE_READ_CAP[claim.base.scope])
+        if claim.base.scope == KnowledgeBase.Scope.LITERARY:
+            raise _curated_by_staff()
+        if claim.status != KnowledgeClaim.Status.PROPOSED:
+            raise Conflict(
+                f"this claim is {claim.status}; propose a new claim that revises it instead", code="not_pending"
+            )
+        for name, value in _checked_story(access, payload, claim=claim).items():
+            setattr(claim, name, value)
+        claim.save()
+        return claim
 
 
 def claim_for_book(access: BookAccess, claim_id: Any, *, lock: bool = False) -> KnowledgeClaim:

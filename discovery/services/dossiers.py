@@ -10,6 +10,7 @@ from django.utils import timezone
 from novelgraph.errors import Conflict, Forbidden
 
 from ..access import BookAccess, Cap, capabilities_of
+from ..canon import as_of
 from ..models import (
     Book,
     ContextDossier,
@@ -26,6 +27,7 @@ from ..selectors import (
     book_bases,
     bounded,
     canon_bases,
+    canon_story_rows,
     current_session,
     readable_bases,
 )
@@ -39,9 +41,19 @@ def _iso(value) -> str | None:
     return value.isoformat() if value is not None else None
 
 
-def dossier_more_links(*, book_id, session_id, more: dict[str, bool], limit: int) -> dict[str, str | None]:
+def dossier_more_links(
+    *, book_id, session_id, more: dict[str, bool], limit: int, as_of_chapter: int | None = None
+) -> dict[str, str | None]:
     """Where the rest of each capped collection of a dossier is: its paged API route from the first item the
-    dossier does not hold (the same order), or None when the dossier holds all of it."""
+    dossier does not hold (the same order), or None when the dossier holds all of it. An as-of dossier's
+    claims are the canon as of its chapter: their rest is the codex as of that chapter (the paged canon
+    route is the canon now, a different list)."""
+    if as_of_chapter is not None:
+        return {
+            "claims": f"/api/v1/books/{book_id}/codex?as_of_chapter={as_of_chapter}" if more.get("claims") else None,
+            "scratchpad": None,
+            "observations": None,
+        }
     routes = {
         "claims": f"/api/v1/books/{book_id}/canon",
         "scratchpad": f"/api/v1/sessions/{session_id}/scratchpad" if session_id else None,
@@ -80,13 +92,50 @@ def working_observations(book: Book):
     return book_observations(book, status=Observation.Status.WORKING)
 
 
+def _dossier_claim(row: dict) -> dict:
+    """A claim as a dossier gives it: its value and its story record (and, as of a chapter, whether
+    it is still a secret)."""
+    return {key: row[key] for key in DOSSIER_CLAIM_COLUMNS if key in row}
+
+
+DOSSIER_CLAIM_COLUMNS = (
+    "id",
+    "base_id",
+    "subject",
+    "predicate",
+    "value",
+    "provenance",
+    "approval_id",
+    "true_from_chapter",
+    "true_until_chapter",
+    "known_by",
+    "known_by_characters",
+    "first_shown_chapter",
+    "decisive",
+    "evidence_for_id",
+    "reveal",
+    "secret",
+    "visibility",
+)
+
+
 def dossier_content(
-    *, book: Book, session: DiscoverySession | None, agent_role: str, limit: int = DOSSIER_PAGE
+    *,
+    book: Book,
+    session: DiscoverySession | None,
+    agent_role: str,
+    as_of_chapter: int | None = None,
+    limit: int = DOSSIER_PAGE,
 ) -> dict:
     """What ``agent_role`` is given now: the latest approved charter, the knowledge bases the
-    book can use, the approved claims in them (ids, decoded values), the session's scratchpad
-    entries, the unresolved (working) observations and the role's capabilities; role-scoped:
-    what the role may not read is left out and named under ``withheld``.
+    book can use, the approved claims in them (ids, decoded values, story records), the session's
+    scratchpad entries, the unresolved (working) observations and the role's capabilities;
+    role-scoped: what the role may not read is left out and named under ``withheld``.
+
+    As of a chapter (``as_of_chapter``), the claims are only those true by then: a reveal first
+    shown later is withheld (and counted under ``withheld``), and any other fact the reader has
+    not yet seen is given marked ``secret``. The charter, scratchpad and observations are not on
+    the chapter axis (they may name any later reveal), so an as-of dossier withholds them and says so.
 
     Bounded: the first ``limit`` claims, scratchpad entries and observations (each in its route's order), and
     under ``more`` the link to the rest of each (None when the dossier holds all of it). A fixed number of
@@ -111,16 +160,13 @@ def dossier_content(
     for scope in dict.fromkeys(base["scope"] for base in not_given):
         withheld.append(f"{SCOPE_WITHHELD_LABEL[scope]} ({agent_role} lacks {SCOPE_READ_CAP[scope].value})")
     more = {"claims": False, "scratchpad": False, "observations": False}
-    claim_rows, more["claims"] = bounded(canon_claims(given), limit)
-    claims = [
-        {
-            **row,
-            "id": str(row["id"]),
-            "base_id": str(row["base_id"]),
-            "approval_id": str(row["approval_id"]),
-        }
-        for row in claim_rows
-    ]
+    claims, _ = canon_story_rows(book, caps, agent_role, bases=(given, not_given))
+    if as_of_chapter is not None:
+        claims, by_chapter = as_of(claims, as_of_chapter)
+        withheld += by_chapter
+    # The story rows are read whole (one statement): the as-of filter and the redaction of a reveal's id
+    # need the readable canon; the dossier holds the first ``limit`` of them, the rest is linked.
+    claims, more["claims"] = bounded([_dossier_claim(row) for row in claims], limit)
 
     scratchpad: list[dict] = []
     if session is not None and Cap.SCRATCHPAD_READ in caps:
@@ -159,10 +205,26 @@ def dossier_content(
             {**row, "id": str(row["id"]), "turn_id": str(row["turn_id"]), "session_id": str(row["session_id"])}
             for row in observation_rows
         ]
+    if as_of_chapter is not None:
+        # Discovery material is not placed on the chapter axis: it may name any later reveal, so a
+        # role drafting a chapter is not given it (and is told so).
+        unplaced = [
+            name
+            for name, held in (("story charter", charter), ("scratchpad", scratchpad), ("observations", observations))
+            if held
+        ]
+        if unplaced:
+            withheld.append(
+                f"withheld as of chapter {as_of_chapter}: {', '.join(unplaced)} (whole-book discovery material, "
+                "not placed on the chapter axis; it may name later reveals)"
+            )
+        charter, scratchpad, observations = None, [], []
+        more["scratchpad"] = more["observations"] = False
     return {
         "schema": DOSSIER_SCHEMA,
         "book": {"id": str(book.pk), "title": book.title},
         "agent_role": agent_role,
+        "as_of_chapter": as_of_chapter,
         "session_id": str(session.pk) if session else None,
         "capabilities": sorted(c.value for c in caps),
         "charter": charter,
@@ -172,7 +234,13 @@ def dossier_content(
         "observations": observations,
         "withheld": withheld,
         "limit": limit,
-        "more": dossier_more_links(book_id=book.pk, session_id=session.pk if session else None, more=more, limit=limit),
+        "more": dossier_more_links(
+            book_id=book.pk,
+            session_id=session.pk if session else None,
+            more=more,
+            limit=limit,
+            as_of_chapter=as_of_chapter,
+        ),
     }
 
 
@@ -191,13 +259,20 @@ def dossier_capped(dossier: ContextDossier) -> dict:
         more[name] = len(items) > DOSSIER_PAGE
     capped["limit"] = DOSSIER_PAGE
     capped["more"] = dossier_more_links(
-        book_id=dossier.book_id, session_id=content.get("session_id"), more=more, limit=DOSSIER_PAGE
+        book_id=dossier.book_id,
+        session_id=content.get("session_id"),
+        more=more,
+        limit=DOSSIER_PAGE,
+        as_of_chapter=content.get("as_of_chapter"),
     )
     return capped
 
 
-def dossier_store(*, book: Book, agent_role: str, requested_by=None) -> ContextDossier:
-    """Snapshot and store (no permission check: callers check who may take it)."""
+def dossier_store(
+    *, book: Book, agent_role: str, requested_by=None, as_of_chapter: int | None = None
+) -> ContextDossier:
+    """Snapshot and store (no permission check: callers check who may take it); as of a chapter
+    when ``as_of_chapter`` is given (see :func:`dossier_content`)."""
     session = current_session(book)
     if session is None:
         raise Conflict("this book has no discovery session yet; start discovery first", code="no_session")
@@ -207,15 +282,15 @@ def dossier_store(*, book: Book, agent_role: str, requested_by=None) -> ContextD
         session=session,
         agent_role=agent_role,
         requested_by=requested_by,
-        content=dossier_content(book=book, session=session, agent_role=agent_role),
+        content=dossier_content(book=book, session=session, agent_role=agent_role, as_of_chapter=as_of_chapter),
         created_at=timezone.now(),
     )
     dossier.save()
     return dossier
 
 
-def dossier_create(*, access: BookAccess, agent_role: str) -> ContextDossier:
-    """Store and return a new immutable dossier for ``agent_role``.
+def dossier_create(*, access: BookAccess, agent_role: str, as_of_chapter: int | None = None) -> ContextDossier:
+    """Store and return a new immutable dossier for ``agent_role`` (as of a chapter when given).
 
     An agent takes dossiers only for its own role (403); the author may take any role's
     (discovery:write; an editor is refused). The book needs a discovery session (409).
@@ -228,7 +303,7 @@ def dossier_create(*, access: BookAccess, agent_role: str) -> ContextDossier:
             )
     else:
         access.require(Cap.DISCOVERY_WRITE)
-    return dossier_store(book=access.book, agent_role=agent_role, requested_by=access.user)
+    return dossier_store(book=access.book, agent_role=agent_role, requested_by=access.user, as_of_chapter=as_of_chapter)
 
 
 def dossiers_for(access: BookAccess) -> QuerySet[ContextDossier]:

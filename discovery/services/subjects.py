@@ -12,7 +12,7 @@ from library.evidence import evidence_findings
 from novelgraph.errors import Conflict, Forbidden
 
 from ..models import Chapter, DiscoverySession, KnowledgeBase, KnowledgeClaim, StoryCharter
-from ..selectors import OPEN_SESSION_STATUSES
+from ..selectors import OPEN_SESSION_STATUSES, claim_conflicts
 
 OPENING_CHAPTER_TITLE = "Opening"
 
@@ -121,6 +121,7 @@ def _claim_row(approval: Approval) -> dict | None:
             "status",
             "source_refs",
             "evidence",
+            *STORY_FIELDS,
             "approval_id",
         )
         .first()
@@ -128,9 +129,23 @@ def _claim_row(approval: Approval) -> dict | None:
     return _as_decided_by(row, approval)
 
 
+# The story record (seed 001) is part of the proposal: the fingerprint covers every field of it.
+STORY_FIELDS = (
+    "true_from_chapter",
+    "true_until_chapter",
+    "known_by",
+    "known_by_characters",
+    "first_shown_chapter",
+    "decisive",
+    "evidence_for_id",
+    "reveal",
+    "revises_id",
+)
+
+
 def claim_digest(approval: Approval) -> str:
-    """Covers the claim's content, evidence, references and status (a claim promoted or rejected
-    through another book's approval makes this one lapse)."""
+    """Covers the claim's content, evidence, story record, references and status (a changed story
+    record, or a claim promoted or rejected through another book's approval, makes this one lapse)."""
     return fingerprint(_claim_row(approval))
 
 
@@ -145,13 +160,46 @@ def claim_apply(decision: Decision) -> None:
     if claim.status != KnowledgeClaim.Status.PROPOSED:
         raise Conflict(f"this claim is already {claim.status}", code="not_pending")
     decision.detail["claim"] = {"subject": claim.subject, "predicate": claim.predicate, "base_id": str(claim.base_id)}
+    conflicts = claim_conflicts(decision.access, claim)
+    if conflicts:
+        # The author's verdict resolves each flagged contradiction; both sides stay named in the log.
+        decision.detail["contradictions"] = [
+            {"kind": c["kind"], "sides": [{"type": s["type"], "id": s["id"]} for s in c["sides"]]} for c in conflicts
+        ]
     if decision.verdict == Verdict.APPROVE:
-        _refuse_unadmitted_evidence(book_id=approval.book_id, evidence=claim.evidence, source_refs=claim.source_refs)
+        evidence = claim.evidence
+        if claim.decisive and isinstance(evidence, dict):
+            evidence = {**evidence, "decisive": True}  # story-record decisive evidence keeps the research rule
+        _refuse_unadmitted_evidence(book_id=approval.book_id, evidence=evidence, source_refs=claim.source_refs)
         claim.status = KnowledgeClaim.Status.APPROVED
+        if claim.revises_id:
+            revised = KnowledgeClaim.objects.select_for_update().get(pk=claim.revises_id)
+            if revised.status != KnowledgeClaim.Status.APPROVED:
+                raise Conflict(f"the claim this one revises is already {revised.status}", code="not_canon")
+            revised.status = KnowledgeClaim.Status.REVISED
+            revised.save(update_fields=["status", "updated_at"])
+            decision.detail["revised_claim"] = str(revised.pk)
     else:
         claim.status = KnowledgeClaim.Status.REJECTED
     claim.approval = approval
     claim.save(update_fields=["status", "approval", "updated_at"])
+
+
+def _story_fields(claim: KnowledgeClaim) -> dict:
+    """The claim's story record for the review page, the fields it sets (so the author approves them)."""
+    fields = {
+        "True from chapter": claim.true_from_chapter,
+        "True until chapter": claim.true_until_chapter,
+        "Known by": claim.get_known_by_display()
+        + (f": {', '.join(claim.known_by_characters)}" if claim.known_by_characters else ""),
+        "First shown in chapter": claim.first_shown_chapter,
+        "Decisive evidence": (("yes, for the reveal " + str(claim.evidence_for_id)) if claim.evidence_for_id else "yes")
+        if claim.decisive
+        else None,
+        "Reveal": claim.get_reveal_display() if claim.reveal != "none" else None,
+        "Revises": str(claim.revises_id) if claim.revises_id else None,
+    }
+    return {label: value for label, value in fields.items() if value is not None}
 
 
 def claim_describe(approval: Approval) -> dict:
@@ -179,6 +227,7 @@ def claim_describe(approval: Approval) -> dict:
             "Provenance": claim.provenance,
             "Status": claim.status,
             "Evidence": claim.evidence,
+            **_story_fields(claim),
         },
         "source_refs": claim.source_refs,
     }

@@ -21,8 +21,7 @@ from typing import Any
 
 from discovery import services
 from discovery.access import Cap, book_access, books_visible_to, principal_capabilities, refusal
-from discovery.api import _handoff_out as handoff_out
-from discovery.schemas import DossierOut, HandoffOut, SessionQuestionOut
+from discovery.schemas import DossierOut, HandoffOut, SessionQuestionOut, handoff_out
 from discovery.selectors import current_session, handoffs_open_to
 from library.schemas import ChunkOut, SourceOut
 from library.selectors import chunk_get

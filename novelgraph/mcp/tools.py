@@ -27,7 +27,6 @@ from pydantic import BaseModel, Field, create_model
 
 from discovery import services
 from discovery.access import Cap, book_access, capabilities_of
-from discovery.api import _handoff_out as handoff_out
 from discovery.loop import services as loop
 from discovery.loop.schemas import (
     CostIn,
@@ -61,6 +60,7 @@ from discovery.schemas import (
     SessionQuestionOut,
     ThrustIn,
     ThrustOut,
+    handoff_out,
 )
 from discovery.selectors import handoff_get, session_get
 from library import services as library

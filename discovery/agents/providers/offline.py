@@ -72,8 +72,8 @@ CHARTER_FIELDS: list[tuple[str, str, tuple[str, ...], str]] = [
     ),
 ]
 FIELD_LABEL = {field: label for field, label, _, _ in CHARTER_FIELDS}
-# What Luna searches the library for, per field (every word of a library query must match, so
-# she searches these words one by one).
+# What Luna searches the library for, per field (she searches these words one by one, so each
+# hit records which of them it matched).
 FIELD_TOPICS = {
     "main_thrust": "premise, structure and promise",
     "protagonist": "character agency and choice",

@@ -14,7 +14,7 @@ import re
 from django.db import transaction
 
 from discovery.access import BookAccess
-from novelgraph.errors import Forbidden, Invalid, NotFound
+from novelgraph.errors import Conflict, Forbidden, Invalid, NotFound
 
 from ..models import (
     ArtifactStatus,
@@ -26,6 +26,7 @@ from ..models import (
     Resolution,
     RosterEntry,
 )
+from ..roster import lens_role_problem
 from .base import check_text, gate_or_422, lens_book, lock_meta, refresh
 
 SLUG = re.compile(r"^[a-z0-9][a-z0-9-]{0,99}$")
@@ -94,12 +95,29 @@ def artifact_write(
                 data_class=data_class,
                 content=content,
             )
+        elif existing.status == ArtifactStatus.RATIFIED:
+            # A ratified version stays current until the author ratifies a successor at a gate: the new
+            # version is proposed BESIDE it (``successor``), never over it.
+            if existing.type != type:
+                raise Invalid(f"slot {slug!r} is of type {existing.type}", field="type")
+            artifact = existing
+            artifact.successor = {
+                "version": existing.version + 1,
+                "status": ArtifactStatus.PROPOSED,
+                "content": _keep_constraints(existing, content),
+                "produced_by": role,
+                "lens": lens or existing.lens,
+                "round": meta.round,
+                "untrusted": flagged,
+                "data_class": data_class,
+            }
+            artifact.save(update_fields=["successor", "updated_at"])
         else:
             if existing.type != type:
                 raise Invalid(f"slot {slug!r} is of type {existing.type}", field="type")
             existing.version += 1
             existing.status = status
-            existing.content = content
+            existing.content = _keep_constraints(existing, content)
             existing.produced_by = role
             existing.lens = lens or existing.lens
             existing.path = check_text(path, "path", 300, required=False) or existing.path
@@ -108,11 +126,36 @@ def artifact_write(
             existing.stale_reason = ""
             existing.untrusted = flagged
             existing.data_class = data_class
+            existing.successor = {}
             existing.save()
             artifact = existing
         _settle_reruns(book, artifact)
         refresh(meta)
         return artifact
+
+
+def _keep_constraints(existing: BlackboardArtifact, content: dict) -> dict:
+    """The author's recorded constraints in a slot (the scope boundary's) are never emptied or rewritten by
+    a write: only the author's verdicts add them (``verdicts._record_constraint``)."""
+    recorded = (existing.content or {}).get("constraints") if isinstance(existing.content, dict) else None
+    if not recorded:
+        return content
+    return {**content, "constraints": recorded}
+
+
+def ratify_successor(slot: BlackboardArtifact) -> bool:
+    """The author ratified the slot at a gate: a waiting successor becomes the current, ratified version."""
+    nxt = slot.successor or {}
+    if not nxt:
+        return False
+    slot.version = max(int(nxt.get("version") or 0), slot.version + 1)
+    slot.content = _keep_constraints(slot, nxt.get("content") or {})
+    slot.produced_by = nxt.get("produced_by") or slot.produced_by
+    slot.lens = nxt.get("lens") or slot.lens
+    slot.untrusted = bool(nxt.get("untrusted"))
+    slot.data_class = nxt.get("data_class") or slot.data_class
+    slot.successor = {}
+    return True
 
 
 def _settle_reruns(book, artifact: BlackboardArtifact) -> None:
@@ -125,13 +168,21 @@ def _settle_reruns(book, artifact: BlackboardArtifact) -> None:
 
 
 def rerun_done(*, access: BookAccess, rerun_id) -> LensRerun:
-    """A lens (or the controller) reports a queued re-run finished."""
-    book, _ = lens_book(access)
+    """The lens that was queued reports its re-run finished (as the role the roster names for it).
+
+    A re-run queued by the author's constraint or a cascade holds the next gate; no other role may clear it
+    (writing the re-run's slots clears it too)."""
+    book, role = lens_book(access)
     with transaction.atomic():
         meta = lock_meta(book)
         rerun = LensRerun.objects.select_for_update(of=("self",)).filter(book=book, pk=rerun_id).first()
         if rerun is None:
             raise NotFound("re-run not found")
+        named = RosterEntry.objects.filter(slug=rerun.lens).values_list("agent_role", flat=True).first()
+        if role not in {"author", named or role}:
+            raise Forbidden(
+                f"the {rerun.lens} re-run is reported done by {named}, not {role}", code="not_this_lens"
+            )
         rerun.status = RerunStatus.DONE
         rerun.save()
         refresh(meta)
@@ -154,6 +205,16 @@ def lens_review_record(
     entry = RosterEntry.objects.filter(slug=lens, kind="lens").first()
     if entry is None:
         raise Invalid(f"unknown lens {lens!r}", field="lens")
+    # Each review is filed by the lens the roster names for it, and that role must read what it checks.
+    if role != entry.agent_role:
+        raise Forbidden(
+            f"the {lens} review is filed by {entry.agent_role or 'the role the roster names'}, not {role}",
+            code="not_this_lens",
+            field="lens",
+        )
+    problem = lens_role_problem(entry.slug, entry.agent_role)
+    if problem:
+        raise Conflict(problem, code="lens_cannot_read", field="lens")
     cleaned = []
     for i, finding in enumerate(findings):
         text = check_text(finding.get("text", ""), f"findings[{i}].text", 2000)

@@ -57,14 +57,27 @@ def loop_ensure(*, book: Book) -> LoopMeta:
     return meta
 
 
+NOT_STARTED = "discovery has not started for this book: the loop begins when its discovery starts"
+
+
+def not_started() -> Conflict:
+    return Conflict(NOT_STARTED, code="discovery_not_started")
+
+
 def lock_meta(book: Book) -> LoopMeta:
-    """The book's meta row, locked for the rest of the transaction (ensured first)."""
-    loop_ensure(book=book)
-    return LoopMeta.objects.select_for_update().select_related("book").get(book=book)
+    """The book's meta row, locked for the rest of the transaction.
+
+    The loop exists from the moment the book's discovery starts (``discovery_start``; older books by
+    a data migration). A write to the loop of a book whose discovery has not started is a 409: no
+    write, and no read, creates a loop on the side.
+    """
+    meta = LoopMeta.objects.select_for_update().select_related("book").filter(book=book).first()
+    if meta is None:
+        raise not_started()
+    return meta
 
 
 def root_of(book: Book) -> PlanNode:
-    loop_ensure(book=book)
     return PlanNode.objects.get(book=book, is_root=True)
 
 
@@ -91,9 +104,17 @@ def lens_book(access: BookAccess) -> tuple[Book, str]:
 
 
 def reader_book(access: BookAccess) -> Book:
+    """The book, for a reader of its loop. Reads never write: nothing is ensured here."""
     access.require(Cap.DISCOVERY_READ)
-    loop_ensure(book=access.book)
     return access.book
+
+
+def started_book(access: BookAccess) -> Book:
+    """The book, for a reader of its loop, or a 409 when its discovery (so its loop) has not started."""
+    book = reader_book(access)
+    if not LoopMeta.objects.filter(book=book).exists():
+        raise not_started()
+    return book
 
 
 def refuse_when_paused(meta: LoopMeta) -> None:
@@ -162,7 +183,7 @@ def saturation_check(book: Book) -> dict:
 
 def refresh(meta: LoopMeta) -> LoopMeta:
     """Recompute saturation and settle the status from the pending cards. Saves the meta row."""
-    supersede_lapsed(meta.book)
+    supersede_lapsed(meta.book, meta)
     meta.saturation = saturation_check(meta.book)["holds"]
     pending = set(OptionCard.objects.filter(book=meta.book, status=CardStatus.PENDING).values_list("kind", flat=True))
     if meta.status == LoopStatus.HANDED_OFF:

@@ -12,11 +12,14 @@ SUBJECT_TYPE = "loop-option-card"
 
 def card_digest(card: OptionCard) -> str:
     """What the author sees: the card and the current version and status of each slot it names."""
-    slots = list(
-        BlackboardArtifact.objects.filter(book_id=card.book_id, slug__in=card.artifacts or [])
+    slots = [
+        (slug, version, status, (successor or {}).get("version"))
+        for slug, version, status, successor in BlackboardArtifact.objects.filter(
+            book_id=card.book_id, slug__in=card.artifacts or []
+        )
         .order_by("slug")
-        .values_list("slug", "version", "status")
-    )
+        .values_list("slug", "version", "status", "successor")
+    ]
     return fingerprint(
         {
             "kind": card.kind,
@@ -31,8 +34,25 @@ def card_digest(card: OptionCard) -> str:
             "trace_seed": card.trace_seed,
             "bound": card.bound,
             "payload": card.payload,
+            # The impact preview the author is shown (what a cascade from the seed would touch): if it
+            # changes, an edge added after the preview for instance, the approval lapses.
+            "impact": card_impact(card),
         }
     )
+
+
+def card_impact(card: OptionCard) -> dict | None:
+    """The impact preview of a card: the cascade from its trace seed, as the review page shows it."""
+    if not card.trace_seed:
+        return None
+    from novelgraph.errors import NotFound
+
+    from .cascade import cascade_preview
+
+    try:
+        return cascade_preview(book=card.book, seed=card.trace_seed)
+    except NotFound:  # a seed that no longer exists previews as nothing
+        return None
 
 
 def raise_card(
@@ -124,9 +144,54 @@ def pending_card(book) -> OptionCard | None:
     )
 
 
-def supersede_lapsed(book) -> int:
-    """Cards whose approval lapsed (superseded) are marked superseded too; returns how many."""
-    lapsed = OptionCard.objects.filter(
-        book=book, status=CardStatus.PENDING, approval__status=Approval.Status.SUPERSEDED
+def supersede_lapsed(book, meta: LoopMeta | None = None) -> list[OptionCard]:
+    """Cards whose approval lapsed (superseded: what the author was shown changed) are marked superseded.
+
+    Given the locked ``meta`` (inside a write), each lapsed card of the current gate is put before the
+    author again as a fresh card with a fresh digest and impact preview; returns those new cards.
+    """
+    lapsed = list(
+        OptionCard.objects.filter(book=book, status=CardStatus.PENDING, approval__status=Approval.Status.SUPERSEDED)
     )
-    return lapsed.update(status=CardStatus.SUPERSEDED)
+    if not lapsed:
+        return []
+    OptionCard.objects.filter(pk__in=[c.pk for c in lapsed]).update(status=CardStatus.SUPERSEDED)
+    if meta is None:
+        return []
+    renewed = []
+    for old in lapsed:
+        if old.gate != meta.gate:
+            continue
+        renewed.append(
+            raise_card(
+                meta=meta,
+                kind=old.kind,
+                summary=old.summary,
+                decisions_requested=old.decisions_requested,
+                recommended=old.recommended,
+                reversibility_class=old.reversibility_class,
+                artifacts=old.artifacts,
+                node=old.node,
+                trace_seed=old.trace_seed,
+                bound=old.bound,
+                proposed_extension=old.proposed_extension,
+                risk_triggers=old.risk_triggers,
+                payload={**(old.payload or {}), "renews": str(old.pk)},
+                raised_by=old.raised_by,
+                requested_by_user=old.approval.requested_by_user if old.approval_id else None,
+            )
+        )
+    return renewed
+
+
+def card_renew_after_lapse(*, book) -> OptionCard | None:
+    """After an approval lapsed at the author's verdict: supersede its card and raise the fresh one (with the
+    impact as it is now) in one transaction; returns the card now waiting for the author, if any."""
+    from django.db import transaction
+
+    from .base import lock_meta, refresh
+
+    with transaction.atomic():
+        meta = lock_meta(book)
+        refresh(meta)
+        return pending_card(book)

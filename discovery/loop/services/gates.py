@@ -42,13 +42,14 @@ from ..models import (
     OptionCard,
     PlanNode,
     QuestionKind,
-    QuestionStatus,
     RerunStatus,
     RosterEntry,
     SubIdea,
 )
+from ..roster import lens_role_problem
 from .base import check_text, controller_book, gate_or_422, lock_meta, refresh, saturation_check, trace_lint
 from .cards import raise_card, supersede_lapsed
+from .questions import AUTHORS_TO_SETTLE, settled_by_author
 
 CONSENT_GATES = {"G0", "G1.5", "G2"}
 CLOSED_SLOTS = {ArtifactStatus.STALE, ArtifactStatus.REJECTED}
@@ -60,19 +61,34 @@ def next_gate(gate: str) -> str | None:
 
 
 def decision_brief(book) -> BlackboardArtifact | None:
+    """The brief G3 hands off: the author's ratified one if there is one (a brief proposed later beside it
+    never displaces it), else the latest open one (for the reasons G3 gives)."""
+    briefs = BlackboardArtifact.objects.filter(book=book, type="decision-brief").exclude(status__in=CLOSED_SLOTS)
     return (
-        BlackboardArtifact.objects.filter(book=book, type="decision-brief")
-        .exclude(status__in=CLOSED_SLOTS)
-        .order_by("-updated_at")
-        .first()
+        briefs.filter(status=ArtifactStatus.RATIFIED).order_by("-updated_at").first()
+        or briefs.order_by("-updated_at").first()
     )
 
 
 def g2_reasons(book) -> list[str]:
     reasons = []
-    for lens in RosterEntry.objects.filter(required=True, required_at_gate="G2").order_by("slug"):
-        if not LensReview.objects.filter(book=book, lens=lens, gate="G2").exists():
-            reasons.append(f"the required lens {lens.slug} has not reviewed at G2")
+    required = list(RosterEntry.objects.filter(required=True, required_at_gate="G2").order_by("slug"))
+    roles: dict[str, list[str]] = {}
+    for lens in required:
+        roles.setdefault(lens.agent_role, []).append(lens.slug)
+        problem = lens_role_problem(lens.slug, lens.agent_role)
+        if problem:
+            reasons.append(problem)
+        # Only a review filed by the role the roster names counts (not one filed under another lens's name).
+        elif not LensReview.objects.filter(book=book, lens=lens, gate="G2", reviewer_role=lens.agent_role).exists():
+            reasons.append(f"the required lens {lens.slug} has not reviewed at G2 (filed by {lens.agent_role})")
+    for role, slugs in sorted(roles.items()):
+        if len(slugs) > 1:
+            reasons.append(
+                f"the required reviews {', '.join(slugs)} must be filed by distinct lenses, not all by {role}"
+            )
+    for q in unsettled_conflicts(book):
+        reasons.append(f"the {q.kind} '{q.question[:120]}' waits for the author to settle it")
     report = trace_lint(book, strict=True)
     if not report.ok:
         shown = "; ".join(f["message"] for f in report.failures[:5])
@@ -91,6 +107,10 @@ def g3_reasons(book) -> list[str]:
     metrics = brief.content.get("success_metrics") if isinstance(brief.content, dict) else None
     if not isinstance(metrics, list) or not [m for m in metrics if isinstance(m, str | dict) and m]:
         return ["the decision brief has no success_metrics"]
+    if brief.status != ArtifactStatus.RATIFIED:
+        # G3 hands off automatically, so what it hands off must already be the author's: a brief only
+        # proposed (by a lens, Sol or an import) is put before her at G2 first.
+        return [f"the decision brief {brief.slug} is {brief.status}, not ratified by the author"]
     return []
 
 
@@ -116,15 +136,27 @@ def series_canon_conflicts(book) -> list[str]:
     return found
 
 
+def unsettled_conflicts(book):
+    """Value and canon conflicts the author has not settled herself (open, routed, surfaced, or resolved by
+    anyone else: a lens's or an import's "resolved" settles nothing)."""
+    return [
+        q
+        for q in OpenQuestion.objects.filter(book=book, kind__in=AUTHORS_TO_SETTLE).order_by("created_at")
+        if not settled_by_author(q)
+    ]
+
+
 def risk_triggers(book, reversibility_class: str) -> list[str]:
     triggers = []
     if reversibility_class == Reversibility.ONE_WAY_DOOR:
         triggers.append("one-way-door decision")
-    unresolved = OpenQuestion.objects.filter(book=book).exclude(status=QuestionStatus.RESOLVED)
-    for q in unresolved.filter(kind=QuestionKind.VALUE_CONFLICT):
-        triggers.append(f"logged value conflict: {q.question[:120]}")
-    for q in unresolved.filter(kind=QuestionKind.CANON_CONFLICT):
-        triggers.append(f"conflict with approved series canon: {q.question[:120]}")
+    unsettled = unsettled_conflicts(book)
+    for q in unsettled:
+        if q.kind == QuestionKind.VALUE_CONFLICT:
+            triggers.append(f"logged value conflict: {q.question[:120]}")
+    for q in unsettled:
+        if q.kind == QuestionKind.CANON_CONFLICT:
+            triggers.append(f"conflict with approved series canon: {q.question[:120]}")
     triggers.extend(f"conflict with approved series canon: {c}" for c in series_canon_conflicts(book))
     return triggers
 
@@ -205,7 +237,7 @@ def gate_request(
         raise Invalid("name at least one decision requested", field="decisions_requested")
     with transaction.atomic():
         meta = lock_meta(book)
-        supersede_lapsed(book)
+        supersede_lapsed(book, meta)
         if meta.status == LoopStatus.HANDED_OFF:
             raise Conflict("the loop has already handed off to drafting", code="handed_off")
         if gate != meta.gate:

@@ -4,6 +4,11 @@ Raise (any loop writer), route (the controller sends it to a discipline), resolv
 (a resolution cites its referent, which must exist: ``artifact:<slug>``,
 ``trace:<node id>``, ``decision:<sequence>``, ``question:<id>`` or ``node:<id>``),
 surface (the controller puts it before the author).
+
+Value conflicts and conflicts with series canon are the author's to settle (seed 002): only the author,
+as herself, resolves one, and her resolution is a decision-log row. A lens or the controller may raise
+and surface them, and route them only to the author. Until the author settles one it is a risk trigger
+at G1 and blocks G2 (``gates``).
 """
 
 from __future__ import annotations
@@ -13,7 +18,8 @@ import uuid
 from django.db import transaction
 
 from approvals.models import DecisionLogEntry
-from discovery.access import BookAccess
+from approvals.services import decision_log_append
+from discovery.access import BookAccess, Cap, refusal
 from novelgraph.errors import Conflict, Invalid, NotFound
 
 from ..models import (
@@ -26,6 +32,13 @@ from ..models import (
     TraceNode,
 )
 from .base import check_text, controller_book, lens_book, lock_meta, refresh
+
+AUTHORS_TO_SETTLE = frozenset({QuestionKind.VALUE_CONFLICT, QuestionKind.CANON_CONFLICT})
+
+
+def settled_by_author(q: OpenQuestion) -> bool:
+    """A conflict counts as settled only when the author resolved it (not a lens, not an import)."""
+    return q.status == QuestionStatus.RESOLVED and q.resolved_by.startswith("author:")
 
 
 def _discipline(value: str, field: str) -> str:
@@ -73,6 +86,8 @@ def question_route(*, access: BookAccess, question_id, target_discipline: str) -
         q = _question(book, question_id)
         if q.status == QuestionStatus.RESOLVED:
             raise Conflict("the question is already resolved", code="resolved")
+        if q.kind in AUTHORS_TO_SETTLE and target != "author":
+            raise Invalid(f"a {q.kind} is the author's to settle: route it to author", field="target_discipline")
         q.status = QuestionStatus.ROUTED
         q.target_discipline = target
         q.save()
@@ -101,13 +116,15 @@ def referent_exists(book, ref: str) -> bool:
 
 
 def question_resolve(*, access: BookAccess, question_id, resolution: str, cites: str) -> OpenQuestion:
-    book, _ = lens_book(access)
+    book, role = lens_book(access)
     text = check_text(resolution, "resolution", 5000)
     with transaction.atomic():
         meta = lock_meta(book)
         q = _question(book, question_id)
         if q.status == QuestionStatus.RESOLVED:
             raise Conflict("the question is already resolved", code="resolved")
+        if q.kind in AUTHORS_TO_SETTLE and not access.is_author:
+            raise refusal(access.role, Cap.DECIDE, f"a {q.kind} is the author's to settle; surface it to her")
         if not referent_exists(book, cites):
             raise Invalid(
                 "a resolution cites what settles it: artifact:<slug>, trace:<id>, decision:<n>, "
@@ -117,7 +134,19 @@ def question_resolve(*, access: BookAccess, question_id, resolution: str, cites:
         q.status = QuestionStatus.RESOLVED
         q.resolution = text
         q.resolution_ref = cites
+        q.resolved_by = f"author:{access.user.get_username()}" if access.is_author else role
         q.save()
+        if q.kind in AUTHORS_TO_SETTLE:
+            decision_log_append(
+                book=book,
+                decision="approve",
+                subject_type="loop-question",
+                subject_id=q.pk,
+                rationale=text,
+                ratified_by_user=access.user,
+                gate=meta.gate,
+                detail={"kind": q.kind, "question": q.question[:500], "cites": cites, "settled": True},
+            )
         refresh(meta)
         return q
 

@@ -15,8 +15,10 @@ its book: import verifies nothing into it and leaves the book's own chain as it 
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
+import re
 import uuid
 import zipfile
 from datetime import datetime
@@ -25,28 +27,44 @@ from django.db import transaction
 from django.utils.dateparse import parse_datetime
 
 from approvals.chain import format_ts
-from approvals.models import Approval
+from approvals.models import DecisionLogEntry
 from approvals.selectors import decision_log_for
-from discovery.access import BookAccess
+from approvals.services import decision_log_append
+from discovery.access import BookAccess, Cap
 from discovery.models import Book, StoryCharter
-from novelgraph.errors import Invalid
+from novelgraph.errors import Conflict, Invalid
 
 from ..models import (
+    GATE_ORDER,
     SCHEMA_VERSION,
+    WRITER_ROLES,
+    Altitude,
+    ArtifactStatus,
+    BackedBy,
     BlackboardArtifact,
     Candidate,
+    CandidateStatus,
+    DataClass,
     LensRerun,
     LensReview,
+    Lifecycle,
     LoopMeta,
+    LoopStatus,
     OpenQuestion,
     OptionCard,
     PlanNode,
+    QuestionKind,
+    QuestionStatus,
     RosterEntry,
+    SubIdea,
     TraceEdge,
     TraceNode,
+    TraceStatus,
     ValidationPlanItem,
+    ValidationStatus,
 )
-from .base import controller_book, lock_meta, refresh
+from .base import lock_meta, refresh
+from .questions import AUTHORS_TO_SETTLE
 
 STATE_FILES = ("blackboard", "open-questions", "traceability", "decision-log", "meta", "plan-tree")
 COMMITTED_TYPES = {
@@ -111,6 +129,7 @@ def loop_state(book: Book) -> dict[str, dict]:
                 "untrusted": a.untrusted,
                 "data_class": a.data_class,
                 "content": a.content,
+                "successor": a.successor,
                 "created_at": _ts(a.created_at),
             }
             for a in artifacts
@@ -433,7 +452,7 @@ def _read_zip(data: bytes) -> dict[str, dict]:
 
 
 def _wipe(book: Book) -> None:
-    OptionCard.objects.filter(book=book).delete()
+    """Clear a loop that has not started (nothing in it was decided) before the import lands."""
     LensRerun.objects.filter(book=book).delete()
     LensReview.objects.filter(book=book).delete()
     ValidationPlanItem.objects.filter(book=book).delete()
@@ -447,295 +466,457 @@ def _wipe(book: Book) -> None:
     OpenQuestion.objects.filter(book=book).delete()
 
 
+# --- Validation of imported records: the same rules as every other write, 422 naming the field --------------
+
+SLUG = re.compile(r"^[a-z0-9][a-z0-9-]{0,99}$")
+KIND = re.compile(r"^[a-z0-9][a-z0-9-]{0,59}$")
+NODE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$")
+# Bounds the import may carry (settings of the book's loop). Counters (round, cost spent), the gate, the
+# status, saturation and the author's constraints are never taken from a file: they come from this
+# book's own decisions.
+IMPORTED_BOUNDS = {
+    "round_cap": (int, 1, 1000),
+    "cost_budget": (float, 0.000001, 1e9),
+    "max_depth": (int, 1, 1000),
+    "max_breadth": (int, 1, 1000),
+    "concentration": (float, 0.000001, 1.0),
+}
+
+
+class _Check:
+    def __init__(self, file: str, index: int | None = None):
+        self.where = file if index is None else f"{file}[{index}]"
+
+    def fail(self, name: str, message: str):
+        raise Invalid(f"{self.where}.{name}: {message}", field=f"file:{self.where}.{name}")
+
+    def text(self, item: dict, name: str, max_length: int, required: bool = False, default: str = "") -> str:
+        value = item.get(name, default)
+        if value is None:
+            value = ""
+        if not isinstance(value, str):
+            self.fail(name, "must be text")
+        if "\x00" in value:
+            self.fail(name, "must not contain NUL")
+        if required and not value.strip():
+            self.fail(name, "is required")
+        if len(value) > max_length:
+            self.fail(name, f"is longer than {max_length} characters")
+        return value
+
+    def match(self, item: dict, name: str, pattern: re.Pattern, default: str | None = None) -> str:
+        value = item.get(name, default)
+        if not isinstance(value, str) or not pattern.match(value):
+            self.fail(name, "is not a valid identifier")
+        return value
+
+    def choice(self, item: dict, name: str, values, default: str | None = None) -> str:
+        value = item.get(name, default)
+        if value not in list(values):
+            self.fail(name, f"must be one of {', '.join(values)}")
+        return value
+
+    def number(self, item: dict, name: str, kind, low, high, default=None):
+        value = item.get(name, default)
+        if isinstance(value, bool) or not isinstance(value, int | float) or not (low <= value <= high):
+            self.fail(name, f"must be a number from {low:g} to {high:g}")
+        return kind(value)
+
+    def obj(self, item: dict, name: str, default=None) -> dict:
+        value = item.get(name, default if default is not None else {})
+        if not isinstance(value, dict):
+            self.fail(name, "must be an object")
+        return value
+
+    def flag(self, item: dict, name: str) -> bool:
+        value = item.get(name, False)
+        if not isinstance(value, bool):
+            self.fail(name, "must be true or false")
+        return value
+
+
+def _require_unstarted(book: Book, meta: LoopMeta) -> None:
+    """An import lands only in a loop that has not started: nothing in it was decided, so nothing is lost."""
+    reasons = []
+    if meta.gate != GATE_ORDER[0]:
+        reasons.append(f"the loop is at {meta.gate}")
+    if OptionCard.objects.filter(book=book).exists():
+        reasons.append("option cards have been raised")
+    if BlackboardArtifact.objects.filter(book=book, status=ArtifactStatus.RATIFIED).exists():
+        reasons.append("slots have been ratified")
+    if meta.constraints:
+        reasons.append("the author has recorded constraints")
+    # An earlier import of hers brought only proposed material, so it does not count as a start.
+    if DecisionLogEntry.objects.filter(book=book, subject_type__in=LOOP_DECISIONS).exists():
+        reasons.append("the decision log holds loop decisions")
+    if reasons:
+        raise Conflict(
+            "an import lands only in a loop that has not started: " + "; ".join(reasons),
+            code="loop_started",
+            reasons=reasons,
+        )
+
+
+LOOP_DECISIONS = ("loop-option-card", "loop-question")
+
+
 def loop_import(*, access: BookAccess, data: bytes) -> dict:
-    """Replace the book's loop state from an export (controller only). Returns counts and what was skipped."""
-    book, _ = controller_book(access)
+    """The author imports an exported loop into her book's loop that has not started (see the module doc).
+
+    Everything lands as proposed material: ratified slots come in proposed, ratified plan nodes converging,
+    conflicts the file calls resolved come in surfaced to the author; option cards, lens reviews, re-runs
+    and the file's decision log are reported, not imported. The gate and the status are re-derived from
+    this book's own state (G0); the round, the cost spent and the author's constraints stay the book's.
+    The import is one decision-log row, the author's. Agents, editors and staff are refused (403).
+    """
+    access.require(Cap.DISCOVERY_READ)
+    access.require_author()
+    book = access.book
     files = _read_zip(data)
+    for name, content in files.items():
+        if not isinstance(content, dict):
+            raise Invalid(f"{name}.json must hold an object", field=f"file:{name}")
     reader = _Reader()
     ok = {name: (name in files and reader.file_ok(name, files[name])) for name in STATE_FILES}
     counts: dict[str, int] = {}
+    downgraded: list[str] = []
     with transaction.atomic():
         meta = lock_meta(book)
+        _require_unstarted(book, meta)
         _wipe(book)
         if ok["meta"]:
-            for name in META_FIELDS:
+            check = _Check("meta")
+            for name, (kind, low, high) in IMPORTED_BOUNDS.items():
                 if name in files["meta"]:
-                    setattr(meta, name, files["meta"][name])
+                    setattr(meta, name, check.number(files["meta"], name, kind, low, high))
+            if meta.round_cap <= meta.round:
+                check.fail("round_cap", f"must exceed the book's completed rounds ({meta.round})")
+            if meta.cost_budget <= meta.cost_spent:
+                check.fail("cost_budget", f"must exceed the book's cost spent ({meta.cost_spent:g})")
             meta.save()
-        # Blackboard first (trace nodes and cards point at slots).
+            skipped_cards = reader.records("meta", files["meta"].get("option_cards"))
+            for c in skipped_cards:
+                reader.skipped.append(
+                    {"file": "meta", "id": c.get("id"), "reason": "option cards are raised in this book, not imported"}
+                )
+        # Blackboard first (trace nodes point at slots).
         if ok["blackboard"]:
             bb = files["blackboard"]
             items = reader.records("blackboard", bb.get("artifacts"))
             made = []
-            for item in items:
+            seen = set()
+            for i, item in enumerate(items):
+                check = _Check("blackboard.artifacts", i)
+                slug = check.match(item, "id", SLUG)
+                if slug in seen:
+                    check.fail("id", f"slot {slug!r} appears twice")
+                seen.add(slug)
+                status = check.choice(item, "status", ArtifactStatus.values, ArtifactStatus.PROPOSED)
+                if status != ArtifactStatus.DRAFT:
+                    if status != ArtifactStatus.PROPOSED:
+                        downgraded.append(f"slot {slug}: {status} -> proposed")
+                    status = ArtifactStatus.PROPOSED
+                produced_by = check.choice(item, "produced_by", [v for v, _ in WRITER_ROLES], "sol")
+                lens = check.text(item, "lens", 60)
+                if lens and not RosterEntry.objects.filter(slug=lens).exists():
+                    check.fail("lens", f"unknown lens {lens!r}")
                 made.append(
                     (
                         BlackboardArtifact.objects.create(
                             book=book,
-                            slug=item["id"],
-                            type=item["type"],
-                            status=item["status"],
-                            version=item["version"],
-                            produced_by=item["produced_by"],
-                            lens=item.get("lens", ""),
-                            path=item.get("path", ""),
-                            round_last_touched=item.get("round_last_touched", 0),
-                            stale_reason=item.get("stale_reason", ""),
-                            untrusted=item.get("untrusted", False),
-                            data_class=item.get("data_class", "internal"),
-                            content=item.get("content", {}),
+                            slug=slug,
+                            type=check.match(item, "type", KIND),
+                            status=status,
+                            version=check.number(item, "version", int, 1, 1_000_000, 1),
+                            produced_by=produced_by,
+                            lens=lens,
+                            path=check.text(item, "path", 300),
+                            round_last_touched=min(
+                                meta.round, check.number(item, "round_last_touched", int, 0, 1e9, 0)
+                            ),
+                            untrusted=True if produced_by in {"terra", "luna"} else check.flag(item, "untrusted"),
+                            data_class=check.choice(item, "data_class", DataClass.values, DataClass.INTERNAL),
+                            content=check.obj(item, "content"),
                         ),
                         item.get("created_at"),
                     )
                 )
             by_slug = {obj.slug: obj for obj, _ in made}
             for obj, _ in made:
-                parent = next((i.get("parent_id") for i in items if i["id"] == obj.slug), None)
-                if parent and parent in by_slug:
+                parent = next((i.get("parent_id") for i in items if i.get("id") == obj.slug), None)
+                if parent and parent in by_slug and parent != obj.slug:
                     obj.parent = by_slug[parent]
                     obj.save(update_fields=["parent"])
             _created(made, BlackboardArtifact)
             counts["artifacts"] = len(made)
-            reviews = reader.records("blackboard", bb.get("lens_reviews"))
-            lenses = set(RosterEntry.objects.values_list("slug", flat=True))
-            ids = _uuid_map(LensReview, [r["id"] for r in reviews])
-            made = []
-            for r in reviews:
-                if r["lens"] not in lenses:
-                    reader.skipped.append({"file": "blackboard", "id": r["id"], "reason": f"unknown lens {r['lens']}"})
-                    continue
-                made.append(
-                    (
-                        LensReview.objects.create(
-                            id=ids[r["id"]],
-                            book=book,
-                            lens_id=r["lens"],
-                            gate=r["gate"],
-                            round=r.get("round", 0),
-                            reviewer_role=r["reviewer_role"],
-                            summary=r.get("summary", ""),
-                            findings=r.get("findings", []),
-                            untrusted=r.get("untrusted", False),
-                        ),
-                        r.get("created_at"),
-                    )
-                )
-            _created(made, LensReview)
-            counts["lens_reviews"] = len(made)
-            reruns = reader.records("blackboard", bb.get("reruns"))
-            ids = _uuid_map(LensRerun, [r["id"] for r in reruns])
-            made = [
-                (
-                    LensRerun.objects.create(
-                        id=ids[r["id"]],
-                        book=book,
-                        lens=r["lens"],
-                        artifacts=r.get("artifacts", []),
-                        reason=r.get("reason", ""),
-                        status=r.get("status", "queued"),
-                        cost=r.get("cost", 0),
-                        round=r.get("round", 0),
-                    ),
-                    r.get("created_at"),
-                )
-                for r in reruns
-            ]
-            _created(made, LensRerun)
-            counts["reruns"] = len(made)
+            for key, what in (("lens_reviews", "a lens review is filed by its lens in this book"),
+                              ("reruns", "re-runs are queued by this book's own verdicts and cascades")):  # fmt: skip
+                for r in reader.records("blackboard", bb.get(key)):
+                    reader.skipped.append({"file": "blackboard", "id": r.get("id"), "reason": what})
         if ok["open-questions"]:
             items = reader.records("open-questions", files["open-questions"].get("questions"))
-            ids = _uuid_map(OpenQuestion, [q["id"] for q in items])
-            made = [
-                (
-                    OpenQuestion.objects.create(
-                        id=ids[q["id"]],
-                        book=book,
-                        kind=q.get("kind", "question"),
-                        raised_by=q["raised_by"],
-                        target_discipline=q["target_discipline"],
-                        question=q["question"],
-                        status=q["status"],
-                        resolution=q.get("resolution", ""),
-                        resolution_ref=q.get("resolution_ref", ""),
-                        round=q.get("round", 0),
-                        untrusted=q.get("untrusted", False),
-                    ),
-                    q.get("created_at"),
+            ids = _uuid_map(OpenQuestion, [str(q.get("id")) for q in items])
+            made = []
+            for i, q in enumerate(items):
+                check = _Check("open-questions.questions", i)
+                kind = check.choice(q, "kind", QuestionKind.values, QuestionKind.QUESTION)
+                status = check.choice(q, "status", QuestionStatus.values, QuestionStatus.OPEN)
+                resolution = check.text(q, "resolution", 5000)
+                ref = check.text(q, "resolution_ref", 200)
+                if status == QuestionStatus.RESOLVED and kind in AUTHORS_TO_SETTLE:
+                    downgraded.append(f"question {q.get('id')}: a {kind} resolved in the file -> surfaced")
+                    status, resolution, ref = QuestionStatus.SURFACED, "", ""
+                elif status == QuestionStatus.RESOLVED and not (resolution.strip() and ref.strip()):
+                    check.fail("resolution", "a resolved question cites what settles it")
+                made.append(
+                    (
+                        OpenQuestion.objects.create(
+                            id=ids[str(q.get("id"))],
+                            book=book,
+                            kind=kind,
+                            raised_by=check.text(q, "raised_by", 60, required=True),
+                            target_discipline="author"
+                            if kind in AUTHORS_TO_SETTLE and status == QuestionStatus.SURFACED
+                            else check.text(q, "target_discipline", 60, required=True),
+                            question=check.text(q, "question", 5000, required=True),
+                            status=status,
+                            resolution=resolution,
+                            resolution_ref=ref,
+                            resolved_by="import" if status == QuestionStatus.RESOLVED else "",
+                            round=min(meta.round, check.number(q, "round", int, 0, 1e9, 0)),
+                            untrusted=check.flag(q, "untrusted"),
+                        ),
+                        q.get("created_at"),
+                    )
                 )
-                for q in items
-            ]
             _created(made, OpenQuestion)
             counts["questions"] = len(made)
         if ok["traceability"]:
             tr = files["traceability"]
-            meta.trace_root = tr.get("root", meta.trace_root)
-            meta.leaf_kind = tr.get("leaf_kind", meta.leaf_kind)
+            check = _Check("traceability")
+            if "root" in tr:
+                meta.trace_root = check.match(tr, "root", NODE_ID)
+            if "leaf_kind" in tr:
+                meta.leaf_kind = check.match(tr, "leaf_kind", KIND)
             meta.save()
             slots = {a.slug: a for a in BlackboardArtifact.objects.filter(book=book)}
-            made = [
-                (
-                    TraceNode.objects.create(
-                        book=book,
-                        node_id=n["id"],
-                        kind=n["kind"],
-                        label=n.get("label", ""),
-                        backed_by=n.get("backed_by", "file"),
-                        artifact=slots.get(n.get("artifact") or ""),
-                        produced_by=n.get("produced_by", ""),
-                        status=n.get("status", "active"),
-                        status_reason=n.get("status_reason", ""),
-                    ),
-                    n.get("created_at"),
+            made = []
+            seen = set()
+            for i, n in enumerate(reader.records("traceability", tr.get("nodes"))):
+                check = _Check("traceability.nodes", i)
+                node_id = check.match(n, "id", NODE_ID)
+                if node_id in seen:
+                    check.fail("id", f"node {node_id!r} appears twice")
+                seen.add(node_id)
+                made.append(
+                    (
+                        TraceNode.objects.create(
+                            book=book,
+                            node_id=node_id,
+                            kind=check.match(n, "kind", KIND),
+                            label=check.text(n, "label", 200),
+                            backed_by=check.choice(n, "backed_by", BackedBy.values, BackedBy.FILE),
+                            artifact=slots.get(n.get("artifact") or ""),
+                            produced_by=check.text(n, "produced_by", 60),
+                            status=check.choice(n, "status", TraceStatus.values, TraceStatus.ACTIVE),
+                            status_reason=check.text(n, "status_reason", 2000),
+                        ),
+                        n.get("created_at"),
+                    )
                 )
-                for n in reader.records("traceability", tr.get("nodes"))
-            ]
             _created(made, TraceNode)
             counts["trace_nodes"] = len(made)
             edges = reader.records("traceability", tr.get("edges"))
-            ids = _uuid_map(TraceEdge, [e["id"] for e in edges])
-            made = [
-                (
-                    TraceEdge.objects.create(
-                        id=ids[e["id"]],
-                        book=book,
-                        from_id=e["from"],
-                        to_id=e["to"],
-                        active=e.get("active", True),
-                        inactive_reason=e.get("inactive_reason", ""),
-                    ),
-                    e.get("created_at"),
-                )
-                for e in edges
-            ]
-            _created(made, TraceEdge)
-            counts["trace_edges"] = len(made)
-        node_ids: dict[str, uuid.UUID] = {}
-        if ok["plan-tree"]:
-            plan = files["plan-tree"]
-            items = reader.records("plan-tree", plan.get("nodes"))
-            node_ids = _uuid_map(PlanNode, [n["id"] for n in items])
-            cand_items = [(n, c) for n in items for c in reader.records("plan-tree", n.get("candidates"))]
-            cand_ids = _uuid_map(Candidate, [c["id"] for _, c in cand_items])
+            ids = _uuid_map(TraceEdge, [str(e.get("id")) for e in edges])
             made = []
-            created_ids = set()
-            for n in sorted(items, key=lambda i: i.get("depth", 0)):
-                parent = node_ids.get(n.get("parent_id") or "")
-                if not n.get("is_root") and parent not in created_ids:
-                    reader.skipped.append({"file": "plan-tree", "id": n["id"], "reason": "its parent was skipped"})
-                    continue
-                hook = n.get("validation_hook") or {}
-                obj = PlanNode.objects.create(
-                    id=node_ids[n["id"]],
-                    book=book,
-                    parent_id=None if n.get("is_root") else parent,
-                    is_root=bool(n.get("is_root")),
-                    depth=n.get("depth", 0),
-                    intent=n["intent"],
-                    altitude=n.get("altitude", "book"),
-                    lifecycle=n.get("lifecycle", "draft"),
-                    validation_status=n.get("validation_status", "hypothesis"),
-                    sub_idea=n.get("sub_idea", "open"),
-                    round=n.get("round", 0),
-                    round_cap=n.get("round_cap", 3),
-                    cost_spent=n.get("cost_spent", 0),
-                    assumption=hook.get("assumption", ""),
-                    kill_condition=hook.get("kill_condition", ""),
-                    activity=hook.get("activity", ""),
-                    produced_by=n.get("produced_by", "sol"),
-                )
-                created_ids.add(obj.pk)
-                made.append((obj, n.get("created_at")))
-            _created(made, PlanNode)
-            counts["plan_nodes"] = len(made)
-            made_c = []
-            for n, c in cand_items:
-                if node_ids[n["id"]] not in created_ids:
-                    continue
-                made_c.append(
-                    (
-                        Candidate.objects.create(
-                            id=cand_ids[c["id"]],
-                            node_id=node_ids[n["id"]],
-                            altitude=c["altitude"],
-                            mechanic=c["mechanic"],
-                            shape=c["shape"],
-                            riskiest_assumption=c["riskiest_assumption"],
-                            status=c.get("status", "proposed"),
-                            rationale=c.get("rationale", ""),
-                            proposed_by=c.get("proposed_by", "terra"),
-                            untrusted=c.get("untrusted", False),
-                        ),
-                        c.get("created_at"),
-                    )
-                )
-            _created(made_c, Candidate)
-            counts["candidates"] = len(made_c)
-            for n in items:
-                if n.get("selection") and n["selection"] in cand_ids and node_ids[n["id"]] in created_ids:
-                    PlanNode.objects.filter(pk=node_ids[n["id"]]).update(selection_id=cand_ids[n["selection"]])
-            vitems = reader.records("plan-tree", plan.get("validation_plan"))
-            vids = _uuid_map(ValidationPlanItem, [v["id"] for v in vitems])
-            made = [
-                (
-                    ValidationPlanItem.objects.create(
-                        id=vids[v["id"]],
-                        book=book,
-                        node_id=node_ids.get(v.get("node") or ""),
-                        assumption=v["assumption"],
-                        kill_condition=v["kill_condition"],
-                        activity=v["activity"],
-                        validation_status=v.get("validation_status", "hypothesis"),
-                    ),
-                    v.get("created_at"),
-                )
-                for v in vitems
-            ]
-            _created(made, ValidationPlanItem)
-            counts["validation_plan"] = len(made)
-        if not PlanNode.objects.filter(book=book, is_root=True).exists():
-            PlanNode.objects.create(book=book, is_root=True, intent=(book.premise or book.title)[:5000])
-        if ok["meta"]:
-            cards = reader.records("meta", files["meta"].get("option_cards"))
-            ids = _uuid_map(OptionCard, [c["id"] for c in cards])
-            own_approvals = set(
-                str(pk)
-                for pk in Approval.objects.filter(book=book, option_card__isnull=True).values_list("pk", flat=True)
-            )
-            made = []
-            for c in cards:
-                approval = c.get("approval_id") if c.get("approval_id") in own_approvals else None
-                node = node_ids.get(c.get("node") or "")
+            active_pairs = set()
+            for i, e in enumerate(edges):
+                check = _Check("traceability.edges", i)
+                a, b = check.match(e, "from", NODE_ID), check.match(e, "to", NODE_ID)
+                active = e.get("active", True)
+                if not isinstance(active, bool):
+                    check.fail("active", "must be true or false")
+                if active and (a, b) in active_pairs:
+                    check.fail("from", f"the active edge {a} -> {b} appears twice")
+                if active:
+                    active_pairs.add((a, b))
                 made.append(
                     (
-                        OptionCard.objects.create(
-                            id=ids[c["id"]],
+                        TraceEdge.objects.create(
+                            id=ids[str(e.get("id"))],
                             book=book,
-                            kind=c["kind"],
-                            gate=c["gate"],
-                            summary=c["summary"],
-                            decisions_requested=c.get("decisions_requested", []),
-                            recommended=c.get("recommended", ""),
-                            reversibility_class=c.get("reversibility_class", "reversible"),
-                            artifacts=c.get("artifacts", []),
-                            node_id=node if node and PlanNode.objects.filter(pk=node).exists() else None,
-                            trace_seed=c.get("trace_seed", ""),
-                            bound=c.get("bound", ""),
-                            proposed_extension=c.get("proposed_extension", {}),
-                            risk_triggers=c.get("risk_triggers", []),
-                            payload=c.get("payload", {}),
-                            status=c.get("status", "pending"),
-                            verdict=c.get("verdict", ""),
-                            raised_by=c.get("raised_by", "sol"),
-                            round=c.get("round", 0),
-                            approval_id=approval,
+                            from_id=a,
+                            to_id=b,
+                            active=active,
+                            inactive_reason=check.text(e, "inactive_reason", 2000),
                         ),
-                        c.get("created_at"),
+                        e.get("created_at"),
                     )
                 )
-            _created(made, OptionCard)
-            counts["option_cards"] = len(made)
+            _created(made, TraceEdge)
+            counts["trace_edges"] = len(made)
+        if ok["plan-tree"]:
+            counts.update(_import_plan(book, files["plan-tree"], reader, downgraded))
+        if not PlanNode.objects.filter(book=book, is_root=True).exists():
+            PlanNode.objects.create(book=book, is_root=True, intent=(book.premise or book.title)[:5000])
         if ok["decision-log"]:
-            counts["decision_log_entries"] = len(reader.records("decision-log", files["decision-log"].get("entries")))
+            entries = reader.records("decision-log", files["decision-log"].get("entries"))
+            counts["decision_log_entries"] = len(entries)
+            if entries:
+                reader.skipped.append(
+                    {"file": "decision-log", "id": None,
+                     "reason": f"{len(entries)} decision(s) of the exported book: reported, never imported"}
+                )  # fmt: skip
+        # Gate and status come from this book's own state, never from the file.
+        meta.gate = GATE_ORDER[0]
+        meta.status = LoopStatus.WORKING
+        meta.bound = ""
+        meta.save()
         meta.refresh_from_db()
         refresh(meta)
-    return {"imported": counts, "skipped": reader.skipped}
+        entry = decision_log_append(
+            book=book,
+            decision="approve",
+            subject_type="loop-import",
+            subject_id=book.pk,
+            rationale="The author imported loop material into a loop that had not started; it lands as proposed.",
+            ratified_by_user=access.user,
+            gate=meta.gate,
+            detail={
+                "imported": counts,
+                "skipped": len(reader.skipped),
+                "downgraded": downgraded[:200],
+                "digest": hashlib.sha256(data).hexdigest(),
+            },
+        )
+    return {
+        "imported": counts,
+        "skipped": reader.skipped,
+        "downgraded": downgraded,
+        "decision_sequence": entry.sequence,
+    }
+
+
+def _import_plan(book: Book, plan: dict, reader: _Reader, downgraded: list[str]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    items = reader.records("plan-tree", plan.get("nodes"))
+    node_ids = _uuid_map(PlanNode, [str(n.get("id")) for n in items])
+    cand_items = [(n, c) for n in items for c in reader.records("plan-tree", n.get("candidates"))]
+    cand_ids = _uuid_map(Candidate, [str(c.get("id")) for _, c in cand_items])
+    created: dict[uuid.UUID, PlanNode] = {}
+    made = []
+    roots = [n for n in items if n.get("is_root") is True]
+    if len(roots) > 1:
+        _Check("plan-tree.nodes").fail("is_root", "a plan-tree has one root")
+    pending = list(items)
+    # Parents before children, whatever depth the file claims (the depth is recomputed).
+    while pending:
+        progressed = False
+        for n in list(pending):
+            i = items.index(n)
+            check = _Check("plan-tree.nodes", i)
+            is_root = n.get("is_root") is True
+            parent = None
+            if not is_root:
+                parent = created.get(node_ids.get(str(n.get("parent_id")) or ""))
+                if parent is None:
+                    continue
+            pending.remove(n)
+            progressed = True
+            lifecycle = check.choice(n, "lifecycle", Lifecycle.values, Lifecycle.DRAFT)
+            if lifecycle == Lifecycle.RATIFIED:
+                downgraded.append(f"plan node {n.get('id')}: ratified -> converging")
+                lifecycle = Lifecycle.CONVERGING
+            hook = check.obj(n, "validation_hook")
+            hook_check = _Check(f"plan-tree.nodes[{i}].validation_hook")
+            obj = PlanNode.objects.create(
+                id=node_ids[str(n.get("id"))],
+                book=book,
+                parent=parent,
+                is_root=is_root,
+                depth=0 if is_root else parent.depth + 1,
+                intent=check.text(n, "intent", 5000, required=True),
+                altitude=check.choice(n, "altitude", Altitude.values, Altitude.BOOK),
+                lifecycle=lifecycle,
+                validation_status=check.choice(
+                    n, "validation_status", ValidationStatus.values, ValidationStatus.HYPOTHESIS
+                ),
+                sub_idea=check.choice(n, "sub_idea", SubIdea.values, SubIdea.OPEN),
+                round_cap=check.number(n, "round_cap", int, 1, 1000, 3),
+                assumption=hook_check.text(hook, "assumption", 5000),
+                kill_condition=hook_check.text(hook, "kill_condition", 5000),
+                activity=hook_check.text(hook, "activity", 5000),
+                produced_by=check.choice(n, "produced_by", [v for v, _ in WRITER_ROLES], "sol"),
+            )
+            created[obj.pk] = obj
+            made.append((obj, n.get("created_at")))
+        if not progressed:
+            for n in pending:
+                reader.skipped.append({"file": "plan-tree", "id": n.get("id"), "reason": "its parent was skipped"})
+            break
+    _created(made, PlanNode)
+    counts["plan_nodes"] = len(made)
+    made_c = []
+    for n, c in cand_items:
+        node_pk = node_ids[str(n.get("id"))]
+        if node_pk not in created:
+            continue
+        check = _Check("plan-tree.candidates", len(made_c))
+        status = check.choice(c, "status", CandidateStatus.values, CandidateStatus.PROPOSED)
+        rationale = check.text(c, "rationale", 5000)
+        if status in {CandidateStatus.REJECTED, CandidateStatus.PARKED} and not rationale.strip():
+            check.fail("rationale", "a candidate not chosen keeps its rationale")
+        made_c.append(
+            (
+                Candidate.objects.create(
+                    id=cand_ids[str(c.get("id"))],
+                    node_id=node_pk,
+                    altitude=check.choice(c, "altitude", Altitude.values),
+                    mechanic=check.text(c, "mechanic", 120, required=True),
+                    shape=check.text(c, "shape", 5000, required=True),
+                    riskiest_assumption=check.text(c, "riskiest_assumption", 5000, required=True),
+                    status=status,
+                    rationale=rationale,
+                    proposed_by=check.choice(c, "proposed_by", [v for v, _ in WRITER_ROLES], "terra"),
+                    untrusted=check.flag(c, "untrusted"),
+                ),
+                c.get("created_at"),
+            )
+        )
+    _created(made_c, Candidate)
+    counts["candidates"] = len(made_c)
+    for n in items:
+        node_pk = node_ids[str(n.get("id"))]
+        sel = n.get("selection")
+        if (
+            sel
+            and str(sel) in cand_ids
+            and node_pk in created
+            and Candidate.objects.filter(pk=cand_ids[str(sel)], node_id=node_pk).exists()
+        ):
+            PlanNode.objects.filter(pk=node_pk).update(selection_id=cand_ids[str(sel)])
+    vitems = reader.records("plan-tree", plan.get("validation_plan"))
+    vids = _uuid_map(ValidationPlanItem, [str(v.get("id")) for v in vitems])
+    made = []
+    for i, v in enumerate(vitems):
+        check = _Check("plan-tree.validation_plan", i)
+        node_pk = node_ids.get(str(v.get("node") or ""))
+        made.append(
+            (
+                ValidationPlanItem.objects.create(
+                    id=vids[str(v.get("id"))],
+                    book=book,
+                    node_id=node_pk if node_pk in created else None,
+                    assumption=check.text(v, "assumption", 5000, required=True),
+                    kill_condition=check.text(v, "kill_condition", 5000, required=True),
+                    activity=check.text(v, "activity", 5000, required=True),
+                    validation_status=check.choice(
+                        v, "validation_status", ValidationStatus.values, ValidationStatus.HYPOTHESIS
+                    ),
+                ),
+                v.get("created_at"),
+            )
+        )
+    _created(made, ValidationPlanItem)
+    counts["validation_plan"] = len(made)
+    return counts

@@ -39,10 +39,11 @@ from ..models import (
     SubIdea,
     TraceStatus,
 )
+from .artifacts import ratify_successor
 from .base import lock_meta, refresh, root_of
 from .bounds import apply_grant, subtree_ids
-from .cards import card_as_dict, card_digest, raise_card
-from .cascade import cascade_apply, cascade_preview
+from .cards import card_as_dict, card_digest, card_impact, raise_card
+from .cascade import cascade_apply
 from .gates import handoff, next_gate
 from .plan import select_candidate
 
@@ -69,14 +70,20 @@ def describe(approval: Approval) -> dict:
     card = _card(approval)
     if card is None:
         return {"card": None, "impact": None}
-    impact = None
-    if card.trace_seed:
-        try:
-            impact = cascade_preview(book=card.book, seed=card.trace_seed)
-        except Exception:  # a seed that no longer exists previews as nothing
-            impact = None
+    impact = card_impact(card)
+    # What approve would ratify: each slot's current version and, where one waits, the successor it would
+    # make current (the digest covers both, so a change lapses the approval).
+    slots = [
+        {"slug": slug, "version": version, "status": status, "content": content, "successor": successor or None}
+        for slug, version, status, content, successor in BlackboardArtifact.objects.filter(
+            book_id=card.book_id, slug__in=card.artifacts or []
+        )
+        .order_by("slug")
+        .values_list("slug", "version", "status", "content", "successor")
+    ]
     return {
         "card": card_as_dict(card),
+        "slots": slots,
         "impact": impact,
         "verdicts": sorted(CARD_VERDICTS[card.kind]),
     }
@@ -173,9 +180,15 @@ def _approve(meta, card, node, decision) -> dict:
     for slot in slots:
         if slot.status in {ArtifactStatus.STALE, ArtifactStatus.REJECTED}:
             raise Conflict(f"slot {slot.slug} is {slot.status}", code="slot_closed")
-    ratified = sorted(slots.values_list("slug", flat=True))
-    slots.update(status=ArtifactStatus.RATIFIED, round_last_touched=meta.round)
-    effect: dict = {"ratified": ratified, "from_gate": card.gate}
+    ratified = []
+    for slot in slots.order_by("slug"):
+        # A successor proposed beside a ratified version becomes current only now, by this verdict.
+        ratify_successor(slot)
+        slot.status = ArtifactStatus.RATIFIED
+        slot.round_last_touched = meta.round
+        slot.save()
+        ratified.append({"slug": slot.slug, "version": slot.version})
+    effect: dict = {"ratified": [r["slug"] for r in ratified], "versions": ratified, "from_gate": card.gate}
     if card.node_id:
         node.lifecycle = Lifecycle.RATIFIED
         node.save(update_fields=["lifecycle", "updated_at"])
@@ -279,6 +292,13 @@ def apply_verdict(decision: Decision) -> None:
         raise Conflict("the option card is gone", code="card_gone")
     if card.status != CardStatus.PENDING:
         raise Conflict(f"the option card is {card.status}", code="not_pending")
+    # The loop is locked now: what the author was shown must still be what the verdict acts on (a write that
+    # landed between the digest check and this lock would otherwise widen the cascade unseen).
+    if card_digest(card) != approval.subject_digest:
+        raise Conflict(
+            "the card, its slots or its impact changed while the verdict was being given; decide again",
+            code="superseded",
+        )
     if decision.verdict not in CARD_VERDICTS[card.kind]:
         raise Invalid(
             f"a {card.kind} card takes {', '.join(sorted(CARD_VERDICTS[card.kind]))}, not {decision.verdict}",

@@ -223,7 +223,7 @@ class Command(BaseCommand):
             terra,
             "contradiction",
             "A fair-play solution needs the forger visible early; Ines is dead before chapter 1.",
-            [_ref("entry", t_hyp)],
+            [_ref("entry", t_hyp), _ref("turn", t3)],
         )
         note(
             terra, "alternative", "Tell it in two timelines: Ines writing, Mara reading.", [_ref("entry", t_con)], 0.45
@@ -353,6 +353,12 @@ class Command(BaseCommand):
             value="Ines, Mara's sister",
             provenance="author-stated",
             source_refs=[_ref("turn", t3)],
+            # The story record: true from the start, known only to Ines, revealed as the solution in chapter 12.
+            true_from_chapter=1,
+            known_by="characters",
+            known_by_characters=["Ines"],
+            first_shown_chapter=12,
+            reveal="solution",
         )
         claim_decide(
             access=me,
@@ -360,6 +366,40 @@ class Command(BaseCommand):
             approve=True,
             rationale="I said so in turn 3; it is the spine of the book.",
         )
+        # The letter the reader sees from chapter 1, and the handwriting clue that plays fair:
+        # decisive evidence for the solution, first shown in chapter 4, long before the reveal.
+        letter = claim(
+            me,
+            scope="book",
+            scope_id=str(book.pk),
+            subject="The letter",
+            predicate="is found by",
+            value="Mara, in the lamp room, addressed to her future self",
+            provenance="author-stated",
+            source_refs=[_ref("turn", t1)],
+            true_from_chapter=1,
+            first_shown_chapter=1,
+        )
+        handwriting = claim(
+            me,
+            scope="book",
+            scope_id=str(book.pk),
+            subject="The letter's handwriting",
+            predicate="slants",
+            value="to the left, as Ines wrote; Mara writes upright",
+            provenance="author-stated",
+            source_refs=[_ref("turn", t3)],
+            evidence={"kind": "documentary", "decisive": True},
+            true_from_chapter=1,
+            first_shown_chapter=4,
+            decisive=True,
+            evidence_for=forger.pk,
+        )
+        for story_claim, why in (
+            (letter, "The letter is the book's first image."),
+            (handwriting, "The clue the reader can use before the solution."),
+        ):
+            claim_decide(access=me, claim_id=story_claim.pk, approve=True, rationale=why)
 
         # Research: one admitted (a decision in the log), one pending.
         tides = research_propose(

@@ -7,7 +7,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('approvals', '0005_gate_labels'),
-        ('discovery', '0006_session_questions_and_entry_provenance'),
+        ('discovery', '0007_claim_story_records'),
     ]
 
     operations = [
