@@ -361,3 +361,32 @@ def test_a_library_source_gives_a_page_of_its_chunks_and_a_link_to_the_rest(sol_
     path, query = _api_path(detail["chunks_next"])
     rest = sol_api.get(path, **query).json()
     assert [c["position"] for c in rest["items"]] == list(range(VIEW_PAGE, MORE)) and rest["count"] == MORE
+
+
+def test_an_as_of_dossier_holds_a_page_of_the_canon_then_and_links_to_the_codex_as_of_then(
+    author_api, sol_api, big_canon
+):
+    """Both features at once (canon x bounded): the as-of dossier's story rows are capped like the others, and
+    their rest is the codex as of the same chapter (a reveal first shown later stays withheld there too)."""
+    from discovery.models import KnowledgeClaim
+
+    book, _ = big_canon
+    later = KnowledgeClaim.objects.filter(base__owner_id=str(book.pk), subject="Subject 0").get()
+    KnowledgeClaim.objects.filter(pk=later.pk).update(reveal="twist", first_shown_chapter=9)
+
+    created = author_api.post(f"/books/{book.pk}/dossiers", {"agent_role": "sol", "as_of_chapter": 3})
+    assert created.status_code == 201, created.content
+    content = sol_api.get(f"/dossiers/{created.json()['id']}").json()["content"]
+
+    assert content["as_of_chapter"] == 3
+    assert len(content["claims"]) == VIEW_PAGE
+    assert str(later.pk) not in {c["id"] for c in content["claims"]}, "a later reveal is withheld as of chapter 3"
+    assert content["scratchpad"] == [] and content["observations"] == []
+    assert content["more"]["scratchpad"] is None and content["more"]["observations"] is None
+    path, query = _api_path(content["more"]["claims"])
+    assert path.endswith(f"/books/{book.pk}/codex") and query == {"as_of_chapter": "3"}
+    codex = sol_api.get(path, **query)
+    assert codex.status_code == 200, codex.content
+    ids = [c["id"] for c in codex.json()["claims"]]
+    assert len(ids) == MORE - 1 and str(later.pk) not in ids
+    assert ids[:VIEW_PAGE] == [c["id"] for c in content["claims"]], "the dossier holds the codex's first page"
