@@ -57,6 +57,14 @@ class RawDossier:
     def build(self, cursor, *, book, session, agent_role: str) -> dict:
         from discovery.access import Cap, capabilities_of
         from discovery.selectors import SCOPE_READ_CAP, SCOPE_WITHHELD_LABEL
+        from discovery.services.dossiers import DOSSIER_PAGE, dossier_more_links
+
+        limit = DOSSIER_PAGE
+        more = {"claims": False, "scratchpad": False, "observations": False}
+
+        def capped(name: str, items: list) -> list:
+            more[name] = len(items) > limit
+            return items[:limit]
 
         p, key, text, decoded = self.p, self.key, self.text, self.decoded
         caps = capabilities_of(agent_role)
@@ -127,10 +135,11 @@ class RawDossier:
             for pk, base_id, subject, predicate, value, provenance, approval_id in rows(
                 "SELECT id, base_id, subject, predicate, value, provenance, approval_id FROM discovery_knowledgeclaim"
                 f" WHERE base_id IN ({', '.join([p] * len(given_keys)) or 'NULL'}) AND status = 'approved'"
-                " ORDER BY created_at",
+                f" ORDER BY created_at, id LIMIT {limit + 1}",
                 given_keys,
             )
         ]
+        claims = capped("claims", claims)
         scratchpad = []
         if session is not None and Cap.SCRATCHPAD_READ in caps:
             scratchpad = [
@@ -147,10 +156,11 @@ class RawDossier:
                 }
                 for pk, sequence, role, kind, content, confidence, refs, handoff_id, created_at in rows(
                     "SELECT id, sequence, agent_role, kind, content, confidence, source_refs, handoff_id, created_at"
-                    f" FROM discovery_scratchpadentry WHERE session_id = {p} ORDER BY sequence",
+                    f" FROM discovery_scratchpadentry WHERE session_id = {p} ORDER BY sequence LIMIT {limit + 1}",
                     (key(session.pk),),
                 )
             ]
+            scratchpad = capped("scratchpad", scratchpad)
         elif Cap.SCRATCHPAD_READ not in caps:
             withheld.append(f"scratchpad ({agent_role} lacks {Cap.SCRATCHPAD_READ.value})")
         observations = []
@@ -168,10 +178,11 @@ class RawDossier:
                 for pk, session_id, turn_id, obs_key, value, provenance, confidence in rows(
                     "SELECT o.id, o.session_id, o.turn_id, o.key, o.value, o.provenance, o.confidence"
                     " FROM discovery_observation o JOIN discovery_discoverysession s ON s.id = o.session_id"
-                    f" WHERE s.book_id = {p} AND o.status = 'working' ORDER BY o.created_at",
+                    f" WHERE s.book_id = {p} AND o.status = 'working' ORDER BY o.created_at, o.id LIMIT {limit + 1}",
                     (book_key,),
                 )
             ]
+            observations = capped("observations", observations)
         return {
             "schema": "dossier/1",
             "book": {"id": str(book.pk), "title": book.title},
@@ -184,6 +195,10 @@ class RawDossier:
             "scratchpad": scratchpad,
             "observations": observations,
             "withheld": withheld,
+            "limit": limit,
+            "more": dossier_more_links(
+                book_id=book.pk, session_id=session.pk if session else None, more=more, limit=limit
+            ),
         }
 
 

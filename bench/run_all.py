@@ -36,6 +36,8 @@ BENCHES = (
     "query_counts",
     "http",
     "agents",
+    "bounded",
+    "key_lookup",
 )
 
 

@@ -6,6 +6,7 @@ Schemas live in ``discovery.schemas``; rules in ``discovery.services``.
 import uuid
 
 from django.http import HttpRequest
+from django.urls import reverse
 from ninja import Query, Router
 from ninja.pagination import paginate
 from ninja.responses import Status
@@ -20,7 +21,9 @@ from .schemas import (
     AsOfFilter,
     BookDetailOut,
     BookIn,
+    BookObservationOut,
     BookOut,
+    CanonPageClaimOut,
     CharterCreatedOut,
     CharterIn,
     CharterOut,
@@ -43,6 +46,8 @@ from .schemas import (
     HandoffOut,
     HandoffResultIn,
     ObservationDetailOut,
+    ObservationFilter,
+    ObservationOut,
     ObservationResolveIn,
     QuestionSetIn,
     RequestApprovalIn,
@@ -55,10 +60,18 @@ from .schemas import (
     ThrustOut,
     TurnIn,
     TurnOut,
+    ViewBase,
+    ViewCharter,
+    ViewThrust,
+    ViewTurn,
     WhoAmI,
     handoff_out,
 )
 from .selectors import (
+    book_bases,
+    book_charters,
+    book_thrusts,
+    book_turns,
     charter_get,
     claim_conflicts,
     codex_view,
@@ -67,8 +80,12 @@ from .selectors import (
     handoff_get,
     observation_get,
     observation_rows,
+    readable_bases,
     scratchpad_for,
     session_get,
+    session_observations,
+    session_thrusts,
+    session_turns,
 )
 
 router = Router(tags=["discovery"])
@@ -169,7 +186,131 @@ def discovery_start(request: HttpRequest, book_id: uuid.UUID):
     summary="The discovery view: session, turns, observations, thrusts, scratchpad, charters, knowledge bases",
 )
 def discovery_get(request: HttpRequest, book_id: uuid.UUID):
-    return discovery_view(_access(request, book_id, Cap.DISCOVERY_READ))
+    view = discovery_view(_access(request, book_id, Cap.DISCOVERY_READ))
+    limit = view["limit"]
+    # The view reads the book's sessions as one record, so the rest of each collection is the book's own
+    # paged route (across its sessions, in the view's order).
+    routes = {
+        "turns": f"books/{book_id}/turns",
+        "observations": f"books/{book_id}/observations",
+        "thrusts": f"books/{book_id}/thrusts",
+        "scratchpad": f"books/{book_id}/scratchpad",
+        "charters": f"books/{book_id}/charters",
+        "knowledge_bases": f"books/{book_id}/knowledge-bases",
+    }
+    base = reverse("api:api-root")
+    view["next"] = {
+        name: f"{base}{route}?limit={limit}&offset={limit}" if route and view["more"][name] else None
+        for name, route in routes.items()
+    }
+    return view
+
+
+@router.get(
+    "/books/{book_id}/turns",
+    response={200: list[ViewTurn], **ERRORS},
+    summary="The book's turns across its sessions (session by session, by ordinal), paged (discovery:read)",
+)
+@paginate
+def book_turn_list(request: HttpRequest, book_id: uuid.UUID):
+    return book_turns(_access(request, book_id, Cap.DISCOVERY_READ).book)
+
+
+@router.get(
+    "/books/{book_id}/thrusts",
+    response={200: list[ViewThrust], **ERRORS},
+    summary="The book's thrust candidates across its sessions, in creation order, paged (discovery:read)",
+)
+@paginate
+def book_thrust_list(request: HttpRequest, book_id: uuid.UUID):
+    return book_thrusts(_access(request, book_id, Cap.DISCOVERY_READ).book)
+
+
+@router.get(
+    "/books/{book_id}/scratchpad",
+    response={200: list[EntryOut], **ERRORS},
+    summary="The book's scratchpad across its sessions, in creation order, paged (scratchpad:read)",
+)
+@paginate
+def book_scratchpad_list(request: HttpRequest, book_id: uuid.UUID, filters: Query[ScratchpadFilter]):
+    access = _access(request, book_id, Cap.SCRATCHPAD_READ)
+    return scratchpad_for(book=access.book, kind=filters.kind, agent_role=filters.agent_role)
+
+
+@router.get(
+    "/sessions/{session_id}/turns",
+    response={200: list[ViewTurn], **ERRORS},
+    summary="The session's turns by ordinal, paged (discovery:read; observations: /observations)",
+)
+@paginate
+def turn_list(request: HttpRequest, session_id: uuid.UUID):
+    _, session = _session_access(request, session_id, Cap.DISCOVERY_READ)
+    return session_turns(session)
+
+
+@router.get(
+    "/sessions/{session_id}/observations",
+    response={200: list[ObservationOut], **ERRORS},
+    summary="The session's observations in creation order, paged (discovery:read)",
+)
+@paginate
+def observation_list(request: HttpRequest, session_id: uuid.UUID):
+    _, session = _session_access(request, session_id, Cap.DISCOVERY_READ)
+    return session_observations(session)
+
+
+@router.get(
+    "/sessions/{session_id}/thrusts",
+    response={200: list[ViewThrust], **ERRORS},
+    summary="The session's thrust candidates in creation order, paged (discovery:read)",
+)
+@paginate
+def thrust_list(request: HttpRequest, session_id: uuid.UUID):
+    _, session = _session_access(request, session_id, Cap.DISCOVERY_READ)
+    return session_thrusts(session)
+
+
+@router.get(
+    "/books/{book_id}/charters",
+    response={200: list[ViewCharter], **ERRORS},
+    summary="The book's Story Charter versions, newest first, paged (discovery:read)",
+)
+@paginate
+def charter_list(request: HttpRequest, book_id: uuid.UUID):
+    return book_charters(_access(request, book_id, Cap.DISCOVERY_READ).book)
+
+
+@router.get(
+    "/books/{book_id}/observations",
+    response={200: list[BookObservationOut], **ERRORS},
+    summary="The book's observations across its sessions, oldest first, paged; ?status=working for the unresolved",
+)
+@paginate
+def book_observation_list(request: HttpRequest, book_id: uuid.UUID, filters: Query[ObservationFilter]):
+    access = _access(request, book_id, Cap.DISCOVERY_READ)
+    return services.book_observations(access.book, status=filters.status)
+
+
+@router.get(
+    "/books/{book_id}/canon",
+    response={200: list[CanonPageClaimOut], **ERRORS},
+    summary="The approved claims of the canon bases the caller may read, oldest first, paged (a dossier's rest)",
+)
+@paginate
+def canon_list(request: HttpRequest, book_id: uuid.UUID):
+    access = _access(request, book_id, Cap.BOOK_READ)
+    return services.canon_claims(readable_bases(book_bases(access.book), access.caps)[0])
+
+
+@router.get(
+    "/books/{book_id}/knowledge-bases",
+    response={200: list[ViewBase], **ERRORS},
+    summary="The knowledge bases the book uses that the caller may read, with their relation, paged",
+)
+@paginate
+def knowledge_base_list(request: HttpRequest, book_id: uuid.UUID):
+    access = _access(request, book_id, Cap.DISCOVERY_READ)
+    return readable_bases(book_bases(access.book), access.caps)[0]
 
 
 @router.post(

@@ -196,6 +196,12 @@ class Observation(TimeStampedModel):
             enum_check("status", ObservationStatus, "observation_status_valid"),
             confidence_check("observation_confidence_0_1"),
         ]
+        # Bounded reads (a page of a session's observations, of a book's working ones) read in this order
+        # and stop after a page, instead of sorting every row first.
+        indexes = [
+            models.Index(fields=["session", "created_at", "id"], name="observation_session_order"),
+            models.Index(fields=["status", "created_at", "id"], name="observation_status_order"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.key}: {self.value[:60]}"
@@ -349,6 +355,7 @@ class ThrustCandidate(TimeStampedModel):
             enum_check("status", CandidateStatus, "thrust_status_valid"),
             choices_check("proposed_by", ANY_ROLE, "thrust_proposed_by_valid"),
         ]
+        indexes = [models.Index(fields=["session", "created_at", "id"], name="thrust_session_order")]
 
     def __str__(self) -> str:
         return self.title
@@ -547,6 +554,8 @@ class KnowledgeClaim(TimeStampedModel):
                 name="claim_approved_has_approval",
             ),
         ]
+        # A page of canon (approved claims across a book's bases, oldest first) without sorting all of it.
+        indexes = [models.Index(fields=["status", "created_at", "id"], name="claim_status_order")]
 
     def __str__(self) -> str:
         return f"{self.subject} {self.predicate}"

@@ -146,6 +146,10 @@ class ScratchpadFilter(Schema):
     agent_role: AgentRole | None = None
 
 
+class ObservationFilter(Schema):
+    status: ObservationStatus | None = None
+
+
 class ThrustIn(Schema):
     kind: ThrustCandidateKind
     title: Text(limit(ThrustCandidate, "title"))
@@ -424,6 +428,30 @@ class ObservationDetailOut(Schema):
     revisions: list[ObservationRevisionOut]
 
 
+class BookObservationOut(Schema):
+    id: uuid.UUID
+    session_id: uuid.UUID
+    turn_id: uuid.UUID
+    key: str
+    value: str
+    stated_value: str
+    provenance: str
+    confidence: float | None
+    status: str
+
+
+class CanonPageClaimOut(Schema):
+    """A claim as the paged canon route (a dossier's rest) gives it."""
+
+    id: uuid.UUID
+    base_id: uuid.UUID
+    subject: str
+    predicate: str
+    value: Any
+    provenance: str
+    approval_id: uuid.UUID | None
+
+
 class TurnOut(Schema):
     id: uuid.UUID
     session_id: uuid.UUID
@@ -583,12 +611,21 @@ class ClaimDecisionOut(Schema):
 
 
 class DossierOut(Schema):
+    """``content`` holds at most a page of claims, scratchpad entries and observations; ``content.more``
+    links to the rest of each."""
+
     id: uuid.UUID
     book_id: uuid.UUID
     session_id: uuid.UUID | None
     agent_role: str
     created_at: datetime
     content: dict
+
+    @staticmethod
+    def resolve_content(dossier) -> dict:
+        from .services.dossiers import dossier_capped
+
+        return dossier_capped(dossier)
 
 
 class HandoffOut(Schema):
@@ -664,16 +701,32 @@ class ViewBase(Schema):
     relation: str
 
 
+class DiscoveryNext(Schema):
+    """Where the rest of each collection is: its paged route from the first item not given, or null when
+    everything was given."""
+
+    turns: str | None
+    observations: str | None
+    thrusts: str | None
+    scratchpad: str | None
+    charters: str | None
+    knowledge_bases: str | None
+
+
 class DiscoveryViewOut(Schema):
+    """Bounded: each collection carries at most ``limit`` items; ``next`` links to the rest."""
+
     book: BookOut
     session: SessionOut | None
     sessions: list[SessionOut]
+    limit: int
     turns: list[ViewTurn]
     observations: list[ObservationOut]
     thrusts: list[ViewThrust]
     scratchpad: list[EntryOut]
     charters: list[ViewCharter]
     knowledge_bases: list[ViewBase]
+    next: DiscoveryNext
 
 
 def handoff_out(handoff) -> dict:

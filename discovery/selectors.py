@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db.models import Model, OuterRef, Q, QuerySet, Subquery
 
@@ -156,14 +157,100 @@ def readable_bases(bases: list[dict], caps: frozenset[Cap]) -> tuple[list[dict],
     return given, withheld
 
 
-def discovery_view(access: BookAccess) -> dict:
-    """The discovery of a book as one continuous record: the current session, every session of the
-    book (oldest first), their turns (session by session, by ordinal) with observations, thrust
-    candidates, scratchpad, the charters newest first and the knowledge bases with their relation
-    (role-scoped: bases the caller may not read are left out). Nothing is hidden when a book has
-    more than one session: each row names its session.
+# How many items of each collection a bounded read carries (the discovery view, the book page, a dossier);
+# the rest is one link away (the collection's own paged route, or the page's "show more").
+VIEW_PAGE = settings.NINJA_PAGINATION_PER_PAGE
 
-    A fixed number of queries.
+TURN_COLUMNS = ("id", "session_id", "ordinal", "role", "content", "answers_id", "created_at")
+THRUST_COLUMNS = (
+    "id",
+    "kind",
+    "status",
+    "proposed_by",
+    "title",
+    "main_thrust",
+    "character_engine",
+    "central_conflict",
+    "reader_promise",
+    "thematic_pressure",
+    "genre_obligations",
+    "ending_shape",
+    "risks",
+    "forecloses",
+    "not_chosen_reason",
+    "session_id",
+    "created_at",
+)
+CHARTER_COLUMNS = ("id", "version", "status", "proposed_by", "content", "source_refs", "approval_id", "created_at")
+
+
+def bounded(rows, limit: int, offset: int = 0) -> tuple[list, bool]:
+    """At most ``limit`` rows from ``offset`` (a queryset is sliced in SQL, LIMIT limit + 1), and whether more
+    follow."""
+    page = list(rows[offset : offset + limit + 1])
+    return page[:limit], len(page) > limit
+
+
+def session_turns(session: DiscoverySession):
+    return Turn.objects.filter(session=session).order_by("ordinal").values(*TURN_COLUMNS)
+
+
+def book_turns(book: Book):
+    """Every turn of the book, session by session (oldest session first), by ordinal."""
+    return (
+        Turn.objects.filter(session__book=book)
+        .order_by("session__created_at", "session_id", "ordinal")
+        .values(*TURN_COLUMNS)
+    )
+
+
+class MappedRows:
+    """A queryset of dict rows mapped by ``fn`` as they are read; slicing (a page) stays in SQL, ``len`` counts
+    in SQL, so ``bounded`` and the API's pagination page it like the queryset itself."""
+
+    def __init__(self, rows, fn):
+        self.rows, self.fn = rows, fn
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [self.fn(row) for row in self.rows[index]]
+        return self.fn(self.rows[index])
+
+    def __iter__(self):
+        return (self.fn(row) for row in self.rows)
+
+    def __len__(self) -> int:
+        return self.rows.count()
+
+
+def session_observations(session: DiscoverySession) -> MappedRows:
+    return MappedRows(observations_annotated(Observation.objects.filter(session=session)), observation_row)
+
+
+def book_observation_rows(book: Book) -> MappedRows:
+    return MappedRows(observations_annotated(Observation.objects.filter(session__book=book)), observation_row)
+
+
+def session_thrusts(session: DiscoverySession):
+    return ThrustCandidate.objects.filter(session=session).order_by("created_at", "id").values(*THRUST_COLUMNS)
+
+
+def book_thrusts(book: Book):
+    return ThrustCandidate.objects.filter(session__book=book).order_by("created_at", "id").values(*THRUST_COLUMNS)
+
+
+def book_charters(book: Book):
+    return StoryCharter.objects.filter(book=book).order_by("-version").values(*CHARTER_COLUMNS)
+
+
+def discovery_view(access: BookAccess, *, limit: int = VIEW_PAGE) -> dict:
+    """The discovery of a book as one bounded structure: the current session, the first ``limit`` of its turns
+    (by ordinal), observations, thrust candidates and scratchpad entries (in creation order), of the book's
+    charters (newest first) and of the knowledge bases with their relation (role-scoped: bases the caller may
+    not read are left out). ``more`` says, per collection, whether rows follow the ones given; each has its own
+    paged route (the API's ``next`` links).
+
+    A fixed number of queries, each of at most ``limit + 1`` rows: the time and size do not grow with the book.
     """
     book, caps = access.book, access.caps
     sessions = list(
@@ -172,60 +259,21 @@ def discovery_view(access: BookAccess) -> dict:
         .values("id", "status", "current_question", "created_at")
     )
     session = current_session(book) if sessions else None
-    turns: list[dict] = []
-    observations: list[dict] = []
-    thrusts: list[dict] = []
-    scratchpad: list[dict] = []
+    view: dict = {"book": book, "session": session, "sessions": sessions, "limit": limit, "more": {}}
+    for name in ("turns", "observations", "thrusts", "scratchpad"):
+        view[name], view["more"][name] = [], False
     if sessions:
-        turns = [
-            {**row, "id": str(row["id"])}
-            for row in Turn.objects.filter(session__book=book)
-            .order_by("session__created_at", "session_id", "ordinal")
-            .values("id", "session_id", "ordinal", "role", "content", "answers_id", "created_at")
-        ]
-        observations = observation_rows(Observation.objects.filter(session__book=book))
-        thrusts = list(
-            ThrustCandidate.objects.filter(session__book=book)
-            .order_by("created_at")
-            .values(
-                "id",
-                "session_id",
-                "kind",
-                "status",
-                "proposed_by",
-                "title",
-                "main_thrust",
-                "character_engine",
-                "central_conflict",
-                "reader_promise",
-                "thematic_pressure",
-                "genre_obligations",
-                "ending_shape",
-                "risks",
-                "forecloses",
-                "not_chosen_reason",
-                "created_at",
-            )
-        )
+        turns, view["more"]["turns"] = bounded(book_turns(book), limit)
+        view["turns"] = [{**row, "id": str(row["id"])} for row in turns]
+        view["observations"], view["more"]["observations"] = bounded(book_observation_rows(book), limit)
+        view["thrusts"], view["more"]["thrusts"] = bounded(book_thrusts(book), limit)
         if Cap.SCRATCHPAD_READ in caps:
-            scratchpad = list(scratchpad_rows(ScratchpadEntry.objects.filter(session__book=book)))
-    charters = list(
-        StoryCharter.objects.filter(book=book)
-        .order_by("-version")
-        .values("id", "version", "status", "proposed_by", "content", "source_refs", "approval_id", "created_at")
-    )
+            entries = scratchpad_rows(ScratchpadEntry.objects.filter(session__book=book))
+            view["scratchpad"], view["more"]["scratchpad"] = bounded(entries, limit)
+    view["charters"], view["more"]["charters"] = bounded(book_charters(book), limit)
     bases, _ = readable_bases(book_bases(book), caps)
-    return {
-        "book": book,
-        "session": session,
-        "sessions": sessions,
-        "turns": turns,
-        "observations": observations,
-        "thrusts": thrusts,
-        "scratchpad": scratchpad,
-        "charters": charters,
-        "knowledge_bases": bases,
-    }
+    view["knowledge_bases"], view["more"]["knowledge_bases"] = bounded(bases, limit)
+    return view
 
 
 OBSERVATION_COLUMNS = (
@@ -241,19 +289,31 @@ OBSERVATION_COLUMNS = (
 )
 
 
-def observation_rows(queryset) -> list[dict]:
-    """Observations in creation order as dicts (one query): ``value`` is the current value (the
-    author's newest correction), ``stated_value`` the value as first stated."""
+def observations_annotated(queryset):
+    """Observations in creation order as lazy dict rows carrying ``corrected`` (the author's newest correction);
+    ``observation_row`` turns one into what callers show. Slice it to page it in SQL."""
     latest_correction = (
         ObservationRevision.objects.filter(observation=OuterRef("pk"), action=ObservationRevision.Action.CORRECT)
         .order_by("-sequence")
         .values("value")[:1]
     )
-    rows = queryset.order_by("created_at", "id").annotate(corrected=Subquery(latest_correction))
-    return [
-        {**row, "stated_value": row["value"], "value": row.pop("corrected") or row["value"]}
-        for row in rows.values(*OBSERVATION_COLUMNS, "corrected")
-    ]
+    return (
+        queryset.order_by("created_at", "id")
+        .annotate(corrected=Subquery(latest_correction))
+        .values(*OBSERVATION_COLUMNS, "corrected")
+    )
+
+
+def observation_row(row: dict) -> dict:
+    """``value`` is the current value (the author's newest correction), ``stated_value`` the value as first
+    stated."""
+    corrected = row.pop("corrected", None)
+    return {**row, "stated_value": row["value"], "value": corrected or row["value"]}
+
+
+def observation_rows(queryset) -> list[dict]:
+    """Observations in creation order as dicts (one query), as ``observation_row`` shows them."""
+    return [observation_row(row) for row in observations_annotated(queryset)]
 
 
 SCRATCHPAD_COLUMNS = (

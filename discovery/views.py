@@ -23,6 +23,7 @@ from approvals.models import Approval, DecisionLogEntry
 from library.models import ResearchItem
 from novelgraph.auth import principal_for_user
 from novelgraph.errors import Conflict, DomainError, NotFound
+from novelgraph.pagination import MAX_OFFSET
 from novelgraph.roles import AgentRole
 from novelgraph.schemas import parse_form
 
@@ -57,10 +58,18 @@ from .schemas import (
 )
 from .selectors import (
     OPEN_SESSION_STATUSES,
+    VIEW_PAGE,
+    book_bases,
+    book_charters,
+    book_thrusts,
+    book_turns,
+    bounded,
     canon_bases,
     codex_view,
     current_session,
     discovery_view,
+    observation_rows,
+    readable_bases,
     scratchpad_for,
 )
 from .templatetags.discovery_pages import as_list
@@ -216,9 +225,82 @@ def recent_activity(book_ids: list) -> list[dict]:
 # --- Book page ------------------------------------------------------------------
 
 
+BOOK_SECTIONS = ("turns", "thrusts", "charters", "claims", "bases")
+CLAIM_COLUMNS = ("id", "base_id", "subject", "predicate", "value", "provenance")
+
+
+def _offset(value: str | None) -> int:
+    """A page offset from the query string: a bad or negative one is 0, a huge one is capped."""
+    try:
+        return min(max(int(value or 0), 0), MAX_OFFSET)
+    except (TypeError, ValueError):
+        return 0
+
+
+def _more_url(book: Book, section: str, offset: int) -> str:
+    return f"{reverse('discovery:book', args=[book.pk])}?more={section}&offset={offset}"
+
+
+def _with_observations(turns: list[dict]) -> list[dict]:
+    """Each turn of a page with its observations (one query; a turn carries at most a turn's worth)."""
+    by_turn: dict[str, list[dict]] = {}
+    for obs in observation_rows(Observation.objects.filter(turn_id__in=[t["id"] for t in turns])):
+        by_turn.setdefault(str(obs["turn_id"]), []).append(obs)
+    for turn in turns:
+        turn["observations"] = by_turn.get(str(turn["id"]), [])
+    return turns
+
+
+def _canon_claims(bases: list[dict], offset: int) -> tuple[list[dict], bool]:
+    """A page of the approved claims of the canon bases among ``bases``, oldest first, with their base's name."""
+    names = {b["id"]: b["name"] for b in canon_bases(bases)}
+    claims = KnowledgeClaim.objects.filter(base_id__in=list(names), status=KnowledgeClaim.Status.APPROVED)
+    page, more = bounded(claims.order_by("created_at", "id").values(*CLAIM_COLUMNS), VIEW_PAGE, offset)
+    for claim in page:
+        claim["base_name"] = names.get(str(claim["base_id"]), "")
+    return page, more
+
+
+def _section_page(access: BookAccess, section: str, offset: int) -> tuple[list, bool]:
+    """A page of one collection of the book page, from ``offset``."""
+    book = access.book
+    if section in ("claims", "bases"):
+        bases, _ = readable_bases(book_bases(book), access.caps)
+        if section == "claims":
+            return _canon_claims(bases, offset)
+        return bounded(bases, VIEW_PAGE, offset)
+    if section == "charters":
+        charters, more = bounded(book_charters(book), VIEW_PAGE, offset)
+        return attribute(charters, "charter"), more
+    # Turns and thrusts: the book's sessions read as one record.
+    if section == "thrusts":
+        thrusts, more = bounded(book_thrusts(book), VIEW_PAGE, offset)
+        return attribute(thrusts, "thrust"), more
+    turns, more = bounded(book_turns(book), VIEW_PAGE, offset)
+    return _with_observations(turns), more
+
+
+def _book_more(request: HttpRequest, access: BookAccess, section: str, offset: int) -> HttpResponse:
+    """The next page of one section of the book page: the items alone for HTMX (they replace the "show more"
+    link), or a page of their own without JavaScript."""
+    items, more = _section_page(access, section, offset)
+    context = {
+        "book": access.book,
+        "role": access.role,
+        "links": book_links(access.book),
+        "section": section,
+        "items": items,
+        "offset": offset,
+        "more_url": _more_url(access.book, section, offset + VIEW_PAGE) if more else None,
+    }
+    template = "discovery/_book_items.html" if request.htmx else "discovery/book_more.html"
+    return render(request, template, context)
+
+
 @login_required
 def book_detail(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
-    """Premise, current question, turns with observations, thrusts, charters, knowledge bases and canon."""
+    """Premise, current question, and a page of each collection (turns with their observations, thrusts,
+    charters, knowledge bases and canon), each with a "show more" link to the next page (``?more=<section>``)."""
     return _render_book(request, page_access(request, book_id, Cap.BOOK_READ))
 
 
@@ -226,26 +308,21 @@ def _render_book(
     request: HttpRequest, access: BookAccess, *, observation_error: dict | None = None, status: int = 200
 ) -> HttpResponse:
     book, role = access.book, access.role
+    section = request.GET.get("more")
+    if section in BOOK_SECTIONS:
+        return _book_more(request, access, section, _offset(request.GET.get("offset")))
     view = discovery_view(access)
-    observations_by_turn: dict[str, list[dict]] = {}
-    for obs in view["observations"]:
-        observations_by_turn.setdefault(str(obs["turn_id"]), []).append(obs)
-    for turn in view["turns"]:
-        turn["observations"] = observations_by_turn.get(turn["id"], [])
+    _with_observations(view["turns"])
     bases = view["knowledge_bases"]
+    all_bases, _ = readable_bases(book_bases(book), access.caps) if view["more"]["knowledge_bases"] else (bases, [])
+    claims, claims_more = _canon_claims(all_bases, 0)
     claims_by_base: dict[str, list[dict]] = {}
-    for claim in (
-        KnowledgeClaim.objects.filter(
-            base_id__in=[b["id"] for b in canon_bases(bases)], status=KnowledgeClaim.Status.APPROVED
-        )
-        .order_by("created_at")
-        .values("id", "base_id", "subject", "predicate", "value", "provenance")
-    ):
+    for claim in claims:
         claims_by_base.setdefault(str(claim["base_id"]), []).append(claim)
     for base in bases:
         base["claims"] = claims_by_base.get(base["id"], [])
     proposed_claims = KnowledgeClaim.objects.filter(
-        base_id__in=[b["id"] for b in bases], status=KnowledgeClaim.Status.PROPOSED
+        base_id__in=[b["id"] for b in all_bases], status=KnowledgeClaim.Status.PROPOSED
     ).count()
     pending = Approval.objects.filter(book=book, status=Approval.Status.PENDING).count()
     meta = LoopMeta.objects.filter(book=book).first()
@@ -258,6 +335,7 @@ def _render_book(
     research = dict(
         ResearchItem.objects.filter(book=book).values_list("status").annotate(n=Count("id")).values_list("status", "n")
     )
+    more = {**view["more"], "claims": claims_more, "bases": view["more"]["knowledge_bases"]}
     return render(
         request,
         "discovery/book.html",
@@ -271,6 +349,10 @@ def _render_book(
             "loop": meta,
             "gates": gates,
             "entry_count": len(view["scratchpad"]),
+            "entries_more": view["more"]["scratchpad"],
+            "more_urls": {
+                name: _more_url(book, name, VIEW_PAGE) if more.get(name) else None for name in BOOK_SECTIONS
+            },
             "asked": asked,
             "question_run": question_run,
             "prompted_by": prompted_by,
@@ -351,8 +433,15 @@ def _dossiers_page(
     request: HttpRequest, access: BookAccess, *, snapshot_error: str = "", status: int = 200
 ) -> HttpResponse:
     book, role = access.book, access.role
-    snapshots = list(book.dossiers.select_related("requested_by").order_by("-created_at"))
-    by_role = {value: [d for d in snapshots if d.agent_role == value] for value in AgentRole.values}
+    paged_role = request.GET.get("role")
+    offset = _offset(request.GET.get("offset")) if paged_role in AgentRole.values else 0
+    by_role = []
+    for value, label in AgentRole.choices:
+        start = offset if value == paged_role else 0
+        snapshots = book.dossiers.filter(agent_role=value).select_related("requested_by").order_by("-created_at")
+        page, more = bounded(snapshots, VIEW_PAGE, start)
+        older = f"{reverse('discovery:dossiers', args=[book.pk])}?role={value}&offset={start + VIEW_PAGE}"
+        by_role.append((value, label, page, older if more else None, start))
     return render(
         request,
         "discovery/dossiers.html",
@@ -360,9 +449,8 @@ def _dossiers_page(
             "book": book,
             "role": role,
             "links": book_links(book),
-            "by_role": [(value, label, by_role[value]) for value, label in AgentRole.choices],
+            "by_role": by_role,
             "roles": AgentRole.choices,
-            "count": len(snapshots),
             "can_snapshot": role == "author",
             "snapshot_url": reverse("discovery:dossier_create", args=[book.pk]),
             "snapshot_error": snapshot_error,
@@ -379,7 +467,7 @@ def dossier_detail(request: HttpRequest, book_id: uuid.UUID, dossier_id: uuid.UU
     dossier = book.dossiers.select_related("requested_by").filter(pk=dossier_id).first()
     if dossier is None:
         raise NotFound("dossier not found")
-    content = dossier.content or {}
+    content = services.dossier_capped(dossier)
     held = set(content.get("capabilities") or [])
     return render(
         request,
@@ -392,6 +480,17 @@ def dossier_detail(request: HttpRequest, book_id: uuid.UUID, dossier_id: uuid.UU
             "content": content,
             "capabilities": [(cap.value, cap.value in held) for cap in Cap],
             "withheld": content.get("withheld") or [],
+            "more": content.get("more") or {},
+            "more_pages": {
+                # An as-of snapshot's canon is the canon as of its chapter: its rest is the codex as of then.
+                "claims": (
+                    f"{reverse('discovery:codex', args=[book.pk])}?as_of_chapter={content['as_of_chapter']}"
+                    if content.get("as_of_chapter")
+                    else _more_url(book, "claims", content.get("limit") or VIEW_PAGE)
+                ),
+                "scratchpad": book_links(book)["scratchpad"],
+                "observations": book_links(book)["book"],
+            },
         },
     )
 

@@ -2,7 +2,9 @@
 
 import uuid
 
+from django.conf import settings
 from django.http import HttpRequest
+from django.urls import reverse
 from ninja import Query, Router, Status
 from ninja.pagination import paginate
 
@@ -82,10 +84,25 @@ def source_create(request: HttpRequest, payload: SourceIn):
 def source_detail(request: HttpRequest, source_id: uuid.UUID):
     _require_read(request)
     source = selectors.source_get(source_id)
+    limit = settings.NINJA_PAGINATION_PER_PAGE
+    chunks = list(selectors.chunks_of(source)[: limit + 1])
+    more = f"{reverse('api:api-root')}library/sources/{source.pk}/chunks?limit={limit}&offset={limit}"
     return SourceDetailOut(
         **{f: getattr(source, f) for f in ("id", "title", "origin", "license_note", "version", "created_at")},
-        chunks=[ChunkOut.from_orm(chunk) for chunk in selectors.chunks_of(source)],
+        chunks=[ChunkOut.from_orm(chunk) for chunk in chunks[:limit]],
+        chunks_next=more if len(chunks) > limit else None,
     )
+
+
+@router.get(
+    "/library/sources/{source_id}/chunks",
+    response={200: list[ChunkOut], **ERRORS},
+    summary="A source's chunks in order, paged",
+)
+@paginate
+def chunk_list(request: HttpRequest, source_id: uuid.UUID):
+    _require_read(request)
+    return selectors.chunks_of(selectors.source_get(source_id))
 
 
 @router.post("/library/sources/{source_id}/chunks", response={201: ChunkOut, **ERRORS}, summary="Add a cited chunk")

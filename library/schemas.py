@@ -129,7 +129,10 @@ class ChunkOut(Schema):
 
 
 class SourceDetailOut(SourceOut):
+    """The first page of the source's chunks; ``chunks_next`` links to the rest (null when none follow)."""
+
     chunks: list[ChunkOut]
+    chunks_next: str | None = None
 
 
 class ResearchIn(Schema):

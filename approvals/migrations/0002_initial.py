@@ -5,6 +5,23 @@ from django.conf import settings
 from django.db import migrations, models
 
 
+def forget_rows_whose_books_are_gone(apps, schema_editor):
+    """Rows left in the approvals tables by ``migrate discovery zero`` (which unapplies this migration and
+    drops every book, but keeps the tables of 0001) belong to books that no longer exist: the NOT NULL
+    ``book`` column added below cannot be filled for them. On a fresh database the tables are empty.
+    The decision log's append-only guard belongs to 0003, which puts it back; ``post_migrate`` restored it
+    after the unapply, so it is lifted first."""
+    from novelgraph.db import remove_append_only
+
+    remove_append_only(schema_editor.connection, ["approvals_decisionlogentry"])
+    with schema_editor.connection.cursor() as cursor:
+        if schema_editor.connection.vendor == "postgresql":
+            # Check the deferred foreign keys now: PostgreSQL refuses to ALTER a table with pending trigger events.
+            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        cursor.execute("DELETE FROM approvals_decisionlogentry")
+        cursor.execute("DELETE FROM approvals_approval")
+
+
 class Migration(migrations.Migration):
 
     initial = True
@@ -16,6 +33,7 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
+        migrations.RunPython(forget_rows_whose_books_are_gone, migrations.RunPython.noop),
         migrations.AddField(
             model_name='approval',
             name='book',

@@ -10,7 +10,16 @@ from .claims import (
     claim_story_set,
     claim_target,
 )
-from .dossiers import dossier_content, dossier_create, dossier_readable, dossier_store, dossiers_for
+from .dossiers import (
+    book_observations,
+    canon_claims,
+    dossier_capped,
+    dossier_content,
+    dossier_create,
+    dossier_readable,
+    dossier_store,
+    dossiers_for,
+)
 from .handoffs import handoff_create, handoff_return
 from .knowledge import ensure_knowledge_bases
 from .observations import observation_history, observation_resolve
@@ -21,6 +30,8 @@ __all__ = [
     "book_create",
     "book_editor_add",
     "book_editor_remove",
+    "book_observations",
+    "canon_claims",
     "charter_propose",
     "charter_resolve",
     "claim_decide",
@@ -30,6 +41,7 @@ __all__ = [
     "claim_story_set",
     "claim_target",
     "discovery_start",
+    "dossier_capped",
     "dossier_content",
     "dossier_create",
     "dossier_readable",

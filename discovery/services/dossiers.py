@@ -16,6 +16,7 @@ from ..models import (
     Book,
     ContextDossier,
     DiscoverySession,
+    KnowledgeClaim,
     Observation,
     ScratchpadEntry,
     StoryCharter,
@@ -23,18 +24,75 @@ from ..models import (
 from ..selectors import (
     SCOPE_READ_CAP,
     SCOPE_WITHHELD_LABEL,
+    VIEW_PAGE,
+    MappedRows,
     book_bases,
+    bounded,
+    canon_bases,
     canon_story_rows,
     current_session,
-    observation_rows,
+    observation_row,
+    observations_annotated,
     readable_bases,
 )
 
 DOSSIER_SCHEMA = "dossier/1"
+# The most claims, scratchpad entries and observations a dossier holds; ``more`` links to the rest.
+DOSSIER_PAGE = VIEW_PAGE
 
 
 def _iso(value) -> str | None:
     return value.isoformat() if value is not None else None
+
+
+def dossier_more_links(
+    *, book_id, session_id, more: dict[str, bool], limit: int, as_of_chapter: int | None = None
+) -> dict[str, str | None]:
+    """Where the rest of each capped collection of a dossier is: its paged API route from the first item the
+    dossier does not hold (the same order), or None when the dossier holds all of it. An as-of dossier's
+    claims are the canon as of its chapter: their rest is the codex as of that chapter (the paged canon
+    route is the canon now, a different list)."""
+    if as_of_chapter is not None:
+        return {
+            "claims": f"/api/v1/books/{book_id}/codex?as_of_chapter={as_of_chapter}" if more.get("claims") else None,
+            "scratchpad": None,
+            "observations": None,
+        }
+    routes = {
+        "claims": f"/api/v1/books/{book_id}/canon",
+        "scratchpad": f"/api/v1/books/{book_id}/scratchpad" if session_id else None,
+        "observations": f"/api/v1/books/{book_id}/observations?status=working",
+    }
+    links = {}
+    for name, route in routes.items():
+        joiner = "&" if route and "?" in route else "?"
+        links[name] = f"{route}{joiner}limit={limit}&offset={limit}" if route and more.get(name) else None
+    return links
+
+
+def canon_claims(bases: list[dict]):
+    """The approved claims of the canon bases among ``bases``, oldest first (the dossier's and the canon route's)."""
+    return (
+        KnowledgeClaim.objects.filter(
+            base_id__in=[b["id"] for b in canon_bases(bases)], status=KnowledgeClaim.Status.APPROVED
+        )
+        .order_by("created_at", "id")
+        .values("id", "base_id", "subject", "predicate", "value", "provenance", "approval_id")
+    )
+
+
+def book_observations(book: Book, *, status: str | None = None):
+    """The book's observations across its sessions (only those of ``status`` when given), oldest first, with
+    their current value (the author's newest correction) and ``stated_value``; paged in SQL when sliced."""
+    observations = Observation.objects.filter(session__book=book)
+    if status:
+        observations = observations.filter(status=status)
+    return MappedRows(observations_annotated(observations), observation_row)
+
+
+def working_observations(book: Book):
+    """The book's unresolved observations across its sessions, oldest first (what a dossier is given)."""
+    return book_observations(book, status=Observation.Status.WORKING)
 
 
 def _dossier_claim(row: dict) -> dict:
@@ -65,7 +123,12 @@ DOSSIER_CLAIM_COLUMNS = (
 
 
 def dossier_content(
-    *, book: Book, session: DiscoverySession | None, agent_role: str, as_of_chapter: int | None = None
+    *,
+    book: Book,
+    session: DiscoverySession | None,
+    agent_role: str,
+    as_of_chapter: int | None = None,
+    limit: int = DOSSIER_PAGE,
 ) -> dict:
     """What ``agent_role`` is given now: the author's constraints (each with the decision that set it,
     for every role), the latest approved charter, the knowledge bases the
@@ -78,7 +141,9 @@ def dossier_content(
     not yet seen is given marked ``secret``. The charter, scratchpad and observations are not on
     the chapter axis (they may name any later reveal), so an as-of dossier withholds them and says so.
 
-    A fixed number of queries, whatever the amount of data.
+    Bounded: the first ``limit`` claims, scratchpad entries and observations (each in its route's order), and
+    under ``more`` the link to the rest of each (None when the dossier holds all of it). A fixed number of
+    queries of at most ``limit + 1`` rows: the time and size do not grow with the book.
     """
     caps = capabilities_of(agent_role)
     withheld: list[str] = []
@@ -98,23 +163,19 @@ def dossier_content(
     given, not_given = readable_bases(book_bases(book), caps)
     for scope in dict.fromkeys(base["scope"] for base in not_given):
         withheld.append(f"{SCOPE_WITHHELD_LABEL[scope]} ({agent_role} lacks {SCOPE_READ_CAP[scope].value})")
+    more = {"claims": False, "scratchpad": False, "observations": False}
     claims, _ = canon_story_rows(book, caps, agent_role, bases=(given, not_given))
     if as_of_chapter is not None:
         claims, by_chapter = as_of(claims, as_of_chapter)
         withheld += by_chapter
-    claims = [_dossier_claim(row) for row in claims]
+    # The story rows are read whole (one statement): the as-of filter and the redaction of a reveal's id
+    # need the readable canon; the dossier holds the first ``limit`` of them, the rest is linked.
+    claims, more["claims"] = bounded([_dossier_claim(row) for row in claims], limit)
 
     scratchpad: list[dict] = []
     if session is not None and Cap.SCRATCHPAD_READ in caps:
-        scratchpad = [
-            {
-                **row,
-                "id": str(row["id"]),
-                "session_id": str(row["session_id"]),
-                "handoff_id": str(row["handoff_id"]) if row["handoff_id"] else None,
-                "created_at": _iso(row["created_at"]),
-            }
-            for row in ScratchpadEntry.objects.filter(session__book=book)
+        entry_rows, more["scratchpad"] = bounded(
+            ScratchpadEntry.objects.filter(session__book=book)
             .order_by("session__created_at", "session_id", "sequence")
             .values(
                 "id",
@@ -127,13 +188,25 @@ def dossier_content(
                 "source_refs",
                 "handoff_id",
                 "created_at",
-            )
+            ),
+            limit,
+        )
+        scratchpad = [
+            {
+                **row,
+                "id": str(row["id"]),
+                "session_id": str(row["session_id"]),
+                "handoff_id": str(row["handoff_id"]) if row["handoff_id"] else None,
+                "created_at": _iso(row["created_at"]),
+            }
+            for row in entry_rows
         ]
     elif Cap.SCRATCHPAD_READ not in caps:
         withheld.append(f"scratchpad ({agent_role} lacks {Cap.SCRATCHPAD_READ.value})")
 
     observations: list[dict] = []
     if Cap.DISCOVERY_READ in caps:
+        working, more["observations"] = bounded(working_observations(book), limit)
         observations = [
             {
                 **{k: row[k] for k in ("key", "value", "provenance", "confidence")},
@@ -141,9 +214,7 @@ def dossier_content(
                 "turn_id": str(row["turn_id"]),
                 "session_id": str(row["session_id"]),
             }
-            for row in observation_rows(
-                Observation.objects.filter(session__book=book, status=Observation.Status.WORKING)
-            )
+            for row in working
         ]
     if as_of_chapter is not None:
         # Discovery material is not placed on the chapter axis: it may name any later reveal, so a
@@ -159,6 +230,7 @@ def dossier_content(
                 "not placed on the chapter axis; it may name later reveals)"
             )
         charter, scratchpad, observations = None, [], []
+        more["scratchpad"] = more["observations"] = False
     return {
         "schema": DOSSIER_SCHEMA,
         "author_constraints": author_constraints(book),
@@ -173,6 +245,14 @@ def dossier_content(
         "scratchpad": scratchpad,
         "observations": observations,
         "withheld": withheld,
+        "limit": limit,
+        "more": dossier_more_links(
+            book_id=book.pk,
+            session_id=session.pk if session else None,
+            more=more,
+            limit=limit,
+            as_of_chapter=as_of_chapter,
+        ),
     }
 
 
@@ -244,6 +324,30 @@ def author_constraints(book: Book) -> list[dict]:
             }
         )
     return found
+
+
+def dossier_capped(dossier: ContextDossier) -> dict:
+    """A dossier's content as read: a snapshot stored before dossiers were bounded may hold more than
+    ``DOSSIER_PAGE`` of a collection; it is read with the first page and a ``more`` link, as a new one is.
+    (The stored row is never changed: the snapshot is immutable.)"""
+    content = dossier.content or {}
+    if "more" in content:
+        return content
+    capped = dict(content)
+    more = {}
+    for name in ("claims", "scratchpad", "observations"):
+        items = content.get(name) or []
+        capped[name] = items[:DOSSIER_PAGE]
+        more[name] = len(items) > DOSSIER_PAGE
+    capped["limit"] = DOSSIER_PAGE
+    capped["more"] = dossier_more_links(
+        book_id=dossier.book_id,
+        session_id=content.get("session_id"),
+        more=more,
+        limit=DOSSIER_PAGE,
+        as_of_chapter=content.get("as_of_chapter"),
+    )
+    return capped
 
 
 def dossier_store(
