@@ -131,9 +131,35 @@ class RawDossier:
                 "value": decoded(value),
                 "provenance": provenance,
                 "approval_id": str(text(approval_id)),
+                "true_from_chapter": true_from,
+                "true_until_chapter": true_until,
+                "known_by": known_by,
+                "known_by_characters": decoded(characters),
+                "first_shown_chapter": first_shown,
+                "decisive": bool(decisive),
+                "evidence_for_id": text(evidence_for) if evidence_for else None,
+                "reveal": reveal,
             }
-            for pk, base_id, subject, predicate, value, provenance, approval_id in rows(
-                "SELECT id, base_id, subject, predicate, value, provenance, approval_id FROM discovery_knowledgeclaim"
+            for (
+                pk,
+                base_id,
+                subject,
+                predicate,
+                value,
+                provenance,
+                approval_id,
+                true_from,
+                true_until,
+                known_by,
+                characters,
+                first_shown,
+                decisive,
+                evidence_for,
+                reveal,
+            ) in rows(
+                "SELECT id, base_id, subject, predicate, value, provenance, approval_id, true_from_chapter,"
+                " true_until_chapter, known_by, known_by_characters, first_shown_chapter, decisive, evidence_for_id,"
+                " reveal FROM discovery_knowledgeclaim"
                 f" WHERE base_id IN ({', '.join([p] * len(given_keys)) or 'NULL'}) AND status = 'approved'"
                 f" ORDER BY created_at, id LIMIT {limit + 1}",
                 given_keys,
@@ -145,6 +171,7 @@ class RawDossier:
             scratchpad = [
                 {
                     "id": text(pk),
+                    "session_id": text(session_id),
                     "sequence": sequence,
                     "agent_role": role,
                     "kind": kind,
@@ -154,10 +181,12 @@ class RawDossier:
                     "handoff_id": text(handoff_id),
                     "created_at": self.iso(created_at),
                 }
-                for pk, sequence, role, kind, content, confidence, refs, handoff_id, created_at in rows(
-                    "SELECT id, sequence, agent_role, kind, content, confidence, source_refs, handoff_id, created_at"
-                    f" FROM discovery_scratchpadentry WHERE session_id = {p} ORDER BY sequence LIMIT {limit + 1}",
-                    (key(session.pk),),
+                for pk, session_id, sequence, role, kind, content, confidence, refs, handoff_id, created_at in rows(
+                    "SELECT e.id, e.session_id, e.sequence, e.agent_role, e.kind, e.content, e.confidence,"
+                    " e.source_refs, e.handoff_id, e.created_at FROM discovery_scratchpadentry e"
+                    " JOIN discovery_discoverysession s ON s.id = e.session_id"
+                    f" WHERE s.book_id = {p} ORDER BY s.created_at, e.session_id, e.sequence LIMIT {limit + 1}",
+                    (book_key,),
                 )
             ]
             scratchpad = capped("scratchpad", scratchpad)
@@ -183,8 +212,67 @@ class RawDossier:
                 )
             ]
             observations = capped("observations", observations)
+        # The author's constraints: the governing charter's, and every approve-with-constraint and steer in the log.
+        approved = rows(
+            "SELECT id, version, content, approval_id FROM discovery_storycharter"
+            f" WHERE book_id = {p} AND status = 'approved' ORDER BY version DESC LIMIT 1",
+            (book_key,),
+        )
+        governing = approved[0] if approved else None
+        entries = rows(
+            "SELECT sequence, decision, gate, subject_type, subject_id, approval_id, rationale, detail"
+            f" FROM approvals_decisionlogentry WHERE book_id = {p}"
+            f" AND (decision IN ('approve-with-constraint', 'redirect') OR approval_id = {p}) ORDER BY sequence",
+            (book_key, key(governing[3]) if governing and governing[3] else None),
+        )
+        constraints = []
+        if governing:
+            charter_pk, version, content, approval_id = governing
+            approval = str(text(approval_id)) if approval_id else None
+            entry = next((e for e in entries if approval and e[5] and str(text(e[5])) == approval), None)
+            for constraint in (decoded(content) or {}).get("constraints") or []:
+                constraints.append(
+                    {
+                        "kind": "charter-constraint",
+                        "text": constraint,
+                        "decision": {
+                            "what": f"Story charter v{version} approved",
+                            "charter_id": str(text(charter_pk)),
+                            "charter_version": version,
+                            "approval_id": approval,
+                            "sequence": entry[0] if entry else None,
+                            "rationale": entry[6] if entry else None,
+                        },
+                    }
+                )
+        for sequence, decision, gate, subject_type, subject_id, approval_id, rationale, detail in entries:
+            said = (
+                (decoded(detail) or {}).get("constraint")
+                if decision in ("approve-with-constraint", "redirect")
+                else None
+            )
+            if not said:
+                continue
+            constraints.append(
+                {
+                    "kind": "constraint" if decision == "approve-with-constraint" else "steer",
+                    "text": said,
+                    "decision": {
+                        "what": f"{decision} on {subject_type}" + (f" at {gate}" if gate else ""),
+                        "verdict": decision,
+                        "gate": gate,
+                        "subject_type": subject_type,
+                        "subject_id": subject_id,
+                        "approval_id": str(text(approval_id)) if approval_id else None,
+                        "sequence": sequence,
+                        "rationale": rationale,
+                    },
+                }
+            )
         return {
             "schema": "dossier/1",
+            "author_constraints": constraints,
+            "as_of_chapter": None,
             "book": {"id": str(book.pk), "title": book.title},
             "agent_role": agent_role,
             "session_id": str(session.pk) if session else None,

@@ -176,6 +176,7 @@ def test_deleting_the_newest_entry_and_resetting_its_approval_and_charter_to_pen
 
 
 def test_deleting_an_automatic_controller_tip_is_seen(author, book, sol_api, author_api):
+    start(author_api, book)  # the loop begins with the discovery
     pass_gate(sol_api, author_api, book, "G0")
     passed = ask_gate(sol_api, book, "G1", summary="genre and series fit")
     assert passed.status_code == 200 and passed.json()["outcome"] == "passed", passed.content
@@ -237,6 +238,7 @@ def test_a_changed_admitted_research_item_is_seen(author, book, sol_api, author_
 def test_a_forged_anchor_line_is_refused(author, book, sol_api, author_api):
     """A line appended to the anchor file without the key: naming an older entry (to make a cut look
     anchored) changes nothing, since the highest anchored sequence counts; naming a newer one is refused."""
+    start(author_api, book)  # the loop begins with the discovery
     pass_gate(sol_api, author_api, book, "G0")
     first = DecisionLogEntry.objects.get(book=book, sequence=1)
     older = {"book": str(book.pk), "sequence": 0, "hash": "0" * 64, "key_id": first.seal_key_id, "seal": "0" * 64}
@@ -254,6 +256,7 @@ def test_a_forged_anchor_line_is_refused(author, book, sol_api, author_api):
 
 def test_the_anchor_may_lag_but_then_its_entry_must_match(author, book, sol_api, author_api):
     """A crash between commit and the anchor's append leaves the anchor one entry behind: that verifies."""
+    start(author_api, book)  # the loop begins with the discovery
     pass_gate(sol_api, author_api, book, "G0")
     path = anchor_path(book.pk)
     lines = path.read_text().splitlines()
@@ -270,6 +273,7 @@ def test_a_cut_hidden_by_also_cutting_the_anchor_file_is_seen_against_a_kept_exp
 ):
     """The limit SECURITY.md states: someone who can write the anchor file too can cut both. An export the
     author kept ends with its sealed tip, and `verify_decision_log --against` names the cut."""
+    start(author_api, book)  # the loop begins with the discovery
     pass_gate(sol_api, author_api, book, "G0")
     assert ask_gate(sol_api, book, "G1", summary="genre and series fit").status_code == 200
     export = author_api.get(f"/books/{book.pk}/decision-log/export")
@@ -293,6 +297,7 @@ def test_after_a_deliberate_restore_reanchor_accepts_the_restored_tip_once_the_c
     author, book, sol_api, author_api
 ):
     """A backup restored on purpose lacks the newest entries: verification says so until the operator re-anchors."""
+    start(author_api, book)  # the loop begins with the discovery
     pass_gate(sol_api, author_api, book, "G0")
     assert ask_gate(sol_api, book, "G1", summary="genre and series fit").status_code == 200
     tip = DecisionLogEntry.objects.filter(book=book).order_by("-sequence").first()
@@ -315,6 +320,7 @@ def test_after_a_deliberate_restore_reanchor_accepts_the_restored_tip_once_the_c
 def test_anchor_lines_appended_out_of_order_by_two_processes_still_anchor_the_highest_and_a_torn_line_is_skipped(
     author, book, sol_api, author_api
 ):
+    start(author_api, book)  # the loop begins with the discovery
     pass_gate(sol_api, author_api, book, "G0")
     assert ask_gate(sol_api, book, "G1", summary="genre and series fit").status_code == 200
     path = anchor_path(book.pk)
