@@ -61,7 +61,11 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
         terminalreporter.write_line(f"NOTE: {MISSING}", yellow=True, bold=True)
 
 
-@pytest.fixture(scope="session")
+# Module-scoped, not session-scoped: Playwright's sync API keeps its asyncio loop running in the test thread
+# while it is open, and asgiref's async_to_sync (the MCP tests, Django's async bridges) refuses to run in a
+# thread with a running loop. Closing it after each browser module leaves the rest of the session without one,
+# whichever order pytest or xdist gives the modules.
+@pytest.fixture(scope="module")
 def chromium() -> Iterator:
     executable = chromium_path()
     if executable is None:
