@@ -144,7 +144,16 @@ def assert_accessible_basics(page) -> None:
 def assert_fits_phone_width(page) -> None:
     """Nothing forces sideways scrolling at the current (phone) viewport."""
     overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
-    assert overflow <= 1, f"{page.url} is {overflow}px wider than the viewport"
+    if overflow > 1:
+        culprits = page.evaluate(
+            """() => [...document.querySelectorAll('body *')]
+                .filter(el => el.getBoundingClientRect().right > window.innerWidth + 1)
+                .filter(el => ![...el.children].some(c => c.getBoundingClientRect().right > window.innerWidth + 1))
+                .slice(0, 5)
+                .map(el => `${el.tagName.toLowerCase()}${el.id ? '#' + el.id : ''}.${el.className}: `
+                    + `${Math.round(el.getBoundingClientRect().right)}px ${(el.textContent || '').trim().slice(0, 60)}`)"""
+        )
+        raise AssertionError(f"{page.url} is {overflow}px wider than the viewport; widest: {culprits}")
 
 
 def log_in(page, username: str, password: str) -> None:
