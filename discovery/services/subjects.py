@@ -124,7 +124,7 @@ def _reopen_settle(charter: StoryCharter, *, approved: bool, detail: dict) -> No
     ratification to the version, reject keeps the ratified one; the row's detail says which)."""
     from discovery.loop.services.charters import charter_reopen_settle
 
-    charter_reopen_settle(book=charter.book, charter=charter, approved=approved, detail=detail)
+    charter_reopen_settle(book_id=charter.book_id, charter=charter, approved=approved, detail=detail)
 
 
 def charter_content_digest(content: dict) -> str:

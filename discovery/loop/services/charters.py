@@ -79,7 +79,7 @@ def charter_reopen_card(*, book, charter, proposed_by: str, user=None) -> Option
     return card
 
 
-def charter_reopen_settle(*, book, charter, approved: bool, detail: dict) -> None:
+def charter_reopen_settle(*, book_id, charter, approved: bool, detail: dict) -> None:
     """Called inside the charter decision: the reopen cards go with it.
 
     Approving version n decides its card (approve) and supersedes the cards of older versions; G2's
@@ -88,12 +88,9 @@ def charter_reopen_settle(*, book, charter, approved: bool, detail: dict) -> Non
     """
     from .gates import charter_ratified
 
-    meta = LoopMeta.objects.select_for_update().select_related("book").filter(book=book).first()
-    if meta is None:
-        return
     cards = [
         c
-        for c in OptionCard.objects.select_for_update(of=("self",)).filter(book=book, status=CardStatus.PENDING)
+        for c in OptionCard.objects.select_for_update(of=("self",)).filter(book_id=book_id, status=CardStatus.PENDING)
         if (c.payload or {}).get("action") == REOPEN
     ]
     mine, older = [], []
@@ -104,8 +101,9 @@ def charter_reopen_settle(*, book, charter, approved: bool, detail: dict) -> Non
         elif approved and version < charter.version:
             older.append(card)
     if not mine and not older:
-        return
-    ratified = g2_ratification(book)
+        return  # the common case: one statement
+    meta = LoopMeta.objects.select_for_update().select_related("book").get(book_id=book_id)
+    ratified = g2_ratification(meta.book)
     for card in mine:
         card.status = CardStatus.DECIDED
         card.verdict = "approve" if approved else "reject"
