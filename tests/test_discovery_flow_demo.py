@@ -105,6 +105,10 @@ def test_the_demo_book_goes_from_where_the_demo_leaves_it_to_hand_off_through_on
     again = author_api.post(f"/books/{book.pk}/discovery")
     assert again.status_code == 409, again.content
     assert again.json()["code"] == "handed_off" and "handed off" in again.json()["detail"]
+    browser = Client()
+    browser.force_login(book.owner)
+    page = browser.post(f"/books/{book.pk}/discovery/start/")
+    assert page.status_code == 409 and "handed off" in page.content.decode()
     assert DiscoverySession.objects.filter(book=book).count() == 1
 
 
