@@ -162,6 +162,11 @@ def test_a_charter_proposed_after_g2_raises_a_card_with_its_impact_and_approving
     shown = author_api.get(f"/approvals/{card['approval_id']}").json()
     assert [a["node_id"] for a in shown["impact"]["affected"]] == ["sq", "ch1"]
     assert LoopMeta.objects.get(book=book).status == "awaiting-human"
+    browser = Client()
+    browser.force_login(book.owner)
+    for path in (f"/review/{card['approval_id']}/", f"/books/{book.pk}/loop/"):
+        page = browser.get(path)
+        assert page.status_code == 200 and "proposed after G2" in page.content.decode(), path
     # Convergence is reopened: G3 waits for the author.
     refused = ask_gate(sol_api, book, "G3")
     assert refused.status_code == 409 and refused.json()["code"] == "card_pending"
