@@ -34,14 +34,10 @@ from novelgraph.errors import Conflict, Invalid
 from ..models import (
     GATE_ORDER,
     SCHEMA_VERSION,
-    WRITER_ROLES,
-    Altitude,
     ArtifactStatus,
-    BackedBy,
     BlackboardArtifact,
     Candidate,
     CandidateStatus,
-    DataClass,
     LensRerun,
     LensReview,
     Lifecycle,
@@ -50,17 +46,24 @@ from ..models import (
     OpenQuestion,
     OptionCard,
     PlanNode,
-    QuestionKind,
     QuestionStatus,
     RosterEntry,
-    SubIdea,
     TraceEdge,
     TraceNode,
-    TraceStatus,
     ValidationPlanItem,
-    ValidationStatus,
 )
 from ..selectors import loop_state
+from ..serializers import (
+    ARTIFACT,
+    CANDIDATE,
+    HOOK,
+    PLAN_NODE,
+    QUESTION,
+    TRACE_EDGE,
+    TRACE_NODE,
+    VALIDATION_ITEM,
+    Serializer,
+)
 from .base import lock_meta, refresh
 from .questions import AUTHORS_TO_SETTLE
 
@@ -218,15 +221,22 @@ IMPORTED_BOUNDS = {
 }
 
 
+_MODEL = object()  # a choice's default: the model field's
+
+
 class _Check:
-    def __init__(self, file: str, index: int | None = None):
+    """Checks one record's fields; limits, choices and defaults come from the model's serialiser."""
+
+    def __init__(self, file: str, index: int | None = None, of: Serializer | None = None):
         self.where = file if index is None else f"{file}[{index}]"
+        self.of = of
 
     def fail(self, name: str, message: str):
         raise Invalid(f"{self.where}.{name}: {message}", field=f"file:{self.where}.{name}")
 
-    def text(self, item: dict, name: str, max_length: int, required: bool = False, default: str = "") -> str:
-        value = item.get(name, default)
+    def text(self, item: dict, name: str, max_length: int | None = None, required: bool = False) -> str:
+        max_length = max_length or self.of.max_length(name)
+        value = item.get(name, "")
         if value is None:
             value = ""
         if not isinstance(value, str):
@@ -245,8 +255,9 @@ class _Check:
             self.fail(name, "is not a valid identifier")
         return value
 
-    def choice(self, item: dict, name: str, values, default: str | None = None) -> str:
-        value = item.get(name, default)
+    def choice(self, item: dict, name: str, values=None, default=_MODEL) -> str:
+        values = self.of.choices(name) if values is None else values
+        value = item.get(name, self.of.default(name) if default is _MODEL else default)
         if value not in list(values):
             self.fail(name, f"must be one of {', '.join(values)}")
         return value
@@ -341,18 +352,18 @@ def loop_import(*, access: BookAccess, data: bytes) -> dict:
             made = []
             seen = set()
             for i, item in enumerate(items):
-                check = _Check("blackboard.artifacts", i)
+                check = _Check("blackboard.artifacts", i, ARTIFACT)
                 slug = check.match(item, "id", SLUG)
                 if slug in seen:
                     check.fail("id", f"slot {slug!r} appears twice")
                 seen.add(slug)
-                status = check.choice(item, "status", ArtifactStatus.values, ArtifactStatus.PROPOSED)
+                status = check.choice(item, "status")
                 if status != ArtifactStatus.DRAFT:
                     if status != ArtifactStatus.PROPOSED:
                         downgraded.append(f"slot {slug}: {status} -> proposed")
                     status = ArtifactStatus.PROPOSED
-                produced_by = check.choice(item, "produced_by", [v for v, _ in WRITER_ROLES], "sol")
-                lens = check.text(item, "lens", 60)
+                produced_by = check.choice(item, "produced_by", default="sol")
+                lens = check.text(item, "lens")
                 if lens and not RosterEntry.objects.filter(slug=lens).exists():
                     check.fail("lens", f"unknown lens {lens!r}")
                 made.append(
@@ -365,12 +376,12 @@ def loop_import(*, access: BookAccess, data: bytes) -> dict:
                             version=check.number(item, "version", int, 1, 1_000_000, 1),
                             produced_by=produced_by,
                             lens=lens,
-                            path=check.text(item, "path", 300),
+                            path=check.text(item, "path"),
                             round_last_touched=min(
                                 meta.round, check.number(item, "round_last_touched", int, 0, 1e9, 0)
                             ),
                             untrusted=True if produced_by in {"terra", "luna"} else check.flag(item, "untrusted"),
-                            data_class=check.choice(item, "data_class", DataClass.values, DataClass.INTERNAL),
+                            data_class=check.choice(item, "data_class"),
                             content=check.obj(item, "content"),
                         ),
                         item.get("created_at"),
@@ -393,11 +404,11 @@ def loop_import(*, access: BookAccess, data: bytes) -> dict:
             ids = _uuid_map(OpenQuestion, [str(q.get("id")) for q in items])
             made = []
             for i, q in enumerate(items):
-                check = _Check("open-questions.questions", i)
-                kind = check.choice(q, "kind", QuestionKind.values, QuestionKind.QUESTION)
-                status = check.choice(q, "status", QuestionStatus.values, QuestionStatus.OPEN)
-                resolution = check.text(q, "resolution", 5000)
-                ref = check.text(q, "resolution_ref", 200)
+                check = _Check("open-questions.questions", i, QUESTION)
+                kind = check.choice(q, "kind")
+                status = check.choice(q, "status")
+                resolution = check.text(q, "resolution")
+                ref = check.text(q, "resolution_ref")
                 if status == QuestionStatus.RESOLVED and kind in AUTHORS_TO_SETTLE:
                     downgraded.append(f"question {q.get('id')}: a {kind} resolved in the file -> surfaced")
                     status, resolution, ref = QuestionStatus.SURFACED, "", ""
@@ -409,11 +420,11 @@ def loop_import(*, access: BookAccess, data: bytes) -> dict:
                             id=ids[str(q.get("id"))],
                             book=book,
                             kind=kind,
-                            raised_by=check.text(q, "raised_by", 60, required=True),
+                            raised_by=check.text(q, "raised_by", required=True),
                             target_discipline="author"
                             if kind in AUTHORS_TO_SETTLE and status == QuestionStatus.SURFACED
-                            else check.text(q, "target_discipline", 60, required=True),
-                            question=check.text(q, "question", 5000, required=True),
+                            else check.text(q, "target_discipline", required=True),
+                            question=check.text(q, "question", required=True),
                             status=status,
                             resolution=resolution,
                             resolution_ref=ref,
@@ -438,7 +449,7 @@ def loop_import(*, access: BookAccess, data: bytes) -> dict:
             made = []
             seen = set()
             for i, n in enumerate(reader.records("traceability", tr.get("nodes"))):
-                check = _Check("traceability.nodes", i)
+                check = _Check("traceability.nodes", i, TRACE_NODE)
                 node_id = check.match(n, "id", NODE_ID)
                 if node_id in seen:
                     check.fail("id", f"node {node_id!r} appears twice")
@@ -449,12 +460,12 @@ def loop_import(*, access: BookAccess, data: bytes) -> dict:
                             book=book,
                             node_id=node_id,
                             kind=check.match(n, "kind", KIND),
-                            label=check.text(n, "label", 200),
-                            backed_by=check.choice(n, "backed_by", BackedBy.values, BackedBy.FILE),
+                            label=check.text(n, "label"),
+                            backed_by=check.choice(n, "backed_by"),
                             artifact=slots.get(n.get("artifact") or ""),
-                            produced_by=check.text(n, "produced_by", 60),
-                            status=check.choice(n, "status", TraceStatus.values, TraceStatus.ACTIVE),
-                            status_reason=check.text(n, "status_reason", 2000),
+                            produced_by=check.text(n, "produced_by"),
+                            status=check.choice(n, "status"),
+                            status_reason=check.text(n, "status_reason"),
                         ),
                         n.get("created_at"),
                     )
@@ -466,7 +477,7 @@ def loop_import(*, access: BookAccess, data: bytes) -> dict:
             made = []
             active_pairs = set()
             for i, e in enumerate(edges):
-                check = _Check("traceability.edges", i)
+                check = _Check("traceability.edges", i, TRACE_EDGE)
                 a, b = check.match(e, "from", NODE_ID), check.match(e, "to", NODE_ID)
                 active = e.get("active", True)
                 if not isinstance(active, bool):
@@ -483,7 +494,7 @@ def loop_import(*, access: BookAccess, data: bytes) -> dict:
                             from_id=a,
                             to_id=b,
                             active=active,
-                            inactive_reason=check.text(e, "inactive_reason", 2000),
+                            inactive_reason=check.text(e, "inactive_reason"),
                         ),
                         e.get("created_at"),
                     )
@@ -549,7 +560,7 @@ def _import_plan(book: Book, plan: dict, reader: _Reader, downgraded: list[str])
         progressed = False
         for n in list(pending):
             i = items.index(n)
-            check = _Check("plan-tree.nodes", i)
+            check = _Check("plan-tree.nodes", i, PLAN_NODE)
             is_root = n.get("is_root") is True
             parent = None
             if not is_root:
@@ -558,30 +569,26 @@ def _import_plan(book: Book, plan: dict, reader: _Reader, downgraded: list[str])
                     continue
             pending.remove(n)
             progressed = True
-            lifecycle = check.choice(n, "lifecycle", Lifecycle.values, Lifecycle.DRAFT)
+            lifecycle = check.choice(n, "lifecycle")
             if lifecycle == Lifecycle.RATIFIED:
                 downgraded.append(f"plan node {n.get('id')}: ratified -> converging")
                 lifecycle = Lifecycle.CONVERGING
             hook = check.obj(n, "validation_hook")
-            hook_check = _Check(f"plan-tree.nodes[{i}].validation_hook")
+            hook_check = _Check(f"plan-tree.nodes[{i}].validation_hook", of=PLAN_NODE)
             obj = PlanNode.objects.create(
                 id=node_ids[str(n.get("id"))],
                 book=book,
                 parent=parent,
                 is_root=is_root,
                 depth=0 if is_root else parent.depth + 1,
-                intent=check.text(n, "intent", 5000, required=True),
-                altitude=check.choice(n, "altitude", Altitude.values, Altitude.BOOK),
+                intent=check.text(n, "intent", required=True),
+                altitude=check.choice(n, "altitude"),
                 lifecycle=lifecycle,
-                validation_status=check.choice(
-                    n, "validation_status", ValidationStatus.values, ValidationStatus.HYPOTHESIS
-                ),
-                sub_idea=check.choice(n, "sub_idea", SubIdea.values, SubIdea.OPEN),
+                validation_status=check.choice(n, "validation_status"),
+                sub_idea=check.choice(n, "sub_idea"),
                 round_cap=check.number(n, "round_cap", int, 1, 1000, 3),
-                assumption=hook_check.text(hook, "assumption", 5000),
-                kill_condition=hook_check.text(hook, "kill_condition", 5000),
-                activity=hook_check.text(hook, "activity", 5000),
-                produced_by=check.choice(n, "produced_by", [v for v, _ in WRITER_ROLES], "sol"),
+                **{name: hook_check.text(hook, name) for name in HOOK},
+                produced_by=check.choice(n, "produced_by"),
             )
             created[obj.pk] = obj
             made.append((obj, n.get("created_at")))
@@ -596,9 +603,9 @@ def _import_plan(book: Book, plan: dict, reader: _Reader, downgraded: list[str])
         node_pk = node_ids[str(n.get("id"))]
         if node_pk not in created:
             continue
-        check = _Check("plan-tree.candidates", len(made_c))
-        status = check.choice(c, "status", CandidateStatus.values, CandidateStatus.PROPOSED)
-        rationale = check.text(c, "rationale", 5000)
+        check = _Check("plan-tree.candidates", len(made_c), CANDIDATE)
+        status = check.choice(c, "status")
+        rationale = check.text(c, "rationale")
         if status in {CandidateStatus.REJECTED, CandidateStatus.PARKED} and not rationale.strip():
             check.fail("rationale", "a candidate not chosen keeps its rationale")
         made_c.append(
@@ -606,13 +613,13 @@ def _import_plan(book: Book, plan: dict, reader: _Reader, downgraded: list[str])
                 Candidate.objects.create(
                     id=cand_ids[str(c.get("id"))],
                     node_id=node_pk,
-                    altitude=check.choice(c, "altitude", Altitude.values),
-                    mechanic=check.text(c, "mechanic", 120, required=True),
-                    shape=check.text(c, "shape", 5000, required=True),
-                    riskiest_assumption=check.text(c, "riskiest_assumption", 5000, required=True),
+                    altitude=check.choice(c, "altitude"),
+                    mechanic=check.text(c, "mechanic", required=True),
+                    shape=check.text(c, "shape", required=True),
+                    riskiest_assumption=check.text(c, "riskiest_assumption", required=True),
                     status=status,
                     rationale=rationale,
-                    proposed_by=check.choice(c, "proposed_by", [v for v, _ in WRITER_ROLES], "terra"),
+                    proposed_by=check.choice(c, "proposed_by", default="terra"),
                     untrusted=check.flag(c, "untrusted"),
                 ),
                 c.get("created_at"),
@@ -634,7 +641,7 @@ def _import_plan(book: Book, plan: dict, reader: _Reader, downgraded: list[str])
     vids = _uuid_map(ValidationPlanItem, [str(v.get("id")) for v in vitems])
     made = []
     for i, v in enumerate(vitems):
-        check = _Check("plan-tree.validation_plan", i)
+        check = _Check("plan-tree.validation_plan", i, VALIDATION_ITEM)
         node_pk = node_ids.get(str(v.get("node") or ""))
         made.append(
             (
@@ -642,12 +649,8 @@ def _import_plan(book: Book, plan: dict, reader: _Reader, downgraded: list[str])
                     id=vids[str(v.get("id"))],
                     book=book,
                     node_id=node_pk if node_pk in created else None,
-                    assumption=check.text(v, "assumption", 5000, required=True),
-                    kill_condition=check.text(v, "kill_condition", 5000, required=True),
-                    activity=check.text(v, "activity", 5000, required=True),
-                    validation_status=check.choice(
-                        v, "validation_status", ValidationStatus.values, ValidationStatus.HYPOTHESIS
-                    ),
+                    **{name: check.text(v, name, required=True) for name in HOOK},
+                    validation_status=check.choice(v, "validation_status"),
                 ),
                 v.get("created_at"),
             )
