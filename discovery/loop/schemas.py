@@ -23,6 +23,8 @@ from .serializers import (
     TraceEdgeFields,
     TraceNodeFields,
     ValidationItemFields,
+    artifact_slug,
+    parent_slug,
 )
 
 
@@ -129,7 +131,7 @@ class TraceNodeOut(TraceNodeFields):
 
     @staticmethod
     def resolve_artifact(obj) -> str | None:
-        return obj.artifact.slug if obj.artifact_id else None
+        return artifact_slug(obj)
 
 
 class TraceNodeIn(Schema):
@@ -199,7 +201,7 @@ class ArtifactOut(ArtifactFields):
 
     @staticmethod
     def resolve_parent(obj) -> str | None:
-        return obj.parent.slug if obj.parent_id else None
+        return parent_slug(obj)
 
 
 class ArtifactIn(Schema):

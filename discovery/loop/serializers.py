@@ -38,6 +38,16 @@ def text_id(value) -> str | None:
     return str(value) if value else None
 
 
+def parent_slug(artifact: BlackboardArtifact) -> str | None:
+    """An artifact names its parent by slug (in the file and in the API)."""
+    return artifact.parent.slug if artifact.parent_id else None
+
+
+def artifact_slug(node: TraceNode) -> str | None:
+    """A traceability node names the slot backing it by slug (in the file and in the API)."""
+    return node.artifact.slug if node.artifact_id else None
+
+
 # The plan node's validation hook: flat on the model and the API, nested in the file.
 HOOK = ("assumption", "kill_condition", "activity")
 
@@ -250,14 +260,14 @@ TRACE_NODE = Serializer(
     TraceNode,
     TraceNodeFields,
     id=lambda n: n.node_id,
-    artifact=lambda n: n.artifact.slug if n.artifact_id else None,
+    artifact=artifact_slug,
 )
 TRACE_EDGE = Serializer(TraceEdge, TraceEdgeFields, **{"from": lambda e: e.from_id, "to": lambda e: e.to_id})
 ARTIFACT = Serializer(
     BlackboardArtifact,
     ArtifactFields,
     id=lambda a: a.slug,
-    parent_id=lambda a: a.parent.slug if a.parent_id else None,
+    parent_id=parent_slug,
 )
 REVIEW = Serializer(LensReview, ReviewFields, lens=lambda r: r.lens_id)
 RERUN = Serializer(LensRerun, RerunFields)
