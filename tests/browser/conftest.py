@@ -151,7 +151,7 @@ def assert_fits_phone_width(page) -> None:
                 .filter(el => ![...el.children].some(c => c.getBoundingClientRect().right > window.innerWidth + 1))
                 .slice(0, 5)
                 .map(el => `${el.tagName.toLowerCase()}${el.id ? '#' + el.id : ''}.${el.className}: `
-                    + `${Math.round(el.getBoundingClientRect().right)}px ${(el.textContent || '').trim().slice(0, 60)}`)"""
+                    + `${Math.round(el.getBoundingClientRect().right)}px ${el.textContent.trim().slice(0, 40)}`)"""
         )
         raise AssertionError(f"{page.url} is {overflow}px wider than the viewport; widest: {culprits}")
 
