@@ -135,7 +135,7 @@ def test_a_review_needs_a_reason_for_every_finding(book, luna_api):
         url(book, "/reviews"),
         {"lens": "reader-trust", "gate": "G2", "findings": [{"text": "x", "resolution": "deferred", "reason": ""}]},
     )
-    assert r.status_code == 422 and r.json()["field"] == "findings[0].reason"
+    assert r.status_code == 422 and r.json()["field"] == "findings.0.reason"
     r = terra_api.post(
         url(book, "/reviews"),
         {"lens": "reader-trust", "gate": "G2", "findings": [{"text": "x", "resolution": "maybe", "reason": "y"}]},

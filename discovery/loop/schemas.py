@@ -9,8 +9,30 @@ from datetime import datetime
 from ninja import Field, Schema
 from pydantic import StrictBool
 
-from approvals.models import Reversibility
+from approvals.models import Approval, Gate, Reversibility, Verdict
+from novelgraph.schemas import LIST_ITEM_TEXT, MAX_LIST_ITEMS, Text, TextList, limit
 
+from .models import (
+    Altitude,
+    ArtifactStatus,
+    BackedBy,
+    BlackboardArtifact,
+    Candidate,
+    DataClass,
+    LensReview,
+    Lifecycle,
+    LoopMeta,
+    OpenQuestion,
+    OptionCard,
+    PlanNode,
+    QuestionKind,
+    Resolution,
+    RosterEntry,
+    TraceEdge,
+    TraceNode,
+    ValidationPlanItem,
+    ValidationStatus,
+)
 from .serializers import (
     ArtifactFields,
     CandidateFields,
@@ -26,6 +48,17 @@ from .serializers import (
     artifact_slug,
     parent_slug,
 )
+
+# Limits with no model column of their own (the rest are read from the model fields with ``limit``):
+# a review's findings are JSON items ({text, resolution, reason}) in LensReview.findings.
+FINDING_TEXT = 2_000
+MAX_FINDINGS = 100
+# A gate card's decisions_requested is a JSON list in OptionCard.decisions_requested.
+MAX_DECISIONS_REQUESTED = 20
+# A roster lens is named by its slug (RosterEntry.slug) wherever a request names a lens.
+LENS = limit(RosterEntry, "slug")
+ARTIFACT_SLUG = limit(BlackboardArtifact, "slug")
+TRACE_ID = limit(TraceNode, "node_id")
 
 
 class MetaOut(MetaFields):
@@ -63,21 +96,21 @@ class NodeOut(NodeFields):
 
 class NodeIn(Schema):
     parent_id: uuid.UUID
-    intent: str = Field(max_length=5000)
-    altitude: str = Field("plotline", max_length=20)
+    intent: Text(limit(PlanNode, "intent"))
+    altitude: Altitude = Altitude.PLOTLINE
     round_cap: int = Field(3, ge=1, le=1000)
-    assumption: str = Field("", max_length=5000)
-    kill_condition: str = Field("", max_length=5000)
-    activity: str = Field("", max_length=5000)
+    assumption: Text(limit(PlanNode, "assumption"), required=False) = ""
+    kill_condition: Text(limit(PlanNode, "kill_condition"), required=False) = ""
+    activity: Text(limit(PlanNode, "activity"), required=False) = ""
 
 
 class NodePatch(Schema):
-    intent: str | None = Field(None, max_length=5000)
-    lifecycle: str | None = Field(None, max_length=20)
-    validation_status: str | None = Field(None, max_length=20)
-    assumption: str | None = Field(None, max_length=5000)
-    kill_condition: str | None = Field(None, max_length=5000)
-    activity: str | None = Field(None, max_length=5000)
+    intent: Text(limit(PlanNode, "intent")) | None = None
+    lifecycle: Lifecycle | None = None
+    validation_status: ValidationStatus | None = None
+    assumption: Text(limit(PlanNode, "assumption"), required=False) | None = None
+    kill_condition: Text(limit(PlanNode, "kill_condition"), required=False) | None = None
+    activity: Text(limit(PlanNode, "activity"), required=False) | None = None
 
 
 class CandidateOut(CandidateFields):
@@ -86,16 +119,17 @@ class CandidateOut(CandidateFields):
 
 
 class CandidateIn(Schema):
-    altitude: str = Field(max_length=20)
-    mechanic: str = Field(max_length=120)
-    shape: str = Field(max_length=5000)
-    riskiest_assumption: str = Field(max_length=5000)
-    rationale: str = Field("", max_length=5000)
+    altitude: Altitude
+    mechanic: Text(limit(Candidate, "mechanic"))
+    shape: Text(limit(Candidate, "shape"))
+    riskiest_assumption: Text(limit(Candidate, "riskiest_assumption"))
+    rationale: Text(limit(Candidate, "rationale"), required=False) = ""
 
 
 class SelectIn(Schema):
     candidate_id: uuid.UUID
-    rationale: str = Field(max_length=5000)
+    # Kept on every not-chosen candidate (Candidate.rationale) and logged with the selection.
+    rationale: Text(limit(Candidate, "rationale"))
     reversibility_class: Reversibility = Reversibility.REVERSIBLE
 
 
@@ -111,18 +145,20 @@ class QuestionOut(QuestionFields):
 
 
 class QuestionIn(Schema):
-    question: str = Field(max_length=5000)
-    target_discipline: str = Field(max_length=60)
-    kind: str = Field("question", max_length=20)
+    question: Text(limit(OpenQuestion, "question"))
+    target_discipline: Text(limit(OpenQuestion, "target_discipline"))
+    kind: QuestionKind = QuestionKind.QUESTION
 
 
 class RouteIn(Schema):
-    target_discipline: str = Field(max_length=60)
+    target_discipline: Text(limit(OpenQuestion, "target_discipline"))
 
 
 class QuestionResolveIn(Schema):
-    resolution: str = Field(max_length=5000)
-    cites: str = Field(max_length=200, description="artifact:<slug> | trace:<id> | decision:<n> | question:<id>")
+    resolution: Text(limit(OpenQuestion, "resolution"))
+    cites: Text(limit(OpenQuestion, "resolution_ref")) = Field(
+        description="artifact:<slug> | trace:<id> | decision:<n> | question:<id>"
+    )
 
 
 class TraceNodeOut(TraceNodeFields):
@@ -135,12 +171,12 @@ class TraceNodeOut(TraceNodeFields):
 
 
 class TraceNodeIn(Schema):
-    node_id: str = Field(max_length=100)
-    kind: str = Field(max_length=60)
-    label: str = Field("", max_length=200)
-    backed_by: str = Field("file", max_length=12)
-    artifact: str | None = Field(None, max_length=100)
-    produced_by: str = Field("", max_length=60)
+    node_id: Text(TRACE_ID)
+    kind: Text(limit(TraceNode, "kind"))
+    label: Text(limit(TraceNode, "label"), required=False) = ""
+    backed_by: BackedBy = BackedBy.FILE
+    artifact: Text(ARTIFACT_SLUG) | None = None
+    produced_by: Text(limit(TraceNode, "produced_by"), required=False) = ""
 
 
 class TraceEdgeOut(TraceEdgeFields):
@@ -150,27 +186,29 @@ class TraceEdgeOut(TraceEdgeFields):
 
 
 class TraceEdgeIn(Schema):
-    from_id: str = Field(max_length=100)
-    to_id: str = Field(max_length=100)
+    from_id: Text(limit(TraceEdge, "from_id"))
+    to_id: Text(limit(TraceEdge, "to_id"))
 
 
 class WithdrawIn(Schema):
-    reason: str = Field("", max_length=2000)
+    # Kept as the trace node's status_reason.
+    reason: Text(limit(TraceNode, "status_reason"), required=False) = ""
 
 
 class TraceEdgeWithdrawIn(TraceEdgeIn):
-    reason: str = Field("", max_length=2000)
+    # Kept as the edge's inactive_reason.
+    reason: Text(limit(TraceEdge, "inactive_reason"), required=False) = ""
 
 
 class ValidationItemIn(Schema):
-    assumption: str = Field(max_length=5000)
-    kill_condition: str = Field(max_length=5000)
-    activity: str = Field(max_length=5000)
+    assumption: Text(limit(ValidationPlanItem, "assumption"))
+    kill_condition: Text(limit(ValidationPlanItem, "kill_condition"))
+    activity: Text(limit(ValidationPlanItem, "activity"))
     node_id: uuid.UUID | None = None
 
 
 class ValidationStatusIn(Schema):
-    validation_status: str = Field(max_length=12)
+    validation_status: ValidationStatus
 
 
 class ValidationItemOut(ValidationItemFields):
@@ -181,8 +219,8 @@ class ValidationItemOut(ValidationItemFields):
 
 
 class TraceSettingsIn(Schema):
-    root: str | None = Field(None, max_length=100)
-    leaf_kind: str | None = Field(None, max_length=60)
+    root: Text(limit(LoopMeta, "trace_root")) | None = None
+    leaf_kind: Text(limit(LoopMeta, "leaf_kind")) | None = None
 
 
 class LintOut(Schema):
@@ -205,28 +243,28 @@ class ArtifactOut(ArtifactFields):
 
 
 class ArtifactIn(Schema):
-    slug: str = Field(max_length=100)
-    type: str = Field(max_length=60)
-    status: str = Field("proposed", max_length=12)
+    slug: Text(ARTIFACT_SLUG)
+    type: Text(limit(BlackboardArtifact, "type"))
+    status: ArtifactStatus = ArtifactStatus.PROPOSED
     content: dict = Field(default_factory=dict)
-    lens: str = Field("", max_length=60)
-    path: str = Field("", max_length=300)
-    parent: str | None = Field(None, max_length=100)
+    lens: Text(limit(BlackboardArtifact, "lens"), required=False) = ""
+    path: Text(limit(BlackboardArtifact, "path"), required=False) = ""
+    parent: Text(ARTIFACT_SLUG) | None = None
     untrusted: StrictBool | None = None
-    data_class: str = Field("internal", max_length=12)
+    data_class: DataClass = DataClass.INTERNAL
 
 
 class FindingIn(Schema):
-    text: str = Field(max_length=2000)
-    resolution: str = Field(max_length=12)
-    reason: str = Field(max_length=2000)
+    text: Text(FINDING_TEXT)
+    resolution: Resolution
+    reason: Text(FINDING_TEXT)
 
 
 class ReviewIn(Schema):
-    lens: str = Field(max_length=60)
-    gate: str = Field(max_length=4)
-    summary: str = Field("", max_length=5000)
-    findings: list[FindingIn] = Field(default_factory=list, max_length=100)
+    lens: Text(LENS)
+    gate: Gate
+    summary: Text(limit(LensReview, "summary"), required=False) = ""
+    findings: list[FindingIn] = Field(default_factory=list, max_length=MAX_FINDINGS)
 
 
 class ReviewOut(ReviewFields):
@@ -241,7 +279,7 @@ class RoundIn(Schema):
 class CostIn(Schema):
     amount: float = Field(gt=0, le=1_000_000)
     node_id: uuid.UUID | None = None
-    lens: str = Field("", max_length=60)
+    lens: Text(LENS, required=False) = ""
 
 
 class RerunOut(RerunFields):
@@ -249,13 +287,13 @@ class RerunOut(RerunFields):
 
 
 class GateIn(Schema):
-    summary: str = Field(max_length=500)
-    decisions_requested: list[str] = Field(min_length=1, max_length=20)
-    recommended: str = Field("", max_length=2000)
+    summary: Text(limit(OptionCard, "summary"))
+    decisions_requested: TextList(item_length=LIST_ITEM_TEXT, max_items=MAX_DECISIONS_REQUESTED, min_items=1)
+    recommended: Text(limit(OptionCard, "recommended"), required=False) = ""
     reversibility_class: Reversibility
-    artifacts: list[str] = Field(default_factory=list, max_length=50)
+    artifacts: TextList(item_length=ARTIFACT_SLUG, max_items=MAX_LIST_ITEMS) = Field(default_factory=list)
     node_id: uuid.UUID | None = None
-    trace_seed: str = Field("", max_length=100)
+    trace_seed: Text(limit(OptionCard, "trace_seed"), required=False) = ""
     thrust_id: uuid.UUID | None = Field(None, description="G1.5: the thrust candidate the author is asked to ratify")
 
 
@@ -279,9 +317,9 @@ class ImpactOut(Schema):
 
 
 class LoopVerdictIn(Schema):
-    verdict: str = Field(max_length=30)
-    rationale: str = Field(max_length=10_000)
-    constraint: str = Field("", max_length=10_000)
+    verdict: Verdict
+    rationale: Text(limit(Approval, "rationale"))
+    constraint: Text(limit(Approval, "constraint"), required=False) = ""
 
 
 class LoopVerdictOut(Schema):
