@@ -68,10 +68,12 @@ from .schemas import (
     handoff_out,
 )
 from .selectors import (
+    VIEW_PAGE,
     book_bases,
     book_charters,
     book_thrusts,
     book_turns,
+    bounded,
     charter_get,
     claim_conflicts,
     codex_view,
@@ -106,11 +108,14 @@ def _session_access(request: HttpRequest, session_id, *caps: Cap):
 @router.get("/me", response={200: WhoAmI, **ERRORS}, summary="Who the caller is and what its role may do")
 def whoami(request: HttpRequest):
     principal = principal_of(request)
+    ids, more = bounded(books_visible_to(principal).order_by("title", "id").values_list("pk", flat=True), VIEW_PAGE)
     return {
         "username": principal.user.get_username(),
         "role": principal.key_role,
         "capabilities": sorted(c.value for c in principal_capabilities(principal)),
-        "book_ids": [str(pk) for pk in books_visible_to(principal).values_list("pk", flat=True)],
+        # A page of ids, in the order of ``GET /books``; the rest is that paged route (``next``).
+        "book_ids": [str(pk) for pk in ids],
+        "next": {"book_ids": f"{reverse('api:api-root')}books?limit={VIEW_PAGE}&offset={VIEW_PAGE}" if more else None},
     }
 
 

@@ -353,7 +353,10 @@ class WhoAmI(Schema):
     username: str
     role: str
     capabilities: list[str]
-    book_ids: list[str]
+    book_ids: list[str] = Field(
+        description="the first page (VIEW_PAGE) of the caller's books, as GET /books orders them"
+    )
+    next: dict[str, str | None] = Field(description="book_ids: the paged route with the rest, or null")
 
 
 class EditorOut(Schema):

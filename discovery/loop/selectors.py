@@ -6,6 +6,7 @@ from django.db.models import QuerySet
 
 from approvals.models import Gate
 from discovery.models import Book
+from discovery.selectors import VIEW_PAGE, bounded
 
 from .models import (
     GATE_ORDER,
@@ -79,14 +80,18 @@ def loop_view(book: Book) -> dict:
         card = None
         if meta.status == LoopStatus.AWAITING_HUMAN:
             meta.status = LoopStatus.WORKING  # shown, not saved
+    queued, more = bounded(
+        reruns_of(book).filter(status=RerunStatus.QUEUED).values("lens", "artifacts", "cost"), VIEW_PAGE
+    )
     return {
         "book_id": book.pk,
         "meta": meta,
         "pending_card": card,
         "saturation": saturation_check(book),
-        "queued_reruns": list(
-            LensRerun.objects.filter(book=book, status=RerunStatus.QUEUED).values("lens", "artifacts", "cost")
-        ),
+        # A page of the queued re-runs (oldest first, as ``reruns_of``); ``more`` says whether others wait.
+        "queued_reruns": queued,
+        "more": {"queued_reruns": more},
+        # The roster is bounded by construction: one row per lens of the fixed roster (``roster.py``).
         "roster": roster_status(book),
     }
 
@@ -130,4 +135,4 @@ def cards_of(book: Book) -> QuerySet[OptionCard]:
 
 
 def reruns_of(book: Book) -> QuerySet[LensRerun]:
-    return LensRerun.objects.filter(book=book).order_by("created_at")
+    return LensRerun.objects.filter(book=book).order_by("created_at", "id")

@@ -1,0 +1,115 @@
+"""Every list in a response is capped, with a link to the rest (issue 20, item 4): the lists the bounded reads
+(tests/test_bounded_reads.py) left — ``/me``'s book ids, the loop's queued re-runs, lint findings, a cascade's
+affected slots, an agent run's ``written``, a handoff's lists, an approval's and a decision's lists.
+
+Each scene has more items than the cap (``VIEW_PAGE``); the response carries the first ``VIEW_PAGE`` and a link,
+and following the link gives the rest: together every item once, in order.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from discovery.loop.models import LensRerun, RerunStatus, TraceEdge, TraceNode
+from discovery.selectors import VIEW_PAGE
+
+from .factories import BookFactory
+from .loop_scenes import started_book, url  # noqa: F401 (the book, its discovery started)
+
+pytestmark = pytest.mark.django_db
+EXTRA = 3
+MORE = VIEW_PAGE + EXTRA
+
+
+def _follow(api, link: str) -> dict:
+    """GET an absolute API link (``/api/v1/...?query``) with ``api`` (whose paths are under /api/v1)."""
+    parts = urlsplit(link)
+    assert parts.path.startswith("/api/v1/"), link
+    query = {k: v[0] for k, v in parse_qs(parts.query).items()}
+    assert query["limit"] == str(VIEW_PAGE) and query["offset"] == str(VIEW_PAGE), link
+    response = api.get(parts.path[len("/api/v1") :], **query)
+    assert response.status_code == 200, (link, response.content)
+    return response.json()
+
+
+# --- /me ------------------------------------------------------------------------------------
+
+
+def test_me_gives_a_page_of_book_ids_and_a_link_to_the_rest(author, author_api, book):
+    BookFactory.create_batch(MORE, owner=author)
+    me = author_api.get("/me").json()
+
+    assert len(me["book_ids"]) == VIEW_PAGE
+    rest = _follow(author_api, me["next"]["book_ids"])
+    assert rest["count"] == MORE + 1
+    ids = me["book_ids"] + [b["id"] for b in rest["items"]]
+    listed = [b["id"] for b in author_api.get("/books", limit=MORE + 1).json()["items"]]
+    assert ids == listed, "the page and the rest are GET /books, in its order, every book once"
+
+
+def test_me_within_one_page_has_no_link(author_api, book):
+    me = author_api.get("/me").json()
+    assert me["book_ids"] == [str(book.pk)]
+    assert me["next"] == {"book_ids": None}
+
+
+# --- the loop -------------------------------------------------------------------------------
+
+
+def test_the_loop_gives_a_page_of_queued_reruns_and_a_link_to_the_rest(author_api, book):
+    LensRerun.objects.bulk_create(
+        [LensRerun(book=book, lens=f"lens-{n:03}", artifacts=[f"a{n}"], reason="stale") for n in range(MORE)]
+    )
+    LensRerun.objects.create(book=book, lens="done-one", reason="stale", status=RerunStatus.DONE)
+    view = author_api.get(url(book)).json()
+
+    assert len(view["queued_reruns"]) == VIEW_PAGE
+    rest = _follow(author_api, view["next"]["queued_reruns"])
+    assert rest["count"] == MORE, "only the queued ones"
+    lenses = [r["lens"] for r in view["queued_reruns"]] + [r["lens"] for r in rest["items"]]
+    assert sorted(lenses) == [f"lens-{n:03}" for n in range(MORE)]
+    assert len(set(lenses)) == MORE
+    assert len(view["roster"]) < VIEW_PAGE, "the roster is the fixed roster"
+
+
+def test_a_loop_with_few_queued_reruns_has_no_link(author_api, book):
+    assert author_api.get(url(book)).json()["next"] == {"queued_reruns": None}
+
+
+def test_lint_gives_a_page_of_findings_and_a_link_to_the_rest(author_api, book):
+    TraceNode.objects.bulk_create([TraceNode(book=book, node_id=f"loose-{n:03}", kind="clue") for n in range(MORE)])
+    lint = author_api.get(url(book, "/lint"), strict="true").json()
+
+    total = sum(lint["counts"].values())
+    assert total >= MORE
+    assert len(lint["findings"]) == VIEW_PAGE
+    assert "strict=true" in lint["next"]["findings"]
+    rest = _follow(author_api, lint["next"]["findings"])
+    assert rest["count"] == total and len(rest["items"]) == total - VIEW_PAGE
+    assert all(f["severity"] == "failure" for f in rest["items"] if f["code"] == "orphan"), "strict is kept"
+    every = author_api.get(url(book, "/lint/findings"), strict="true", limit=total).json()["items"]
+    assert lint["findings"] + rest["items"] == every
+
+
+def test_a_cascade_preview_gives_a_page_of_affected_slots_and_a_link_to_the_rest(author_api, book):
+    TraceNode.objects.create(book=book, node_id="premise", kind="premise")
+    TraceNode.objects.bulk_create([TraceNode(book=book, node_id=f"ch-{n:03}", kind="chapter") for n in range(MORE)])
+    TraceEdge.objects.bulk_create([TraceEdge(book=book, from_id="premise", to_id=f"ch-{n:03}") for n in range(MORE)])
+    impact = author_api.get(url(book, "/cascade-preview"), node="premise").json()
+
+    assert impact["affected_count"] == MORE
+    assert len(impact["affected"]) == VIEW_PAGE
+    rest = _follow(author_api, impact["next"]["affected"])
+    assert rest["count"] == MORE
+    ids = [a["node_id"] for a in impact["affected"]] + [a["node_id"] for a in rest["items"]]
+    assert sorted(ids) == [f"ch-{n:03}" for n in range(MORE)] and len(set(ids)) == MORE
+
+
+def test_a_small_cascade_preview_has_no_link(author_api, book):
+    TraceNode.objects.create(book=book, node_id="premise", kind="premise")
+    TraceNode.objects.create(book=book, node_id="ch1", kind="chapter")
+    TraceEdge.objects.create(book=book, from_id="premise", to_id="ch1")
+    impact = author_api.get(url(book, "/cascade-preview"), node="premise").json()
+    assert impact["affected_count"] == 1 and impact["next"] == {"affected": None}
