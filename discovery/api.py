@@ -604,3 +604,15 @@ def handoff_detail(request: HttpRequest, handoff_id: uuid.UUID):
     handoff = handoff_get(handoff_id)
     book_access(principal_of(request), handoff.book, Cap.DISCOVERY_READ, missing="handoff")
     return handoff_out(handoff)
+
+
+@router.get(
+    "/handoffs/{handoff_id}/result-entries",
+    response={200: list[EntryOut], **ERRORS},
+    summary="The entries a handoff's result wrote, in order, paged (its detail holds the first page)",
+)
+@paginate
+def handoff_result_entries(request: HttpRequest, handoff_id: uuid.UUID):
+    handoff = handoff_get(handoff_id)
+    book_access(principal_of(request), handoff.book, Cap.DISCOVERY_READ, missing="handoff")
+    return handoff.result_entries.order_by("sequence", "id")

@@ -645,7 +645,8 @@ class HandoffOut(Schema):
     created_at: datetime
     returned_at: datetime | None
     result: dict = Field(default_factory=dict)
-    result_entries: list[EntryOut]
+    result_entries: list[EntryOut] = Field(description="the first page (VIEW_PAGE) of the result's entries")
+    next: dict[str, str | None] = Field(description="result_entries: the paged route with the rest, or null")
 
 
 class SessionOut(Schema):
@@ -734,6 +735,12 @@ class DiscoveryViewOut(Schema):
 
 def handoff_out(handoff) -> dict:
     """A handoff as ``HandoffOut`` shows it (the API and the MCP server)."""
+    from django.urls import reverse
+
+    from .selectors import VIEW_PAGE, bounded
+
+    entries, more = bounded(handoff.result_entries.order_by("sequence", "id"), VIEW_PAGE)
+    link = f"{reverse('api:api-root')}handoffs/{handoff.pk}/result-entries?limit={VIEW_PAGE}&offset={VIEW_PAGE}"
     return {
         "id": handoff.pk,
         "book_id": handoff.book_id,
@@ -748,5 +755,7 @@ def handoff_out(handoff) -> dict:
         "created_at": handoff.created_at,
         "returned_at": handoff.returned_at,
         "result": handoff.result or {},
-        "result_entries": list(handoff.result_entries.order_by("sequence")),
+        # A page of the entries its result wrote (up to four lists of MAX_LIST_ITEMS); the rest is paged.
+        "result_entries": entries,
+        "next": {"result_entries": link if more else None},
     }

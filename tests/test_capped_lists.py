@@ -113,3 +113,63 @@ def test_a_small_cascade_preview_has_no_link(author_api, book):
     TraceEdge.objects.create(book=book, from_id="premise", to_id="ch1")
     impact = author_api.get(url(book, "/cascade-preview"), node="premise").json()
     assert impact["affected_count"] == 1 and impact["next"] == {"affected": None}
+
+
+# --- a handoff's result entries, an agent run's written ----------------------------------------
+
+
+def test_a_handoff_gives_a_page_of_its_result_entries_and_a_link_to_the_rest(author_api, book):
+    from .factories import HandoffFactory, ScratchpadEntryFactory
+
+    handoff = HandoffFactory(book=book, session=current_session_of(book))
+    for n in range(1, MORE + 1):
+        ScratchpadEntryFactory(session=handoff.session, handoff=handoff, sequence=n, agent_role="luna")
+    detail = author_api.get(f"/handoffs/{handoff.pk}").json()
+
+    assert len(detail["result_entries"]) == VIEW_PAGE
+    rest = _follow(author_api, detail["next"]["result_entries"])
+    assert rest["count"] == MORE
+    sequences = [e["sequence"] for e in detail["result_entries"]] + [e["sequence"] for e in rest["items"]]
+    assert sequences == list(range(1, MORE + 1))
+
+
+def test_a_handoff_with_few_entries_has_no_link(author_api, book):
+    from .factories import HandoffFactory
+
+    handoff = HandoffFactory(book=book, session=current_session_of(book))
+    detail = author_api.get(f"/handoffs/{handoff.pk}").json()
+    assert detail["result_entries"] == [] and detail["next"] == {"result_entries": None}
+
+
+def test_an_agent_run_gives_a_page_of_what_it_wrote_and_a_link_to_the_rest(author_api, luna_api, book):
+    from discovery.agents.models import AgentRunOutput
+
+    from .factories import AgentRunFactory
+
+    run = AgentRunFactory(book=book, role="luna")
+    AgentRunOutput.objects.bulk_create(
+        [AgentRunOutput(run=run, type="entry", object_id=f"obj-{n:03}", position=n) for n in range(MORE)]
+    )
+    expected = [f"obj-{n:03}" for n in range(MORE)]
+    for api in (author_api, luna_api):
+        for got in (
+            api.get(f"/agent-runs/{run.pk}").json(),
+            api.get(f"/books/{book.pk}/agent-runs").json()["items"][0],
+        ):
+            assert len(got["written"]) == VIEW_PAGE
+            rest = _follow(api, got["next"]["written"])
+            assert rest["count"] == MORE
+            assert [w["id"] for w in got["written"]] + [w["id"] for w in rest["items"]] == expected
+
+
+def test_another_roles_run_and_its_written_stay_hidden(terra_api, book):
+    from .factories import AgentRunFactory
+
+    run = AgentRunFactory(book=book, role="luna")
+    assert terra_api.get(f"/agent-runs/{run.pk}/written").status_code == 404
+
+
+def current_session_of(book):
+    from discovery.selectors import current_session
+
+    return current_session(book)
