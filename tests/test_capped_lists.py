@@ -173,3 +173,20 @@ def current_session_of(book):
     from discovery.selectors import current_session
 
     return current_session(book)
+
+
+def test_an_approvals_impact_preview_is_capped_with_the_same_link(author_api, sol_api, book):
+    from .loop_scenes import ask_gate
+
+    TraceNode.objects.create(book=book, node_id="premise", kind="premise")
+    TraceNode.objects.bulk_create([TraceNode(book=book, node_id=f"ch-{n:03}", kind="chapter") for n in range(MORE)])
+    TraceEdge.objects.bulk_create([TraceEdge(book=book, from_id="premise", to_id=f"ch-{n:03}") for n in range(MORE)])
+    asked = ask_gate(sol_api, book, "G0", trace_seed="premise")
+    assert asked.status_code in (200, 201), asked.json()
+    detail = author_api.get(f"/approvals/{asked.json()['approval_id']}").json()
+
+    for impact in (detail["impact"], detail["proposal"]["impact"]):
+        assert impact["affected_count"] == MORE and len(impact["affected"]) == VIEW_PAGE
+        rest = _follow(author_api, impact["next"]["affected"])
+        ids = [a["node_id"] for a in impact["affected"]] + [a["node_id"] for a in rest["items"]]
+        assert sorted(ids) == [f"ch-{n:03}" for n in range(MORE)]

@@ -266,12 +266,7 @@ def cascade_preview(request: HttpRequest, book_id: uuid.UUID, node: str):
     """Impact before blast: what invalidating ``node`` would touch. Changes nothing. ``affected`` is the first
     page (``affected_count`` counts them all); ``next.affected`` pages the rest. ``lenses`` is bounded by the
     fixed roster."""
-    impact = loop.cascade_preview(book=_book(request, book_id), seed=node)
-    impact["affected_count"] = len(impact["affected"])
-    more = impact["affected_count"] > VIEW_PAGE
-    impact["affected"] = impact["affected"][:VIEW_PAGE]
-    impact["next"] = {"affected": _next(book_id, "cascade-preview/affected", more, node=node)}
-    return impact
+    return selectors.impact_capped(book_id, loop.cascade_preview(book=_book(request, book_id), seed=node))
 
 
 @router.get(f"{BASE}/cascade-preview/affected", response={200: list[dict], **ERRORS})

@@ -136,3 +136,23 @@ def cards_of(book: Book) -> QuerySet[OptionCard]:
 
 def reruns_of(book: Book) -> QuerySet[LensRerun]:
     return LensRerun.objects.filter(book=book).order_by("created_at", "id")
+
+
+def impact_capped(book_id, impact: dict | None) -> dict | None:
+    """A cascade preview as a response carries it: the first ``VIEW_PAGE`` affected slots, ``affected_count``,
+    and ``next.affected``, the paged route with the rest (``GET .../loop/cascade-preview/affected?node=``)."""
+    if not impact or "affected" not in impact:
+        return impact
+    from urllib.parse import urlencode
+
+    from django.urls import reverse
+
+    count = len(impact["affected"])
+    query = urlencode({"node": impact["seed"], "limit": VIEW_PAGE, "offset": VIEW_PAGE})
+    link = f"{reverse('api:api-root')}books/{book_id}/loop/cascade-preview/affected?{query}"
+    return {
+        **impact,
+        "affected": impact["affected"][:VIEW_PAGE],
+        "affected_count": count,
+        "next": {"affected": link if count > VIEW_PAGE else None},
+    }
