@@ -190,3 +190,44 @@ def test_an_approvals_impact_preview_is_capped_with_the_same_link(author_api, so
         rest = _follow(author_api, impact["next"]["affected"])
         ids = [a["node_id"] for a in impact["affected"]] + [a["node_id"] for a in rest["items"]]
         assert sorted(ids) == [f"ch-{n:03}" for n in range(MORE)]
+
+
+@pytest.mark.parametrize("extra", [0, EXTRA])
+def test_the_bench_floor_answers_me_as_ours_does(author, book, monkeypatch, extra):
+    """bench/floor_wsgi.py answers GET /api/v1/me with the same JSON (the bench compares them before timing),
+    here through the test's own database connection (so it reads the scene's rows)."""
+    import io
+    import json
+
+    from django.db import connection
+    from django.test import Client
+
+    from bench import floor_wsgi
+    from discovery.access import CAPABILITIES
+    from novelgraph.services import api_key_create
+
+    from .conftest import Api
+
+    BookFactory.create_batch(VIEW_PAGE - 1 + extra, owner=author)
+    raw = api_key_create(owner=author, role="author")[1]
+    ours = Api(Client(), raw).get("/me").json()
+
+    connection.ensure_connection()
+    monkeypatch.setitem(floor_wsgi._local, "conn", connection.connection)
+    monkeypatch.setattr(
+        floor_wsgi, "CAPABILITIES", {r: sorted(c.value for c in caps) for r, caps in CAPABILITIES.items()}
+    )
+    assert floor_wsgi.PAGE == VIEW_PAGE
+    status = []
+    body = floor_wsgi.app(
+        {
+            "PATH_INFO": "/api/v1/me",
+            "REQUEST_METHOD": "GET",
+            "HTTP_AUTHORIZATION": f"Bearer {raw}",
+            "wsgi.input": io.BytesIO(),
+        },
+        lambda s, headers: status.append(s),
+    )
+    assert status[0].startswith("200")
+    assert json.loads(b"".join(body)) == ours
+    assert (ours["next"]["book_ids"] is not None) == bool(extra)
