@@ -598,6 +598,10 @@ class CodexOut(Schema):
     claims: list[CanonClaimOut]
     withheld: list[str]
     fair_play: FairPlayOut
+    next: dict[str, str | None] = Field(
+        description="chapters, claims, withheld, findings (fair_play's): each list holds a page (VIEW_PAGE); "
+        "its paged route with the rest, or null"
+    )
 
 
 class ApprovalRefOut(Schema):

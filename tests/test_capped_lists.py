@@ -231,3 +231,46 @@ def test_the_bench_floor_answers_me_as_ours_does(author, book, monkeypatch, extr
     assert status[0].startswith("200")
     assert json.loads(b"".join(body)) == ours
     assert (ours["next"]["book_ids"] is not None) == bool(extra)
+
+
+# --- the codex --------------------------------------------------------------------------------
+
+
+def test_the_codex_gives_a_page_of_chapters_and_claims_and_links_to_the_rest(author_api, author, book):
+    from django.utils import timezone
+
+    from discovery.models import KnowledgeBase
+
+    from .factories import ApprovalFactory, ChapterFactory, KnowledgeClaimFactory
+
+    base = KnowledgeBase.objects.get(scope=KnowledgeBase.Scope.BOOK, owner_id=str(book.pk))
+    approval = ApprovalFactory(
+        book=book,
+        kind="canon-promotion",
+        subject_type="claim",
+        status="decided",
+        verdict="approve",
+        rationale="Canon.",
+        decided_by=author,
+        decided_at=timezone.now(),
+    )
+    for n in range(MORE):
+        KnowledgeClaimFactory(base=base, subject=f"Subject {n:03}", status="approved", approval=approval)
+        ChapterFactory(book=book, number=n + 1)
+    for as_of in (None, MORE):
+        query = {} if as_of is None else {"as_of_chapter": as_of}
+        codex = author_api.get(f"/books/{book.pk}/codex", **query).json()
+        every = {part: codex[part] for part in ("chapters", "claims")}
+        for part, ident in (("chapters", "number"), ("claims", "id")):
+            assert len(codex[part]) == VIEW_PAGE, part
+            link = codex["next"][part]
+            assert (f"as_of_chapter={as_of}" in link) == (as_of is not None)
+            rest = _follow(author_api, link)
+            assert rest["count"] == MORE
+            every[part] = codex[part] + rest["items"]
+            assert len({item[ident] for item in every[part]}) == MORE, part
+        assert [c["number"] for c in every["chapters"]] == list(range(1, MORE + 1))
+        assert sorted(c["subject"] for c in every["claims"]) == [f"Subject {n:03}" for n in range(MORE)]
+        whole = author_api.get(f"/books/{book.pk}/codex/claims", limit=MORE, **query).json()["items"]
+        assert whole == every["claims"], "the rest is the codex's own claims, in its order, with the same fields"
+        assert codex["next"]["withheld"] is None and codex["next"]["findings"] is None
