@@ -34,8 +34,10 @@ worker: migrate
 	$(PY) manage.py agent_runs_reap
 	$(PY) manage.py db_worker --no-reload
 
+# Two processes (pytest-xdist) by default, as many as CI's machine has cores; TEST_WORKERS=0 runs in one.
+TEST_WORKERS ?= 2
 test: setup
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 # Fuzz every API operation (author, Sol, Luna keys) and every browser form on SQLite, then PostgreSQL
 # (FUZZ_DATABASE_URL, default the local server): FUZZ_EXAMPLES per operation, a random seed printed

@@ -37,13 +37,17 @@ STATEMENTS: dict[str, tuple[int, int]] = {
     "GET /books/{id}": (2, 2),  # the key, the book
     "GET /library/search": (2, 2),  # the key, the search statement on the raw connection
     "GET /books/{id}/discovery": (12, 12),  # + the book's sessions (every session is one record)
-    "POST /books/{id}/charters": (10, 11),  # PostgreSQL locks the book row (SELECT ... FOR UPDATE)
+    # PostgreSQL locks the book row (SELECT ... FOR UPDATE); +1: the loop's meta row (a version proposed after G2
+    # raises a card that reopens convergence).
+    "POST /books/{id}/charters": (11, 12),
     # +4: the canon it contradicts (bases, claims), for the log; +1 since the log records what became canon
     # (approvals/canon.py reads the approved subject's content); PostgreSQL also locks the book before the handler.
     "POST /claims/{id}/promote": (28, 30),
     "POST /sessions/{id}/turns": (9, 9),  # + the question the turn answers
     "POST /sessions/{id}/scratchpad": (7, 7),
-    "POST /approvals/{id}/verdict": (20, 22),  # likewise, twice, and +1 for the canon record
+    # likewise, twice, and +1 for the canon record; +1: the pending option cards (a charter-reopen card goes with
+    # the charter's decision)
+    "POST /approvals/{id}/verdict": (21, 23),
 }
 
 

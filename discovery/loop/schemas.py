@@ -1,55 +1,40 @@
-"""Request and response schemas of the loop's API."""
+"""Request and response schemas of the loop's API. An output schema extends its model's shared fields
+(``serializers.py``, also what the export and the import carry) with what only the API shows."""
 
 from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any
 
 from ninja import Field, Schema
 from pydantic import StrictBool
 
 from approvals.models import Reversibility
 
-
-class MetaOut(Schema):
-    schema_version: str
-    round: int
-    round_cap: int
-    cost_budget: float
-    cost_spent: float
-    gate: str
-    status: str
-    saturation: bool
-    max_depth: int
-    max_breadth: int
-    concentration: float
-    bound: str
-    trace_root: str
-    leaf_kind: str
-    constraints: list[Any]
+from .serializers import (
+    ArtifactFields,
+    CandidateFields,
+    CardFields,
+    MetaFields,
+    NodeFields,
+    QuestionFields,
+    RerunFields,
+    ReviewFields,
+    TraceEdgeFields,
+    TraceNodeFields,
+    ValidationItemFields,
+    artifact_slug,
+    parent_slug,
+)
 
 
-class CardOut(Schema):
+class MetaOut(MetaFields):
+    """The loop's counters and bounds (the file also carries round_invalidated and last_round_clean)."""
+
+
+class CardOut(CardFields):
     id: uuid.UUID
-    schema_version: str
-    kind: str
-    gate: str
-    summary: str
-    decisions_requested: list[str]
-    recommended: str
-    reversibility_class: str
-    artifacts: list[str]
     node: uuid.UUID | None = None
-    trace_seed: str
-    bound: str
-    proposed_extension: dict
-    risk_triggers: list[str]
-    payload: dict
-    status: str
-    verdict: str
-    raised_by: str
-    round: int
     approval_id: uuid.UUID | None = None
     created_at: datetime
 
@@ -68,25 +53,13 @@ class LoopOut(Schema):
     next: dict[str, str | None] = Field(description="queued_reruns: the paged route with the rest, or null")
 
 
-class NodeOut(Schema):
+class NodeOut(NodeFields):
     id: uuid.UUID
-    schema_version: str
     parent_id: uuid.UUID | None = None
-    is_root: bool
-    depth: int
-    intent: str
-    altitude: str
-    lifecycle: str
-    validation_status: str
-    sub_idea: str
-    round: int
-    round_cap: int
-    cost_spent: float
     selection_id: uuid.UUID | None = None
     assumption: str
     kill_condition: str
     activity: str
-    produced_by: str
 
 
 class NodeIn(Schema):
@@ -108,18 +81,9 @@ class NodePatch(Schema):
     activity: str | None = Field(None, max_length=5000)
 
 
-class CandidateOut(Schema):
+class CandidateOut(CandidateFields):
     id: uuid.UUID
-    schema_version: str
     node_id: uuid.UUID
-    altitude: str
-    mechanic: str
-    shape: str
-    riskiest_assumption: str
-    status: str
-    rationale: str
-    proposed_by: str
-    untrusted: bool
 
 
 class CandidateIn(Schema):
@@ -142,18 +106,8 @@ class SelectOut(Schema):
     approval_id: uuid.UUID | None = None
 
 
-class QuestionOut(Schema):
+class QuestionOut(QuestionFields):
     id: uuid.UUID
-    schema_version: str
-    kind: str
-    raised_by: str
-    target_discipline: str
-    question: str
-    status: str
-    resolution: str
-    resolution_ref: str
-    round: int
-    untrusted: bool
     resolved_by: str = ""
 
 
@@ -172,20 +126,13 @@ class QuestionResolveIn(Schema):
     cites: str = Field(max_length=200, description="artifact:<slug> | trace:<id> | decision:<n> | question:<id>")
 
 
-class TraceNodeOut(Schema):
+class TraceNodeOut(TraceNodeFields):
     node_id: str
-    schema_version: str
-    kind: str
-    label: str
-    backed_by: str
     artifact: str | None = None
-    produced_by: str
-    status: str
-    status_reason: str
 
     @staticmethod
     def resolve_artifact(obj) -> str | None:
-        return obj.artifact.slug if obj.artifact_id else None
+        return artifact_slug(obj)
 
 
 class TraceNodeIn(Schema):
@@ -197,13 +144,10 @@ class TraceNodeIn(Schema):
     produced_by: str = Field("", max_length=60)
 
 
-class TraceEdgeOut(Schema):
+class TraceEdgeOut(TraceEdgeFields):
     id: uuid.UUID
-    schema_version: str
     from_id: str = Field(alias="from_id")
     to_id: str
-    active: bool
-    inactive_reason: str
 
 
 class TraceEdgeIn(Schema):
@@ -230,14 +174,9 @@ class ValidationStatusIn(Schema):
     validation_status: str = Field(max_length=12)
 
 
-class ValidationItemOut(Schema):
+class ValidationItemOut(ValidationItemFields):
     id: uuid.UUID
     node_id: uuid.UUID | None = None
-    assumption: str
-    kill_condition: str
-    activity: str
-    validation_status: str
-    schema_version: str
     created_at: datetime
     updated_at: datetime
 
@@ -257,28 +196,14 @@ class LintOut(Schema):
     next: dict[str, str | None] = Field(description="findings: the paged route with the rest, or null")
 
 
-class ArtifactOut(Schema):
+class ArtifactOut(ArtifactFields):
     id: uuid.UUID
     slug: str
-    schema_version: str
-    type: str
-    status: str
-    version: int
-    produced_by: str
-    lens: str
-    path: str
     parent: str | None = None
-    round_last_touched: int
-    stale_reason: str
-    untrusted: bool
-    data_class: str
-    content: dict
-    # A proposed next version waiting beside a ratified one ({} when none): the author ratifies it at a gate.
-    successor: dict
 
     @staticmethod
     def resolve_parent(obj) -> str | None:
-        return obj.parent.slug if obj.parent_id else None
+        return parent_slug(obj)
 
 
 class ArtifactIn(Schema):
@@ -306,16 +231,9 @@ class ReviewIn(Schema):
     findings: list[FindingIn] = Field(default_factory=list, max_length=100)
 
 
-class ReviewOut(Schema):
+class ReviewOut(ReviewFields):
     id: uuid.UUID
-    schema_version: str
     lens_id: str
-    gate: str
-    round: int
-    reviewer_role: str
-    summary: str
-    findings: list[dict]
-    untrusted: bool
 
 
 class RoundIn(Schema):
@@ -328,15 +246,8 @@ class CostIn(Schema):
     lens: str = Field("", max_length=60)
 
 
-class RerunOut(Schema):
+class RerunOut(RerunFields):
     id: uuid.UUID
-    schema_version: str
-    lens: str
-    artifacts: list[str]
-    reason: str
-    status: str
-    cost: float
-    round: int
 
 
 class GateIn(Schema):

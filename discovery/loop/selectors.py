@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from django.db.models import QuerySet
 
+from approvals.chain import format_ts
 from approvals.models import Gate
+from approvals.selectors import decision_log_for
 from discovery.models import Book
 from discovery.selectors import VIEW_PAGE, bounded
 
 from .models import (
     GATE_ORDER,
+    SCHEMA_VERSION,
     BlackboardArtifact,
     Candidate,
     LensRerun,
@@ -24,6 +27,18 @@ from .models import (
     TraceEdge,
     TraceNode,
     ValidationPlanItem,
+)
+from .serializers import (
+    ARTIFACT,
+    CARD,
+    META,
+    PLAN_NODE,
+    QUESTION,
+    RERUN,
+    REVIEW,
+    TRACE_EDGE,
+    TRACE_NODE,
+    VALIDATION_ITEM,
 )
 from .services.base import saturation_check
 from .services.cards import pending_card
@@ -155,4 +170,67 @@ def impact_capped(book_id, impact: dict | None) -> dict | None:
         "affected": impact["affected"][:VIEW_PAGE],
         "affected_count": count,
         "next": {"affected": link if count > VIEW_PAGE else None},
+    }
+
+
+def loop_state(book: Book) -> dict[str, dict]:
+    """The six state files of the export as dicts (tests compare round trips with it). Reads only."""
+    meta = LoopMeta.objects.get(book=book)
+    nodes = list(nodes_of(book).order_by("depth", "created_at", "id"))
+    root = next((n for n in nodes if n.is_root), None)
+    return {
+        "blackboard": {
+            "schema_version": SCHEMA_VERSION,
+            "artifacts": [ARTIFACT.record(a) for a in artifacts_of(book)],
+            "lens_reviews": [REVIEW.record(r) for r in reviews_of(book).order_by("created_at", "id")],
+            "reruns": [RERUN.record(r) for r in reruns_of(book).order_by("created_at", "id")],
+        },
+        "open-questions": {
+            "schema_version": SCHEMA_VERSION,
+            "questions": [QUESTION.record(q) for q in questions_of(book).order_by("created_at", "id")],
+        },
+        "traceability": {
+            "schema_version": SCHEMA_VERSION,
+            "root": meta.trace_root,
+            "leaf_kind": meta.leaf_kind,
+            "nodes": [TRACE_NODE.record(n) for n in trace_nodes_of(book)],
+            "edges": [TRACE_EDGE.record(e) for e in trace_edges_of(book).order_by("created_at", "id")],
+        },
+        "decision-log": {
+            "schema_version": SCHEMA_VERSION,
+            "book_id": str(book.pk),
+            "entries": [
+                {
+                    "schema_version": SCHEMA_VERSION,
+                    "sequence": e.sequence,
+                    "ts": format_ts(e.ts),
+                    "gate": e.gate,
+                    "decision": e.decision,
+                    "subject_type": e.subject_type,
+                    "subject_id": e.subject_id,
+                    "ratified_by": e.ratified_by,
+                    "reversibility_class": e.reversibility_class,
+                    "rationale": e.rationale,
+                    "detail": e.detail,
+                    "prev_hash": e.prev_hash,
+                    "hash": e.hash,
+                    "seal": e.seal,
+                }
+                for e in decision_log_for(book)
+            ],
+        },
+        "meta": {
+            **META.record(meta),
+            "option_cards": [CARD.record(c) for c in cards_of(book).order_by("created_at", "id")],
+        },
+        "plan-tree": {
+            "schema_version": SCHEMA_VERSION,
+            "root": str(root.pk) if root else None,
+            "sub_ideas": {
+                state: [str(n.pk) for n in nodes if n.sub_idea == state and not n.is_root]
+                for state in ("open", "parked", "done")
+            },
+            "nodes": [PLAN_NODE.record(n) for n in nodes],
+            "validation_plan": [VALIDATION_ITEM.record(v) for v in validation_plan_of(book)],
+        },
     }

@@ -22,8 +22,10 @@ def charter_propose(*, access: BookAccess, payload: CharterIn) -> StoryCharter:
     """Propose the next version of the book's Story Charter with a pending story-charter approval.
 
     Needs charter:propose (Sol, Terra, the author). Version = the book's highest + 1, computed
-    under the book row's lock; the book's open session (if any) becomes charter-proposed. One
-    transaction: the charter and its approval exist together or not at all.
+    under the book row's lock; the book's open session (if any) becomes charter-proposed. After
+    G2 passed, a version reopens convergence: an option card for the author shows its impact
+    (``discovery.loop.services.charters``). One transaction: the charter, its approval and the
+    card exist together or not at all.
     """
     access.require(Cap.CHARTER_PROPOSE)
     book = access.book
@@ -53,6 +55,10 @@ def charter_propose(*, access: BookAccess, payload: CharterIn) -> StoryCharter:
             requested_by_user=access.user,
         )
         charter.save(update_fields=["approval", "updated_at"])
+        # After G2 a new version reopens convergence: a card shows the author what it touches.
+        from discovery.loop.services.charters import charter_reopen_card
+
+        charter_reopen_card(book=book, charter=charter, proposed_by=access.role, user=access.user)
         if session is not None and session.status == DiscoverySession.Status.ACTIVE:
             session.status = DiscoverySession.Status.CHARTER_PROPOSED
             session.save(update_fields=["status", "updated_at"])

@@ -30,7 +30,8 @@ def discovery_start(*, access: BookAccess) -> tuple[DiscoverySession, bool]:
 
     Needs discovery:write (the author, Sol). Ensures the knowledge bases, then returns the
     session that is active or charter-proposed, or creates an active one with the opening
-    question. The book row is locked, so two concurrent starts make one session.
+    question. The book row is locked, so two concurrent starts make one session. After the G3
+    hand-off (the loop handed off, every session closed) it is a 409 ``handed_off``.
     """
     access.require(Cap.DISCOVERY_WRITE)
     book = access.book
@@ -42,6 +43,14 @@ def discovery_start(*, access: BookAccess) -> tuple[DiscoverySession, bool]:
         )
         if session is not None:
             return session, False
+        from discovery.loop.models import LoopMeta, LoopStatus
+
+        if LoopMeta.objects.filter(book=book, status=LoopStatus.HANDED_OFF).exists():
+            # The discovery ended at G3: starting again never opens a new session silently.
+            raise Conflict(
+                "this book's discovery was handed off to drafting at G3; it cannot be started again",
+                code="handed_off",
+            )
         session = DiscoverySession.objects.create(book=book)
         # The discovery loop (seed 002): the book's loop at G0 with its root node.
         from discovery.loop.services import loop_ensure

@@ -103,6 +103,7 @@ def charter_apply(decision: Decision) -> None:
         charter.status = StoryCharter.Status.APPROVED
         charter.approval = approval
         charter.save(update_fields=["status", "approval", "updated_at"])
+        _reopen_settle(charter, approved=True, detail=decision.detail)
         # Nothing waits any more: the conversation goes on, active (it is never closed here).
         DiscoverySession.objects.filter(
             book_id=charter.book_id, status=DiscoverySession.Status.CHARTER_PROPOSED
@@ -111,10 +112,19 @@ def charter_apply(decision: Decision) -> None:
         charter.status = StoryCharter.Status.REJECTED
         charter.approval = approval
         charter.save(update_fields=["status", "approval", "updated_at"])
+        _reopen_settle(charter, approved=False, detail=decision.detail)
         if charter.session_id:
             DiscoverySession.objects.filter(
                 pk=charter.session_id, status=DiscoverySession.Status.CHARTER_PROPOSED
             ).update(status=DiscoverySession.Status.ACTIVE)
+
+
+def _reopen_settle(charter: StoryCharter, *, approved: bool, detail: dict) -> None:
+    """A version proposed after G2 raised a reopen card: it goes with this decision (approve moves G2's
+    ratification to the version, reject keeps the ratified one; the row's detail says which)."""
+    from discovery.loop.services.charters import charter_reopen_settle
+
+    charter_reopen_settle(book_id=charter.book_id, charter=charter, approved=approved, detail=detail)
 
 
 def charter_content_digest(content: dict) -> str:

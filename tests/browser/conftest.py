@@ -61,7 +61,11 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
         terminalreporter.write_line(f"NOTE: {MISSING}", yellow=True, bold=True)
 
 
-@pytest.fixture(scope="session")
+# Module-scoped, not session-scoped: Playwright's sync API keeps its asyncio loop running in the test thread
+# while it is open, and asgiref's async_to_sync (the MCP tests, Django's async bridges) refuses to run in a
+# thread with a running loop. Closing it after each browser module leaves the rest of the session without one,
+# whichever order pytest or xdist gives the modules.
+@pytest.fixture(scope="module")
 def chromium() -> Iterator:
     executable = chromium_path()
     if executable is None:
@@ -140,7 +144,16 @@ def assert_accessible_basics(page) -> None:
 def assert_fits_phone_width(page) -> None:
     """Nothing forces sideways scrolling at the current (phone) viewport."""
     overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
-    assert overflow <= 1, f"{page.url} is {overflow}px wider than the viewport"
+    if overflow > 1:
+        culprits = page.evaluate(
+            """() => [...document.querySelectorAll('body *')]
+                .filter(el => el.getBoundingClientRect().right > window.innerWidth + 1)
+                .filter(el => ![...el.children].some(c => c.getBoundingClientRect().right > window.innerWidth + 1))
+                .slice(0, 5)
+                .map(el => `${el.tagName.toLowerCase()}${el.id ? '#' + el.id : ''}.${el.className}: `
+                    + `${Math.round(el.getBoundingClientRect().right)}px ${el.textContent.trim().slice(0, 40)}`)"""
+        )
+        raise AssertionError(f"{page.url} is {overflow}px wider than the viewport; widest: {culprits}")
 
 
 def log_in(page, username: str, password: str) -> None:

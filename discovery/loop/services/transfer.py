@@ -21,14 +21,11 @@ import json
 import re
 import uuid
 import zipfile
-from datetime import datetime
 
 from django.db import transaction
 from django.utils.dateparse import parse_datetime
 
-from approvals.chain import format_ts
 from approvals.models import DecisionLogEntry
-from approvals.selectors import decision_log_for
 from approvals.services import decision_log_append
 from discovery.access import BookAccess, Cap
 from discovery.models import Book, StoryCharter
@@ -37,14 +34,10 @@ from novelgraph.errors import Conflict, Invalid
 from ..models import (
     GATE_ORDER,
     SCHEMA_VERSION,
-    WRITER_ROLES,
-    Altitude,
     ArtifactStatus,
-    BackedBy,
     BlackboardArtifact,
     Candidate,
     CandidateStatus,
-    DataClass,
     LensRerun,
     LensReview,
     Lifecycle,
@@ -53,15 +46,23 @@ from ..models import (
     OpenQuestion,
     OptionCard,
     PlanNode,
-    QuestionKind,
     QuestionStatus,
     RosterEntry,
-    SubIdea,
     TraceEdge,
     TraceNode,
-    TraceStatus,
     ValidationPlanItem,
-    ValidationStatus,
+)
+from ..selectors import loop_state
+from ..serializers import (
+    ARTIFACT,
+    CANDIDATE,
+    HOOK,
+    PLAN_NODE,
+    QUESTION,
+    TRACE_EDGE,
+    TRACE_NODE,
+    VALIDATION_ITEM,
+    Serializer,
 )
 from .base import lock_meta, refresh
 from .questions import AUTHORS_TO_SETTLE
@@ -76,272 +77,8 @@ COMMITTED_TYPES = {
     "service-blueprint",
     "charter",
 }
-META_FIELDS = (
-    "round",
-    "round_cap",
-    "cost_budget",
-    "cost_spent",
-    "gate",
-    "status",
-    "saturation",
-    "max_depth",
-    "max_breadth",
-    "concentration",
-    "bound",
-    "trace_root",
-    "leaf_kind",
-    "round_invalidated",
-    "last_round_clean",
-    "constraints",
-)
-
-
-def _ts(value: datetime | None) -> str | None:
-    return value.isoformat() if value else None
-
-
-def _id(value) -> str | None:
-    return str(value) if value else None
-
 
 # --- Export --------------------------------------------------------------------------
-
-
-def loop_state(book: Book) -> dict[str, dict]:
-    """The six state files as dicts (also used by tests to compare round trips)."""
-    meta = LoopMeta.objects.get(book=book)
-    artifacts = list(BlackboardArtifact.objects.filter(book=book).select_related("parent").order_by("slug"))
-    blackboard = {
-        "schema_version": SCHEMA_VERSION,
-        "artifacts": [
-            {
-                "schema_version": a.schema_version,
-                "id": a.slug,
-                "type": a.type,
-                "status": a.status,
-                "version": a.version,
-                "produced_by": a.produced_by,
-                "lens": a.lens,
-                "path": a.path,
-                "parent_id": a.parent.slug if a.parent_id else None,
-                "round_last_touched": a.round_last_touched,
-                "stale_reason": a.stale_reason,
-                "untrusted": a.untrusted,
-                "data_class": a.data_class,
-                "content": a.content,
-                "successor": a.successor,
-                "created_at": _ts(a.created_at),
-            }
-            for a in artifacts
-        ],
-        "lens_reviews": [
-            {
-                "schema_version": r.schema_version,
-                "id": str(r.pk),
-                "lens": r.lens_id,
-                "gate": r.gate,
-                "round": r.round,
-                "reviewer_role": r.reviewer_role,
-                "summary": r.summary,
-                "findings": r.findings,
-                "untrusted": r.untrusted,
-                "created_at": _ts(r.created_at),
-            }
-            for r in LensReview.objects.filter(book=book).order_by("created_at", "id")
-        ],
-        "reruns": [
-            {
-                "schema_version": r.schema_version,
-                "id": str(r.pk),
-                "lens": r.lens,
-                "artifacts": r.artifacts,
-                "reason": r.reason,
-                "status": r.status,
-                "cost": r.cost,
-                "round": r.round,
-                "created_at": _ts(r.created_at),
-            }
-            for r in LensRerun.objects.filter(book=book).order_by("created_at", "id")
-        ],
-    }
-    questions = {
-        "schema_version": SCHEMA_VERSION,
-        "questions": [
-            {
-                "schema_version": q.schema_version,
-                "id": str(q.pk),
-                "kind": q.kind,
-                "raised_by": q.raised_by,
-                "target_discipline": q.target_discipline,
-                "question": q.question,
-                "status": q.status,
-                "resolution": q.resolution,
-                "resolution_ref": q.resolution_ref,
-                "round": q.round,
-                "untrusted": q.untrusted,
-                "created_at": _ts(q.created_at),
-            }
-            for q in OpenQuestion.objects.filter(book=book).order_by("created_at", "id")
-        ],
-    }
-    traceability = {
-        "schema_version": SCHEMA_VERSION,
-        "root": meta.trace_root,
-        "leaf_kind": meta.leaf_kind,
-        "nodes": [
-            {
-                "schema_version": n.schema_version,
-                "id": n.node_id,
-                "kind": n.kind,
-                "label": n.label,
-                "backed_by": n.backed_by,
-                "artifact": n.artifact.slug if n.artifact_id else None,
-                "produced_by": n.produced_by,
-                "status": n.status,
-                "status_reason": n.status_reason,
-                "created_at": _ts(n.created_at),
-            }
-            for n in TraceNode.objects.filter(book=book).select_related("artifact").order_by("created_at", "node_id")
-        ],
-        "edges": [
-            {
-                "schema_version": e.schema_version,
-                "id": str(e.pk),
-                "from": e.from_id,
-                "to": e.to_id,
-                "active": e.active,
-                "inactive_reason": e.inactive_reason,
-                "created_at": _ts(e.created_at),
-            }
-            for e in TraceEdge.objects.filter(book=book).order_by("created_at", "id")
-        ],
-    }
-    log = {
-        "schema_version": SCHEMA_VERSION,
-        "book_id": str(book.pk),
-        "entries": [
-            {
-                "schema_version": SCHEMA_VERSION,
-                "sequence": e.sequence,
-                "ts": format_ts(e.ts),
-                "gate": e.gate,
-                "decision": e.decision,
-                "subject_type": e.subject_type,
-                "subject_id": e.subject_id,
-                "ratified_by": e.ratified_by,
-                "reversibility_class": e.reversibility_class,
-                "rationale": e.rationale,
-                "detail": e.detail,
-                "prev_hash": e.prev_hash,
-                "hash": e.hash,
-                "seal": e.seal,
-            }
-            for e in decision_log_for(book)
-        ],
-    }
-    meta_file = {
-        "schema_version": meta.schema_version,
-        **{name: getattr(meta, name) for name in META_FIELDS},
-        "option_cards": [
-            {
-                "schema_version": c.schema_version,
-                "id": str(c.pk),
-                "kind": c.kind,
-                "gate": c.gate,
-                "summary": c.summary,
-                "decisions_requested": c.decisions_requested,
-                "recommended": c.recommended,
-                "reversibility_class": c.reversibility_class,
-                "artifacts": c.artifacts,
-                "node": _id(c.node_id),
-                "trace_seed": c.trace_seed,
-                "bound": c.bound,
-                "proposed_extension": c.proposed_extension,
-                "risk_triggers": c.risk_triggers,
-                "payload": c.payload,
-                "status": c.status,
-                "verdict": c.verdict,
-                "raised_by": c.raised_by,
-                "round": c.round,
-                "approval_id": _id(c.approval_id),
-                "created_at": _ts(c.created_at),
-            }
-            for c in OptionCard.objects.filter(book=book).order_by("created_at", "id")
-        ],
-    }
-    nodes = list(PlanNode.objects.filter(book=book).order_by("depth", "created_at", "id"))
-    root = next((n for n in nodes if n.is_root), None)
-    plan = {
-        "schema_version": SCHEMA_VERSION,
-        "root": _id(root.pk if root else None),
-        "sub_ideas": {
-            state: [str(n.pk) for n in nodes if n.sub_idea == state and not n.is_root]
-            for state in ("open", "parked", "done")
-        },
-        "nodes": [
-            {
-                "schema_version": n.schema_version,
-                "id": str(n.pk),
-                "parent_id": _id(n.parent_id),
-                "is_root": n.is_root,
-                "depth": n.depth,
-                "intent": n.intent,
-                "altitude": n.altitude,
-                "lifecycle": n.lifecycle,
-                "validation_status": n.validation_status,
-                "sub_idea": n.sub_idea,
-                "round": n.round,
-                "round_cap": n.round_cap,
-                "cost_spent": n.cost_spent,
-                "selection": _id(n.selection_id),
-                "produced_by": n.produced_by,
-                "validation_hook": {
-                    "assumption": n.assumption,
-                    "kill_condition": n.kill_condition,
-                    "activity": n.activity,
-                },
-                "created_at": _ts(n.created_at),
-                "candidates": [
-                    {
-                        "schema_version": c.schema_version,
-                        "id": str(c.pk),
-                        "altitude": c.altitude,
-                        "mechanic": c.mechanic,
-                        "shape": c.shape,
-                        "riskiest_assumption": c.riskiest_assumption,
-                        "status": c.status,
-                        "rationale": c.rationale,
-                        "proposed_by": c.proposed_by,
-                        "untrusted": c.untrusted,
-                        "created_at": _ts(c.created_at),
-                    }
-                    for c in n.candidates.order_by("created_at", "id")
-                ],
-            }
-            for n in nodes
-        ],
-        "validation_plan": [
-            {
-                "schema_version": v.schema_version,
-                "id": str(v.pk),
-                "node": _id(v.node_id),
-                "assumption": v.assumption,
-                "kill_condition": v.kill_condition,
-                "activity": v.activity,
-                "validation_status": v.validation_status,
-                "created_at": _ts(v.created_at),
-            }
-            for v in ValidationPlanItem.objects.filter(book=book).order_by("created_at", "id")
-        ],
-    }
-    return {
-        "blackboard": blackboard,
-        "open-questions": questions,
-        "traceability": traceability,
-        "decision-log": log,
-        "meta": meta_file,
-        "plan-tree": plan,
-    }
 
 
 def _dump(value) -> bytes:
@@ -484,15 +221,22 @@ IMPORTED_BOUNDS = {
 }
 
 
+_MODEL = object()  # a choice's default: the model field's
+
+
 class _Check:
-    def __init__(self, file: str, index: int | None = None):
+    """Checks one record's fields; limits, choices and defaults come from the model's serialiser."""
+
+    def __init__(self, file: str, index: int | None = None, of: Serializer | None = None):
         self.where = file if index is None else f"{file}[{index}]"
+        self.of = of
 
     def fail(self, name: str, message: str):
         raise Invalid(f"{self.where}.{name}: {message}", field=f"file:{self.where}.{name}")
 
-    def text(self, item: dict, name: str, max_length: int, required: bool = False, default: str = "") -> str:
-        value = item.get(name, default)
+    def text(self, item: dict, name: str, max_length: int | None = None, required: bool = False) -> str:
+        max_length = max_length or self.of.max_length(name)
+        value = item.get(name, "")
         if value is None:
             value = ""
         if not isinstance(value, str):
@@ -511,8 +255,9 @@ class _Check:
             self.fail(name, "is not a valid identifier")
         return value
 
-    def choice(self, item: dict, name: str, values, default: str | None = None) -> str:
-        value = item.get(name, default)
+    def choice(self, item: dict, name: str, values=None, default=_MODEL) -> str:
+        values = self.of.choices(name) if values is None else values
+        value = item.get(name, self.of.default(name) if default is _MODEL else default)
         if value not in list(values):
             self.fail(name, f"must be one of {', '.join(values)}")
         return value
@@ -607,18 +352,18 @@ def loop_import(*, access: BookAccess, data: bytes) -> dict:
             made = []
             seen = set()
             for i, item in enumerate(items):
-                check = _Check("blackboard.artifacts", i)
+                check = _Check("blackboard.artifacts", i, ARTIFACT)
                 slug = check.match(item, "id", SLUG)
                 if slug in seen:
                     check.fail("id", f"slot {slug!r} appears twice")
                 seen.add(slug)
-                status = check.choice(item, "status", ArtifactStatus.values, ArtifactStatus.PROPOSED)
+                status = check.choice(item, "status")
                 if status != ArtifactStatus.DRAFT:
                     if status != ArtifactStatus.PROPOSED:
                         downgraded.append(f"slot {slug}: {status} -> proposed")
                     status = ArtifactStatus.PROPOSED
-                produced_by = check.choice(item, "produced_by", [v for v, _ in WRITER_ROLES], "sol")
-                lens = check.text(item, "lens", 60)
+                produced_by = check.choice(item, "produced_by", default="sol")
+                lens = check.text(item, "lens")
                 if lens and not RosterEntry.objects.filter(slug=lens).exists():
                     check.fail("lens", f"unknown lens {lens!r}")
                 made.append(
@@ -631,12 +376,12 @@ def loop_import(*, access: BookAccess, data: bytes) -> dict:
                             version=check.number(item, "version", int, 1, 1_000_000, 1),
                             produced_by=produced_by,
                             lens=lens,
-                            path=check.text(item, "path", 300),
+                            path=check.text(item, "path"),
                             round_last_touched=min(
                                 meta.round, check.number(item, "round_last_touched", int, 0, 1e9, 0)
                             ),
                             untrusted=True if produced_by in {"terra", "luna"} else check.flag(item, "untrusted"),
-                            data_class=check.choice(item, "data_class", DataClass.values, DataClass.INTERNAL),
+                            data_class=check.choice(item, "data_class"),
                             content=check.obj(item, "content"),
                         ),
                         item.get("created_at"),
@@ -659,11 +404,11 @@ def loop_import(*, access: BookAccess, data: bytes) -> dict:
             ids = _uuid_map(OpenQuestion, [str(q.get("id")) for q in items])
             made = []
             for i, q in enumerate(items):
-                check = _Check("open-questions.questions", i)
-                kind = check.choice(q, "kind", QuestionKind.values, QuestionKind.QUESTION)
-                status = check.choice(q, "status", QuestionStatus.values, QuestionStatus.OPEN)
-                resolution = check.text(q, "resolution", 5000)
-                ref = check.text(q, "resolution_ref", 200)
+                check = _Check("open-questions.questions", i, QUESTION)
+                kind = check.choice(q, "kind")
+                status = check.choice(q, "status")
+                resolution = check.text(q, "resolution")
+                ref = check.text(q, "resolution_ref")
                 if status == QuestionStatus.RESOLVED and kind in AUTHORS_TO_SETTLE:
                     downgraded.append(f"question {q.get('id')}: a {kind} resolved in the file -> surfaced")
                     status, resolution, ref = QuestionStatus.SURFACED, "", ""
@@ -675,11 +420,11 @@ def loop_import(*, access: BookAccess, data: bytes) -> dict:
                             id=ids[str(q.get("id"))],
                             book=book,
                             kind=kind,
-                            raised_by=check.text(q, "raised_by", 60, required=True),
+                            raised_by=check.text(q, "raised_by", required=True),
                             target_discipline="author"
                             if kind in AUTHORS_TO_SETTLE and status == QuestionStatus.SURFACED
-                            else check.text(q, "target_discipline", 60, required=True),
-                            question=check.text(q, "question", 5000, required=True),
+                            else check.text(q, "target_discipline", required=True),
+                            question=check.text(q, "question", required=True),
                             status=status,
                             resolution=resolution,
                             resolution_ref=ref,
@@ -704,7 +449,7 @@ def loop_import(*, access: BookAccess, data: bytes) -> dict:
             made = []
             seen = set()
             for i, n in enumerate(reader.records("traceability", tr.get("nodes"))):
-                check = _Check("traceability.nodes", i)
+                check = _Check("traceability.nodes", i, TRACE_NODE)
                 node_id = check.match(n, "id", NODE_ID)
                 if node_id in seen:
                     check.fail("id", f"node {node_id!r} appears twice")
@@ -715,12 +460,12 @@ def loop_import(*, access: BookAccess, data: bytes) -> dict:
                             book=book,
                             node_id=node_id,
                             kind=check.match(n, "kind", KIND),
-                            label=check.text(n, "label", 200),
-                            backed_by=check.choice(n, "backed_by", BackedBy.values, BackedBy.FILE),
+                            label=check.text(n, "label"),
+                            backed_by=check.choice(n, "backed_by"),
                             artifact=slots.get(n.get("artifact") or ""),
-                            produced_by=check.text(n, "produced_by", 60),
-                            status=check.choice(n, "status", TraceStatus.values, TraceStatus.ACTIVE),
-                            status_reason=check.text(n, "status_reason", 2000),
+                            produced_by=check.text(n, "produced_by"),
+                            status=check.choice(n, "status"),
+                            status_reason=check.text(n, "status_reason"),
                         ),
                         n.get("created_at"),
                     )
@@ -732,7 +477,7 @@ def loop_import(*, access: BookAccess, data: bytes) -> dict:
             made = []
             active_pairs = set()
             for i, e in enumerate(edges):
-                check = _Check("traceability.edges", i)
+                check = _Check("traceability.edges", i, TRACE_EDGE)
                 a, b = check.match(e, "from", NODE_ID), check.match(e, "to", NODE_ID)
                 active = e.get("active", True)
                 if not isinstance(active, bool):
@@ -749,7 +494,7 @@ def loop_import(*, access: BookAccess, data: bytes) -> dict:
                             from_id=a,
                             to_id=b,
                             active=active,
-                            inactive_reason=check.text(e, "inactive_reason", 2000),
+                            inactive_reason=check.text(e, "inactive_reason"),
                         ),
                         e.get("created_at"),
                     )
@@ -815,7 +560,7 @@ def _import_plan(book: Book, plan: dict, reader: _Reader, downgraded: list[str])
         progressed = False
         for n in list(pending):
             i = items.index(n)
-            check = _Check("plan-tree.nodes", i)
+            check = _Check("plan-tree.nodes", i, PLAN_NODE)
             is_root = n.get("is_root") is True
             parent = None
             if not is_root:
@@ -824,30 +569,26 @@ def _import_plan(book: Book, plan: dict, reader: _Reader, downgraded: list[str])
                     continue
             pending.remove(n)
             progressed = True
-            lifecycle = check.choice(n, "lifecycle", Lifecycle.values, Lifecycle.DRAFT)
+            lifecycle = check.choice(n, "lifecycle")
             if lifecycle == Lifecycle.RATIFIED:
                 downgraded.append(f"plan node {n.get('id')}: ratified -> converging")
                 lifecycle = Lifecycle.CONVERGING
             hook = check.obj(n, "validation_hook")
-            hook_check = _Check(f"plan-tree.nodes[{i}].validation_hook")
+            hook_check = _Check(f"plan-tree.nodes[{i}].validation_hook", of=PLAN_NODE)
             obj = PlanNode.objects.create(
                 id=node_ids[str(n.get("id"))],
                 book=book,
                 parent=parent,
                 is_root=is_root,
                 depth=0 if is_root else parent.depth + 1,
-                intent=check.text(n, "intent", 5000, required=True),
-                altitude=check.choice(n, "altitude", Altitude.values, Altitude.BOOK),
+                intent=check.text(n, "intent", required=True),
+                altitude=check.choice(n, "altitude"),
                 lifecycle=lifecycle,
-                validation_status=check.choice(
-                    n, "validation_status", ValidationStatus.values, ValidationStatus.HYPOTHESIS
-                ),
-                sub_idea=check.choice(n, "sub_idea", SubIdea.values, SubIdea.OPEN),
+                validation_status=check.choice(n, "validation_status"),
+                sub_idea=check.choice(n, "sub_idea"),
                 round_cap=check.number(n, "round_cap", int, 1, 1000, 3),
-                assumption=hook_check.text(hook, "assumption", 5000),
-                kill_condition=hook_check.text(hook, "kill_condition", 5000),
-                activity=hook_check.text(hook, "activity", 5000),
-                produced_by=check.choice(n, "produced_by", [v for v, _ in WRITER_ROLES], "sol"),
+                **{name: hook_check.text(hook, name) for name in HOOK},
+                produced_by=check.choice(n, "produced_by"),
             )
             created[obj.pk] = obj
             made.append((obj, n.get("created_at")))
@@ -862,9 +603,9 @@ def _import_plan(book: Book, plan: dict, reader: _Reader, downgraded: list[str])
         node_pk = node_ids[str(n.get("id"))]
         if node_pk not in created:
             continue
-        check = _Check("plan-tree.candidates", len(made_c))
-        status = check.choice(c, "status", CandidateStatus.values, CandidateStatus.PROPOSED)
-        rationale = check.text(c, "rationale", 5000)
+        check = _Check("plan-tree.candidates", len(made_c), CANDIDATE)
+        status = check.choice(c, "status")
+        rationale = check.text(c, "rationale")
         if status in {CandidateStatus.REJECTED, CandidateStatus.PARKED} and not rationale.strip():
             check.fail("rationale", "a candidate not chosen keeps its rationale")
         made_c.append(
@@ -872,13 +613,13 @@ def _import_plan(book: Book, plan: dict, reader: _Reader, downgraded: list[str])
                 Candidate.objects.create(
                     id=cand_ids[str(c.get("id"))],
                     node_id=node_pk,
-                    altitude=check.choice(c, "altitude", Altitude.values),
-                    mechanic=check.text(c, "mechanic", 120, required=True),
-                    shape=check.text(c, "shape", 5000, required=True),
-                    riskiest_assumption=check.text(c, "riskiest_assumption", 5000, required=True),
+                    altitude=check.choice(c, "altitude"),
+                    mechanic=check.text(c, "mechanic", required=True),
+                    shape=check.text(c, "shape", required=True),
+                    riskiest_assumption=check.text(c, "riskiest_assumption", required=True),
                     status=status,
                     rationale=rationale,
-                    proposed_by=check.choice(c, "proposed_by", [v for v, _ in WRITER_ROLES], "terra"),
+                    proposed_by=check.choice(c, "proposed_by", default="terra"),
                     untrusted=check.flag(c, "untrusted"),
                 ),
                 c.get("created_at"),
@@ -900,7 +641,7 @@ def _import_plan(book: Book, plan: dict, reader: _Reader, downgraded: list[str])
     vids = _uuid_map(ValidationPlanItem, [str(v.get("id")) for v in vitems])
     made = []
     for i, v in enumerate(vitems):
-        check = _Check("plan-tree.validation_plan", i)
+        check = _Check("plan-tree.validation_plan", i, VALIDATION_ITEM)
         node_pk = node_ids.get(str(v.get("node") or ""))
         made.append(
             (
@@ -908,12 +649,8 @@ def _import_plan(book: Book, plan: dict, reader: _Reader, downgraded: list[str])
                     id=vids[str(v.get("id"))],
                     book=book,
                     node_id=node_pk if node_pk in created else None,
-                    assumption=check.text(v, "assumption", 5000, required=True),
-                    kill_condition=check.text(v, "kill_condition", 5000, required=True),
-                    activity=check.text(v, "activity", 5000, required=True),
-                    validation_status=check.choice(
-                        v, "validation_status", ValidationStatus.values, ValidationStatus.HYPOTHESIS
-                    ),
+                    **{name: check.text(v, name, required=True) for name in HOOK},
+                    validation_status=check.choice(v, "validation_status"),
                 ),
                 v.get("created_at"),
             )

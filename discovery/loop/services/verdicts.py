@@ -45,6 +45,7 @@ from .base import lock_meta, refresh, root_of
 from .bounds import apply_grant, subtree_ids
 from .cards import card_as_dict, card_digest, card_impact, raise_card
 from .cascade import cascade_apply
+from .charters import refuse_card_verdict
 from .gates import charter_ratified, governing_charter, handoff, next_gate
 from .plan import select_candidate
 
@@ -334,6 +335,7 @@ def apply_verdict(decision: Decision) -> None:
         raise Conflict("the option card is gone", code="card_gone")
     if card.status != CardStatus.PENDING:
         raise Conflict(f"the option card is {card.status}", code="not_pending")
+    refuse_card_verdict(card)  # a charter-reopen card goes with its charter version's decision
     # The loop is locked now: what the author was shown must still be what the verdict acts on (a write that
     # landed between the digest check and this lock would otherwise widen the cascade unseen).
     if card_digest(card) != approval.subject_digest:
