@@ -7,6 +7,7 @@ from ninja import Query, Router
 from ninja.pagination import paginate
 
 from discovery.access import Cap, book_access, books_visible_to, principal_capabilities
+from discovery.loop.selectors import impact_capped
 from novelgraph.auth import principal_of
 from novelgraph.schemas import ERRORS
 
@@ -58,12 +59,15 @@ def approval_detail(request: HttpRequest, approval_id: uuid.UUID):
     setattr(request, WITHHELD, withheld_subjects(access.principal, access.caps, [access.book]))
     view = approval_view(access, approval)
     out = ApprovalOut.from_orm(view.approval, context={"request": request}).dict()
+    # A loop card's impact preview is capped like GET .../loop/cascade-preview, with the same link to the rest.
+    impact = impact_capped(access.book.pk, view.impact)
+    proposal = {**view.proposal, "impact": impact} if "impact" in view.proposal else view.proposal
     out.update(
         verdicts=view.verdicts,
         current=view.current,
-        proposal=view.proposal,
+        proposal=proposal,
         source_refs=view.source_refs,
-        impact=view.impact,
+        impact=impact,
         log_entry=LogEntryOut.from_orm(view.log_entry, context={"request": request}).dict() if view.log_entry else None,
     )
     return out

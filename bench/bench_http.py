@@ -198,7 +198,9 @@ def main(argv=None) -> common.Report:
     timings: dict = {route.label: {mode: {"ours": [], "floor": []} for mode, _, _ in modes} for route in compared}
     errors_only = {}
     differing = {}
-    floor_env = {"BENCH_CAPABILITIES": json.dumps(capabilities)}
+    from discovery.selectors import VIEW_PAGE
+
+    floor_env = {"BENCH_CAPABILITIES": json.dumps(capabilities), "BENCH_VIEW_PAGE": str(VIEW_PAGE)}
     with (
         Server("novelgraph.wsgi:application", workers, "app") as ours,
         Server("bench.floor_wsgi:app", workers, "floor", floor_env) as floor,

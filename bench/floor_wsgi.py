@@ -33,15 +33,15 @@ KEY_SQL = (
     " WHERE k.key_hash = %s AND k.revoked_at IS NULL AND u.is_active"
 )
 KEY_BOOKS_SQL = "SELECT book_id FROM discovery_apikey_books WHERE apikey_id = %s"
-ORDER = " ORDER BY s.title ASC, b.planned_order ASC, b.title ASC"
+# /me gives a page of book ids in the order of GET /books (title, id), and a link to that route for the rest.
+PAGE = int(os.environ.get("BENCH_VIEW_PAGE", "50"))
+ORDER = " ORDER BY b.title ASC, b.id ASC"
 HUMAN_BOOKS_SQL = (
-    "SELECT DISTINCT b.id, s.title, b.planned_order, b.title FROM discovery_book b"
-    " LEFT JOIN discovery_book_editors e ON e.book_id = b.id LEFT JOIN discovery_series s ON s.id = b.series_id"
+    "SELECT DISTINCT b.id, b.title FROM discovery_book b"
+    " LEFT JOIN discovery_book_editors e ON e.book_id = b.id"
     " WHERE b.owner_id = %s OR e.user_id = %s" + ORDER
 )
-AGENT_BOOKS_SQL = (
-    "SELECT b.id FROM discovery_book b LEFT JOIN discovery_series s ON s.id = b.series_id WHERE b.owner_id = %s" + ORDER
-)
+AGENT_BOOKS_SQL = "SELECT b.id FROM discovery_book b WHERE b.owner_id = %s" + ORDER
 BOOK_SQL = (
     "SELECT b.id, b.title, b.slug, b.premise, b.genre_pack, b.planned_order, b.series_id, b.created_at,"
     " b.owner_id, EXISTS (SELECT 1 FROM discovery_book_editors e WHERE e.book_id = b.id AND e.user_id = %s)"
@@ -129,11 +129,13 @@ def me(caller: Caller, _environ, _rest: str):
     book_ids = [_uuid_text(row[0]) for row in rows]
     if caller.book_ids:
         book_ids = [pk for pk in book_ids if pk in caller.book_ids]
+    more = len(book_ids) > PAGE
     return 200, {
         "username": caller.username,
         "role": caller.role,
         "capabilities": CAPABILITIES.get(caller.role, []),
-        "book_ids": book_ids,
+        "book_ids": book_ids[:PAGE],
+        "next": {"book_ids": f"/api/v1/books?limit={PAGE}&offset={PAGE}" if more else None},
     }
 
 

@@ -106,6 +106,9 @@ def main(argv=None) -> None:
     os.environ["BENCH_CAPABILITIES"] = json.dumps(
         {role: sorted(c.value for c in caps) for role, caps in CAPABILITIES.items()}
     )
+    from discovery.selectors import VIEW_PAGE
+
+    os.environ["BENCH_VIEW_PAGE"] = str(VIEW_PAGE)
     if vendor == "sqlite":
         os.environ["BENCH_SQLITE_PATH"] = str(settings.DATABASES["default"]["NAME"])
     from bench import floor_wsgi

@@ -23,6 +23,7 @@ from .schemas import (
     BookIn,
     BookObservationOut,
     BookOut,
+    CanonClaimOut,
     CanonPageClaimOut,
     CharterCreatedOut,
     CharterIn,
@@ -68,10 +69,12 @@ from .schemas import (
     handoff_out,
 )
 from .selectors import (
+    VIEW_PAGE,
     book_bases,
     book_charters,
     book_thrusts,
     book_turns,
+    bounded,
     charter_get,
     claim_conflicts,
     codex_view,
@@ -106,11 +109,14 @@ def _session_access(request: HttpRequest, session_id, *caps: Cap):
 @router.get("/me", response={200: WhoAmI, **ERRORS}, summary="Who the caller is and what its role may do")
 def whoami(request: HttpRequest):
     principal = principal_of(request)
+    ids, more = bounded(books_visible_to(principal).order_by("title", "id").values_list("pk", flat=True), VIEW_PAGE)
     return {
         "username": principal.user.get_username(),
         "role": principal.key_role,
         "capabilities": sorted(c.value for c in principal_capabilities(principal)),
-        "book_ids": [str(pk) for pk in books_visible_to(principal).values_list("pk", flat=True)],
+        # A page of ids, in the order of ``GET /books``; the rest is that paged route (``next``).
+        "book_ids": [str(pk) for pk in ids],
+        "next": {"book_ids": f"{reverse('api:api-root')}books?limit={VIEW_PAGE}&offset={VIEW_PAGE}" if more else None},
     }
 
 
@@ -567,7 +573,54 @@ def dossier_detail(request: HttpRequest, dossier_id: uuid.UUID):
     "(series canon for Luna) is withheld and named.",
 )
 def codex_get(request: HttpRequest, book_id: uuid.UUID, filters: Query[AsOfFilter]):
-    return codex_view(_access(request, book_id, Cap.BOOK_READ), filters.as_of_chapter)
+    view = codex_view(_access(request, book_id, Cap.BOOK_READ), filters.as_of_chapter)
+    # Each list is capped at a page; ``next`` links its paged route (``/codex/<part>``) for the rest.
+    lists = {
+        "chapters": view["chapters"],
+        "claims": view["claims"],
+        "withheld": view["withheld"],
+        "findings": view["fair_play"]["findings"],
+    }
+    as_of = f"as_of_chapter={filters.as_of_chapter}&" if filters.as_of_chapter is not None else ""
+    base = f"{reverse('api:api-root')}books/{book_id}/codex"
+    view["next"] = {
+        part: f"{base}/{part}?{as_of}limit={VIEW_PAGE}&offset={VIEW_PAGE}" if len(rows) > VIEW_PAGE else None
+        for part, rows in lists.items()
+    }
+    for key in ("chapters", "claims", "withheld"):
+        view[key] = view[key][:VIEW_PAGE]
+    view["fair_play"] = {**view["fair_play"], "findings": view["fair_play"]["findings"][:VIEW_PAGE]}
+    return view
+
+
+def _codex_part(request: HttpRequest, book_id: uuid.UUID, as_of_chapter: int | None) -> dict:
+    return codex_view(_access(request, book_id, Cap.BOOK_READ), as_of_chapter)
+
+
+@router.get("/books/{book_id}/codex/chapters", response={200: list[dict], **ERRORS}, summary="The codex's chapters")
+@paginate
+def codex_chapters(request: HttpRequest, book_id: uuid.UUID, filters: Query[AsOfFilter]):
+    return _codex_part(request, book_id, filters.as_of_chapter)["chapters"]
+
+
+@router.get(
+    "/books/{book_id}/codex/claims", response={200: list[CanonClaimOut], **ERRORS}, summary="The codex's claims"
+)
+@paginate
+def codex_claims(request: HttpRequest, book_id: uuid.UUID, filters: Query[AsOfFilter]):
+    return _codex_part(request, book_id, filters.as_of_chapter)["claims"]
+
+
+@router.get("/books/{book_id}/codex/withheld", response={200: list[str], **ERRORS}, summary="What the codex withholds")
+@paginate
+def codex_withheld(request: HttpRequest, book_id: uuid.UUID, filters: Query[AsOfFilter]):
+    return _codex_part(request, book_id, filters.as_of_chapter)["withheld"]
+
+
+@router.get("/books/{book_id}/codex/findings", response={200: list[dict], **ERRORS}, summary="Fair-play findings")
+@paginate
+def codex_findings(request: HttpRequest, book_id: uuid.UUID, filters: Query[AsOfFilter]):
+    return _codex_part(request, book_id, filters.as_of_chapter)["fair_play"]["findings"]
 
 
 # --- Handoffs ----------------------------------------------------------------------
@@ -599,3 +652,15 @@ def handoff_detail(request: HttpRequest, handoff_id: uuid.UUID):
     handoff = handoff_get(handoff_id)
     book_access(principal_of(request), handoff.book, Cap.DISCOVERY_READ, missing="handoff")
     return handoff_out(handoff)
+
+
+@router.get(
+    "/handoffs/{handoff_id}/result-entries",
+    response={200: list[EntryOut], **ERRORS},
+    summary="The entries a handoff's result wrote, in order, paged (its detail holds the first page)",
+)
+@paginate
+def handoff_result_entries(request: HttpRequest, handoff_id: uuid.UUID):
+    handoff = handoff_get(handoff_id)
+    book_access(principal_of(request), handoff.book, Cap.DISCOVERY_READ, missing="handoff")
+    return handoff.result_entries.order_by("sequence", "id")

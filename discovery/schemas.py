@@ -353,7 +353,10 @@ class WhoAmI(Schema):
     username: str
     role: str
     capabilities: list[str]
-    book_ids: list[str]
+    book_ids: list[str] = Field(
+        description="the first page (VIEW_PAGE) of the caller's books, as GET /books orders them"
+    )
+    next: dict[str, str | None] = Field(description="book_ids: the paged route with the rest, or null")
 
 
 class EditorOut(Schema):
@@ -595,6 +598,10 @@ class CodexOut(Schema):
     claims: list[CanonClaimOut]
     withheld: list[str]
     fair_play: FairPlayOut
+    next: dict[str, str | None] = Field(
+        description="chapters, claims, withheld, findings (fair_play's): each list holds a page (VIEW_PAGE); "
+        "its paged route with the rest, or null"
+    )
 
 
 class ApprovalRefOut(Schema):
@@ -642,7 +649,8 @@ class HandoffOut(Schema):
     created_at: datetime
     returned_at: datetime | None
     result: dict = Field(default_factory=dict)
-    result_entries: list[EntryOut]
+    result_entries: list[EntryOut] = Field(description="the first page (VIEW_PAGE) of the result's entries")
+    next: dict[str, str | None] = Field(description="result_entries: the paged route with the rest, or null")
 
 
 class SessionOut(Schema):
@@ -731,6 +739,12 @@ class DiscoveryViewOut(Schema):
 
 def handoff_out(handoff) -> dict:
     """A handoff as ``HandoffOut`` shows it (the API and the MCP server)."""
+    from django.urls import reverse
+
+    from .selectors import VIEW_PAGE, bounded
+
+    entries, more = bounded(handoff.result_entries.order_by("sequence", "id"), VIEW_PAGE)
+    link = f"{reverse('api:api-root')}handoffs/{handoff.pk}/result-entries?limit={VIEW_PAGE}&offset={VIEW_PAGE}"
     return {
         "id": handoff.pk,
         "book_id": handoff.book_id,
@@ -745,5 +759,7 @@ def handoff_out(handoff) -> dict:
         "created_at": handoff.created_at,
         "returned_at": handoff.returned_at,
         "result": handoff.result or {},
-        "result_entries": list(handoff.result_entries.order_by("sequence")),
+        # A page of the entries its result wrote (up to four lists of MAX_LIST_ITEMS); the rest is paged.
+        "result_entries": entries,
+        "next": {"result_entries": link if more else None},
     }

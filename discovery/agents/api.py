@@ -12,8 +12,8 @@ from discovery.access import book_access
 from novelgraph.auth import principal_of
 from novelgraph.schemas import ERRORS
 
-from .schemas import AgentRunIn, AgentRunOut
-from .selectors import agent_run_get, run_readable, runs_for
+from .schemas import AgentRunIn, AgentRunOut, RunOutputOut
+from .selectors import agent_run_get, run_outputs, run_readable, runs_for
 from .services import agent_run_start
 
 router = Router(tags=["agents"])
@@ -38,3 +38,12 @@ def runs_list(request: HttpRequest, book_id: uuid.UUID):
 def runs_get(request: HttpRequest, run_id: uuid.UUID):
     run = agent_run_get(run_id)
     return run_readable(book_access(principal_of(request), run.book, missing="run"), run)
+
+
+@router.get("/agent-runs/{run_id}/written", response={200: list[RunOutputOut], **ERRORS})
+@paginate
+def runs_written(request: HttpRequest, run_id: uuid.UUID):
+    """Everything the run wrote, in order, paged (a run's ``written`` holds the first page)."""
+    run = agent_run_get(run_id)
+    run = run_readable(book_access(principal_of(request), run.book, missing="run"), run)
+    return run_outputs(run)

@@ -11,6 +11,7 @@ import uuid
 from datetime import datetime
 from typing import Literal
 
+from django.urls import reverse
 from ninja import Field, Schema
 from pydantic import model_validator
 
@@ -25,6 +26,7 @@ from discovery.schemas import (
     QuestionSetIn,
     ThrustIn,
 )
+from discovery.selectors import VIEW_PAGE
 from novelgraph.schemas import LONG_TEXT, Text
 
 from .models import AgentTask, Provider
@@ -69,8 +71,9 @@ class AgentRunOut(Schema):
     dossier_id: uuid.UUID | None
     status: str
     reason: str
-    notes: list[str]
-    written: list[RunOutputOut]
+    notes: list[str] = Field(description="bounded by construction: a plan's notes (at most MAX_PLAN_ITEMS) and one")
+    written: list[RunOutputOut] = Field(description="the first page (VIEW_PAGE) of what the run wrote, in order")
+    next: dict[str, str | None] = Field(description="written: the paged route with the rest, or null")
     parent_id: uuid.UUID | None
     requested_by_role: str
     created_at: datetime
@@ -82,7 +85,24 @@ class AgentRunOut(Schema):
 
     @staticmethod
     def resolve_written(run) -> list[dict]:
-        return [{"type": out.type, "id": out.object_id} for out in run.outputs.all()]
+        return [{"type": out.type, "id": out.object_id} for out in run_written(run)[:VIEW_PAGE]]
+
+    @staticmethod
+    def resolve_next(run) -> dict[str, str | None]:
+        more = len(run_written(run)) > VIEW_PAGE
+        link = f"{reverse('api:api-root')}agent-runs/{run.pk}/written?limit={VIEW_PAGE}&offset={VIEW_PAGE}"
+        return {"written": link if more else None}
+
+
+def run_written(run) -> list:
+    """The first ``VIEW_PAGE + 1`` outputs of a run, in order (from its prefetched outputs when the list route
+    prefetched them, else one query of at most that many rows), kept on the run for both resolvers."""
+    if not hasattr(run, "_written_page"):
+        if "outputs" in getattr(run, "_prefetched_objects_cache", {}):
+            run._written_page = list(run.outputs.all())[: VIEW_PAGE + 1]
+        else:
+            run._written_page = list(run.outputs.order_by("position")[: VIEW_PAGE + 1])
+    return run._written_page
 
 
 # --- Plans: what a provider answers for each task -------------------------------------------

@@ -8,6 +8,7 @@ from django.core.exceptions import ValidationError
 from django.db.models import Prefetch, QuerySet
 
 from discovery.access import BookAccess, Cap
+from discovery.selectors import MappedRows
 from novelgraph.errors import NotFound
 
 from .models import AgentRun, AgentRunOutput, RunStatus
@@ -40,6 +41,12 @@ def run_readable(access: BookAccess, run: AgentRun) -> AgentRun:
     if access.is_agent and run.role != access.role:
         raise NotFound("run not found")
     return run
+
+
+def run_outputs(run: AgentRun) -> MappedRows:
+    """What a run wrote, in order, as ``written`` shows it (paged in SQL when sliced)."""
+    rows = AgentRunOutput.objects.filter(run=run).order_by("position").values("type", "object_id")
+    return MappedRows(rows, lambda row: {"type": row["type"], "id": row["object_id"]})
 
 
 def produced_by(kind: str, object_ids) -> dict[str, AgentRun]:

@@ -6,20 +6,24 @@ reviews; only the author gives verdicts (``approval_decide``).
 """
 
 import uuid
+from urllib.parse import urlencode
 
 from django.http import HttpRequest, HttpResponse
+from django.urls import reverse
 from ninja import File, Router, UploadedFile
 from ninja.pagination import paginate
 from ninja.responses import Status
 
 from approvals.services import approval_decide
 from discovery.access import BookAccess, Cap, book_access
+from discovery.selectors import VIEW_PAGE
 from novelgraph.auth import principal_of
 from novelgraph.errors import Conflict, Invalid, NotFound
 from novelgraph.schemas import ERRORS
 
 from . import selectors
 from . import services as loop
+from .models import RerunStatus
 from .schemas import (
     ArtifactIn,
     ArtifactOut,
@@ -76,8 +80,18 @@ def _book(request: HttpRequest, book_id: uuid.UUID):
     return loop.base.started_book(_access(request, book_id))
 
 
+def _next(book_id, route: str, more: bool, **query) -> str | None:
+    """The link to the rest of a capped list: its paged route, from the second page."""
+    if not more:
+        return None
+    params = urlencode({**query, "limit": VIEW_PAGE, "offset": VIEW_PAGE})
+    return f"{reverse('api:api-root')}books/{book_id}/loop/{route}?{params}"
+
+
 def _view(book) -> dict:
-    return selectors.loop_view(book)
+    view = selectors.loop_view(book)
+    view["next"] = {"queued_reruns": _next(book.pk, "reruns", view["more"]["queued_reruns"], status="queued")}
+    return view
 
 
 @router.get(BASE, response={200: LoopOut, **ERRORS})
@@ -231,14 +245,35 @@ def trace_settings(request: HttpRequest, book_id: uuid.UUID, payload: TraceSetti
 
 @router.get(f"{BASE}/lint", response={200: LintOut, **ERRORS})
 def lint_get(request: HttpRequest, book_id: uuid.UUID, strict: bool = False):
-    """The traceability lint; ``strict=true`` makes orphans and unreachable nodes failures (as G2 does)."""
-    return loop.trace_lint(_book(request, book_id), strict=strict).as_dict()
+    """The traceability lint; ``strict=true`` makes orphans and unreachable nodes failures (as G2 does).
+    ``findings`` is the first page (``counts`` counts them all); ``next.findings`` pages the rest."""
+    lint = loop.trace_lint(_book(request, book_id), strict=strict).as_dict()
+    more = len(lint["findings"]) > VIEW_PAGE
+    lint["findings"] = lint["findings"][:VIEW_PAGE]
+    lint["next"] = {"findings": _next(book_id, "lint/findings", more, strict=str(strict).lower())}
+    return lint
+
+
+@router.get(f"{BASE}/lint/findings", response={200: list[dict], **ERRORS})
+@paginate
+def lint_findings(request: HttpRequest, book_id: uuid.UUID, strict: bool = False):
+    """Every finding of the traceability lint, paged, in the order ``GET lint`` gives them."""
+    return loop.trace_lint(_book(request, book_id), strict=strict).findings
 
 
 @router.get(f"{BASE}/cascade-preview", response={200: ImpactOut, **ERRORS})
 def cascade_preview(request: HttpRequest, book_id: uuid.UUID, node: str):
-    """Impact before blast: what invalidating ``node`` would touch. Changes nothing."""
-    return loop.cascade_preview(book=_book(request, book_id), seed=node)
+    """Impact before blast: what invalidating ``node`` would touch. Changes nothing. ``affected`` is the first
+    page (``affected_count`` counts them all); ``next.affected`` pages the rest. ``lenses`` is bounded by the
+    fixed roster."""
+    return selectors.impact_capped(book_id, loop.cascade_preview(book=_book(request, book_id), seed=node))
+
+
+@router.get(f"{BASE}/cascade-preview/affected", response={200: list[dict], **ERRORS})
+@paginate
+def cascade_affected(request: HttpRequest, book_id: uuid.UUID, node: str):
+    """Every slot invalidating ``node`` would touch, paged, in the order ``GET cascade-preview`` gives them."""
+    return loop.cascade_preview(book=_book(request, book_id), seed=node)["affected"]
 
 
 # --- Blackboard, reviews, rounds and cost ---------------------------------------------
@@ -270,8 +305,9 @@ def reviews_create(request: HttpRequest, book_id: uuid.UUID, payload: ReviewIn):
 
 @router.get(f"{BASE}/reruns", response={200: list[RerunOut], **ERRORS})
 @paginate
-def reruns_list(request: HttpRequest, book_id: uuid.UUID):
-    return selectors.reruns_of(_book(request, book_id))
+def reruns_list(request: HttpRequest, book_id: uuid.UUID, status: RerunStatus | None = None):
+    reruns = selectors.reruns_of(_book(request, book_id))
+    return reruns.filter(status=status) if status else reruns
 
 
 @router.post(f"{BASE}/reruns/{{rerun_id}}/done", response={200: RerunOut, **ERRORS})

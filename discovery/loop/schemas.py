@@ -81,8 +81,9 @@ class LoopOut(Schema):
     meta: MetaOut
     pending_card: CardOut | None = None
     saturation: dict
-    queued_reruns: list[dict]
-    roster: list[dict]
+    queued_reruns: list[dict] = Field(description="the first page (VIEW_PAGE) of the queued re-runs, oldest first")
+    roster: list[dict] = Field(description="one row per lens of the fixed roster: bounded by construction")
+    next: dict[str, str | None] = Field(description="queued_reruns: the paged route with the rest, or null")
 
 
 class NodeOut(NodeFields):
@@ -229,7 +230,8 @@ class LintOut(Schema):
     root: str
     leaf_kind: str
     counts: dict[str, int]
-    findings: list[dict]
+    findings: list[dict] = Field(description="the first page (VIEW_PAGE) of the findings; counts counts them all")
+    next: dict[str, str | None] = Field(description="findings: the paged route with the rest, or null")
 
 
 class ArtifactOut(ArtifactFields):
@@ -309,8 +311,10 @@ class ImpactOut(Schema):
     seed: str
     already_applied: bool
     seed_status: str
-    affected: list[dict]
-    lenses: list[str]
+    affected: list[dict] = Field(description="the first page (VIEW_PAGE) of the slots it would touch")
+    affected_count: int
+    lenses: list[str] = Field(description="the lenses that would re-run: at most the fixed roster's")
+    next: dict[str, str | None] = Field(description="affected: the paged route with the rest, or null")
     active_count: int
     limit: float
     breaker: bool

@@ -8,6 +8,7 @@ from approvals.chain import format_ts
 from approvals.models import Gate
 from approvals.selectors import decision_log_for
 from discovery.models import Book
+from discovery.selectors import VIEW_PAGE, bounded
 
 from .models import (
     GATE_ORDER,
@@ -94,14 +95,18 @@ def loop_view(book: Book) -> dict:
         card = None
         if meta.status == LoopStatus.AWAITING_HUMAN:
             meta.status = LoopStatus.WORKING  # shown, not saved
+    queued, more = bounded(
+        reruns_of(book).filter(status=RerunStatus.QUEUED).values("lens", "artifacts", "cost"), VIEW_PAGE
+    )
     return {
         "book_id": book.pk,
         "meta": meta,
         "pending_card": card,
         "saturation": saturation_check(book),
-        "queued_reruns": list(
-            LensRerun.objects.filter(book=book, status=RerunStatus.QUEUED).values("lens", "artifacts", "cost")
-        ),
+        # A page of the queued re-runs (oldest first, as ``reruns_of``); ``more`` says whether others wait.
+        "queued_reruns": queued,
+        "more": {"queued_reruns": more},
+        # The roster is bounded by construction: one row per lens of the fixed roster (``roster.py``).
         "roster": roster_status(book),
     }
 
@@ -145,7 +150,27 @@ def cards_of(book: Book) -> QuerySet[OptionCard]:
 
 
 def reruns_of(book: Book) -> QuerySet[LensRerun]:
-    return LensRerun.objects.filter(book=book).order_by("created_at")
+    return LensRerun.objects.filter(book=book).order_by("created_at", "id")
+
+
+def impact_capped(book_id, impact: dict | None) -> dict | None:
+    """A cascade preview as a response carries it: the first ``VIEW_PAGE`` affected slots, ``affected_count``,
+    and ``next.affected``, the paged route with the rest (``GET .../loop/cascade-preview/affected?node=``)."""
+    if not impact or "affected" not in impact:
+        return impact
+    from urllib.parse import urlencode
+
+    from django.urls import reverse
+
+    count = len(impact["affected"])
+    query = urlencode({"node": impact["seed"], "limit": VIEW_PAGE, "offset": VIEW_PAGE})
+    link = f"{reverse('api:api-root')}books/{book_id}/loop/cascade-preview/affected?{query}"
+    return {
+        **impact,
+        "affected": impact["affected"][:VIEW_PAGE],
+        "affected_count": count,
+        "next": {"affected": link if count > VIEW_PAGE else None},
+    }
 
 
 def loop_state(book: Book) -> dict[str, dict]:

@@ -50,11 +50,12 @@ def dossier_more_links(
 ) -> dict[str, str | None]:
     """Where the rest of each capped collection of a dossier is: its paged API route from the first item the
     dossier does not hold (the same order), or None when the dossier holds all of it. An as-of dossier's
-    claims are the canon as of its chapter: their rest is the codex as of that chapter (the paged canon
-    route is the canon now, a different list)."""
+    claims are the canon as of its chapter: their rest is the codex's claims as of that chapter, paged (the paged
+    canon route is the canon now, a different list)."""
     if as_of_chapter is not None:
+        codex = f"/api/v1/books/{book_id}/codex/claims?as_of_chapter={as_of_chapter}&limit={limit}&offset={limit}"
         return {
-            "claims": f"/api/v1/books/{book_id}/codex?as_of_chapter={as_of_chapter}" if more.get("claims") else None,
+            "claims": codex if more.get("claims") else None,
             "scratchpad": None,
             "observations": None,
         }
