@@ -179,7 +179,7 @@ def test_a_charter_proposed_after_g2_raises_a_card_with_its_impact_and_approving
     approved = author_api.post(f"/charters/{v2['id']}/resolve", {"approved": True, "rationale": "The lie is better."})
     assert approved.status_code == 200, approved.content
     row = DecisionLogEntry.objects.filter(book=book, subject_type="charter").order_by("-sequence").first()
-    from discovery.services.subjects import charter_content_digest
+    from discovery.canon import charter_content_digest
 
     charter = StoryCharter.objects.get(pk=v2["id"])
     assert row.detail["g2_ratified"]["version"] == charter.version

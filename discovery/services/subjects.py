@@ -12,6 +12,7 @@ from library.evidence import evidence_findings
 from novelgraph.errors import Conflict, Forbidden
 from novelgraph.words import inline
 
+from ..canon import charter_content_digest
 from ..models import DiscoverySession, KnowledgeBase, KnowledgeClaim, StoryCharter
 from ..selectors import claim_conflicts
 
@@ -125,11 +126,6 @@ def _reopen_settle(charter: StoryCharter, *, approved: bool, detail: dict) -> No
     from discovery.loop.services.charters import charter_reopen_settle
 
     charter_reopen_settle(book_id=charter.book_id, charter=charter, approved=approved, detail=detail)
-
-
-def charter_content_digest(content: dict) -> str:
-    """The digest of a charter version's content (what G2 names when it ratifies the version)."""
-    return fingerprint(content)
 
 
 def _loop_gate(book_id) -> str | None:

@@ -141,7 +141,7 @@ def governing_charter(book) -> StoryCharter | None:
 
 def charter_ratified(charter: StoryCharter) -> dict:
     """What G2's log entry names: the version and its content digest."""
-    from discovery.services.subjects import charter_content_digest
+    from discovery.canon import charter_content_digest
 
     return {
         "id": str(charter.pk),
