@@ -14,7 +14,7 @@ from discovery.models import Book, KnowledgeClaim, StoryCharter
 from novelgraph.services import api_key_create
 from tests.factories import PASSWORD, UserFactory
 
-from .conftest import assert_accessible_basics, assert_fits_phone_width, log_in
+from .conftest import assert_accessible_basics, assert_fits_phone_width, assert_no_serious_axe_violations, log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -27,9 +27,11 @@ def api(key: str, path: str, body: dict):
 
 
 def check_phone(page) -> None:
-    """The page fits 390 px (no sideways scrolling) and keeps its basics; back to desktop width after."""
+    """The page fits 390 px (no sideways scrolling) and axe-core finds nothing serious there; back to
+    desktop width after."""
     page.set_viewport_size({"width": 390, "height": 844})
     assert_fits_phone_width(page)
+    assert_no_serious_axe_violations(page)
     page.set_viewport_size({"width": 1280, "height": 900})
 
 
@@ -120,6 +122,7 @@ def test_a_new_author_goes_from_an_empty_account_to_an_approved_charter_and_cano
     page.get_by_label("Rationale (required)").fill("My version keeps the doubt.")
     page.get_by_role("button", name="Record the decision").click()
     page.locator("[data-testid=log-entry]").wait_for()
+    assert_no_serious_axe_violations(page)  # the decided page, as updated in place
 
     # She reviews her version: readable fields, each verdict explained; approves it with a rationale.
     page.goto(f"/review/{mine.approval_id}/")
@@ -166,6 +169,7 @@ def test_a_new_author_goes_from_an_empty_account_to_an_approved_charter_and_cano
         "Tova is the daughter of the harbour pilot"
         in page.locator("#kb-title + *, section[aria-labelledby=kb-title]").first.inner_text()
     )
+    assert_no_serious_axe_violations(page)
     page.goto(f"/review/books/{book.pk}/log/")
     assert page.get_by_test_id("log-badge").inner_text() == "verified"
     assert "ratified by nadia, the author" in page.locator("main").inner_text()
