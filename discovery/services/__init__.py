@@ -8,6 +8,7 @@ from .claims import (
     claim_propose,
     claim_request_approval,
     claim_story_set,
+    claim_supersede,
     claim_target,
 )
 from .dossiers import (
@@ -39,6 +40,7 @@ __all__ = [
     "claim_propose",
     "claim_request_approval",
     "claim_story_set",
+    "claim_supersede",
     "claim_target",
     "discovery_start",
     "dossier_capped",
