@@ -59,7 +59,11 @@ def test_the_author_supersedes_a_claim_from_the_codex_with_a_logged_rationale(
     assert entry.rationale == "The pilot raised her."
     assert decision_log_verify(book).ok
     codex = author_browser.get(f"/books/{book.pk}/codex/").content.decode()
-    assert "the lighthouse keeper" in codex and "the harbour pilot" not in codex
+    assert "the lighthouse keeper" in codex
+    # Its history: the value it replaced and the decisions, both linked; its provenance.
+    assert "replaces “the harbour pilot”" in codex and "author-stated" in codex
+    assert f"/review/{new.approval_id}/" in codex
+    assert f"/review/{KnowledgeClaim.objects.get(pk=old).approval_id}/" in codex
 
     again = author_browser.post(url, {"value": "a stranger", "rationale": "Again."})
     assert again.status_code == 409 and b"only approved canon" in again.content
