@@ -32,6 +32,7 @@ from .schemas import (
     ClaimDecisionOut,
     ClaimIn,
     ClaimOut,
+    ClaimRetractIn,
     ClaimStoryIn,
     ClaimSupersedeIn,
     CodexOut,
@@ -533,6 +534,16 @@ def claim_reject(request: HttpRequest, claim_id: uuid.UUID, payload: ClaimDecisi
 def claim_supersede(request: HttpRequest, claim_id: uuid.UUID, payload: ClaimSupersedeIn):
     access = _access(request, payload.book_id)
     return services.claim_supersede(access=access, claim_id=claim_id, value=payload.value, rationale=payload.rationale)
+
+
+@router.post(
+    "/claims/{claim_id}/retract",
+    response={200: ClaimOut, **ERRORS},
+    summary="The author retracts approved canon with a rationale (a logged decision; the claim stays in history)",
+)
+def claim_retract(request: HttpRequest, claim_id: uuid.UUID, payload: ClaimRetractIn):
+    access = _access(request, payload.book_id)
+    return services.claim_retract(access=access, claim_id=claim_id, rationale=payload.rationale)
 
 
 # --- Dossiers ----------------------------------------------------------------------

@@ -309,6 +309,17 @@ class ClaimSupersedeForm(Schema):
     rationale: Text(LONG_TEXT)
 
 
+class ClaimRetractIn(Schema):
+    """The author withdraws approved canon, with her rationale (a logged decision)."""
+
+    book_id: uuid.UUID
+    rationale: Text(LONG_TEXT)
+
+
+class ClaimRetractForm(Schema):
+    rationale: Text(LONG_TEXT)
+
+
 class RequestApprovalIn(Schema):
     book_id: uuid.UUID
     note: Text(LONG_TEXT, required=False) = ""

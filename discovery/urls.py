@@ -27,6 +27,7 @@ urlpatterns = [
         views.codex_supersede,
         name="codex-supersede",
     ),
+    path("books/<uuid:book_id>/codex/claims/<uuid:claim_id>/retract/", views.codex_retract, name="codex-retract"),
     path("books/<uuid:book_id>/dossiers/new/", views.dossier_create, name="dossier_create"),
     path("books/<uuid:book_id>/dossiers/<uuid:dossier_id>/", views.dossier_detail, name="dossier"),
 ]

@@ -50,6 +50,7 @@ from .schemas import (
     AsOfFilter,
     BookIn,
     CharterIn,
+    ClaimRetractForm,
     ClaimSupersedeForm,
     DossierIn,
     EditorIn,
@@ -520,6 +521,22 @@ def codex_supersede(request: HttpRequest, book_id: uuid.UUID, claim_id: uuid.UUI
         return _render_codex(request, access, supersede_error=error, status=exc.status)
     messages.success(request, "Canon changed; the decision is in the log.")
     return redirect(f"{reverse('discovery:codex', args=[access.book.pk])}#claim-{new.pk}")
+
+
+@login_required
+@require_POST
+def codex_retract(request: HttpRequest, book_id: uuid.UUID, claim_id: uuid.UUID) -> HttpResponse:
+    """The author retracts an approved claim from the codex (``services.claim_retract``): a logged decision
+    with her rationale; an error shows inline above the story records and nothing is recorded."""
+    access = page_access(request, book_id, Cap.BOOK_READ)
+    try:
+        form = parse_form(ClaimRetractForm, request.POST)
+        services.claim_retract(access=access, claim_id=claim_id, rationale=form.rationale)
+    except DomainError as exc:
+        error = {"id": str(claim_id), "message": exc.message, "value": ""}
+        return _render_codex(request, access, supersede_error=error, status=exc.status)
+    messages.success(request, "Claim retracted; the decision is in the log.")
+    return redirect(reverse("discovery:codex", args=[access.book.pk]))
 
 
 def _render_codex(

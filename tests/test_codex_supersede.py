@@ -85,3 +85,41 @@ def test_only_the_author_supersedes_canon_and_the_api_route_does_it_too(sol_api,
     assert done.status_code == 200, done.content
     assert (done.json()["status"], done.json()["value"]) == ("approved", "the keeper")
     assert KnowledgeClaim.objects.get(pk=old).status == "revised"
+
+
+def test_the_author_retracts_a_claim_from_the_codex_only_through_a_logged_decision(
+    sol_api, author_api, author_browser, editor_browser, book
+):
+    old = approved_claim(sol_api, author_api, book)
+    url = f"/books/{book.pk}/codex/claims/{old}/retract/"
+    assert b"Retract this claim" in author_browser.get(f"/books/{book.pk}/codex/").content
+    assert b"Retract this claim" not in editor_browser.get(f"/books/{book.pk}/codex/").content
+    assert editor_browser.post(url, {"rationale": "Mine."}).status_code == 403
+    body = {"book_id": str(book.pk), "rationale": "An agent never decides."}
+    assert sol_api.post(f"/claims/{old}/retract", body).status_code == 403
+    blank = author_browser.post(url, {"rationale": " "})
+    assert blank.status_code == 422 and b"rationale" in blank.content
+    entries = DecisionLogEntry.objects.filter(book=book).count()
+    assert KnowledgeClaim.objects.get(pk=old).status == "approved", "refused: nothing changed"
+
+    done = author_browser.post(url, {"rationale": "Her father was never a pilot."})
+    assert done.status_code == 302
+    assert KnowledgeClaim.objects.get(pk=old).status == "retracted"
+    entry = DecisionLogEntry.objects.filter(book=book).order_by("-sequence").first()
+    assert DecisionLogEntry.objects.filter(book=book).count() == entries + 1
+    assert (entry.subject_type, entry.subject_id, entry.rationale) == ("claim", old, "Her father was never a pilot.")
+    assert entry.ratified_by_user is not None and entry.ratified_by_user.pk == book.owner_id
+    assert decision_log_verify(book).ok
+    codex = author_browser.get(f"/books/{book.pk}/codex/").content.decode()
+    assert "the harbour pilot" not in codex
+    again = author_api.post(f"/claims/{old}/retract", {"book_id": str(book.pk), "rationale": "Again."})
+    assert again.status_code == 409 and "only approved canon" in again.json()["detail"]
+
+
+def test_the_api_retracts_approved_canon_for_the_author(sol_api, author_api, book):
+    old = approved_claim(sol_api, author_api, book)
+    missing = author_api.post(f"/claims/{old}/retract", {"book_id": str(book.pk)})
+    assert missing.status_code == 422 and missing.json()["field"] == "rationale"
+    done = author_api.post(f"/claims/{old}/retract", {"book_id": str(book.pk), "rationale": "Not true after all."})
+    assert done.status_code == 200, done.content
+    assert done.json()["status"] == "retracted"

@@ -11,8 +11,8 @@ from typing import Any
 
 from django.db import transaction
 
-from approvals.models import Approval, ApprovalKind, Verdict
-from approvals.services import approval_request, subject_decide
+from approvals.models import Approval, ApprovalKind, Reversibility, Verdict
+from approvals.services import approval_request, decision_log_append, subject_decide
 from novelgraph.auth import Principal
 from novelgraph.errors import Conflict, Forbidden, Invalid, NotFound
 from novelgraph.words import inline
@@ -281,3 +281,34 @@ def claim_supersede(*, access: BookAccess, claim_id: Any, value: Any, rationale:
         claim_decide(access=access, claim_id=new.pk, approve=True, rationale=rationale)
         new.refresh_from_db()
         return new
+
+
+def claim_retract(*, access: BookAccess, claim_id: Any, rationale: str) -> KnowledgeClaim:
+    """The author retracts approved canon: the claim becomes retracted only with a decision-log row carrying
+    her rationale, in one transaction (the claim stays in history; nothing is deleted).
+
+    Only the book's author (403); blank rationale 422; the claim must be approved canon of a base the book
+    owns or links (404/409); literary guidance is staff's (403).
+    """
+    access.require_author()
+    if not (rationale or "").strip():
+        raise Invalid("a rationale is required to retract canon", field="rationale")
+    with transaction.atomic():
+        claim = claim_for_book(access, claim_id, lock=True)
+        if claim.base.scope == KnowledgeBase.Scope.LITERARY:
+            raise _curated_by_staff()
+        if claim.status != KnowledgeClaim.Status.APPROVED:
+            raise Conflict(f"only approved canon is retracted; this claim is {claim.status}", code="not_canon")
+        claim.status = KnowledgeClaim.Status.RETRACTED
+        claim.save(update_fields=["status", "updated_at"])
+        decision_log_append(
+            book=access.book,
+            decision=Verdict.ABANDON,
+            subject_type=CLAIM_SUBJECT,
+            subject_id=claim.pk,
+            rationale=rationale,
+            ratified_by_user=access.user,
+            reversibility_class=Reversibility.REVERSIBLE,
+            detail={"effect": {"claim": {"retracted": str(claim.pk), "summary": claim_summary(claim)}}},
+        )
+        return claim
