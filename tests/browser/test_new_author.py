@@ -244,6 +244,18 @@ def test_a_new_author_goes_from_an_empty_account_to_an_approved_charter_and_cano
     assert page.locator(".loop-status").inner_text() == "handed-off"
     assert_accessible_basics(page)
     check_phone(page)
+    # Canon as a place: in the codex she supersedes the claim with a rationale; the old value stays as history.
+    page.goto(f"/books/{book.pk}/codex/")
+    assert_accessible_basics(page)
+    page.get_by_text("Supersede", exact=False).first.click()
+    page.get_by_label("New value (required)").fill("the harbour pilot's widow")
+    page.get_by_label("Rationale (required)").fill("The pilot drowned before the book begins.")
+    page.get_by_role("button", name="Supersede with this value").click()
+    page.get_by_test_id("claim-history").wait_for()
+    assert "the harbour pilot" in page.get_by_test_id("claim-history").inner_text()
+    assert KnowledgeClaim.objects.get(pk=claim["id"]).status == "revised"
+    assert_accessible_basics(page)
+    check_phone(page)
     page.goto(f"/review/books/{book.pk}/log/")
     assert page.get_by_test_id("log-badge").inner_text() == "verified"
     assert_no_serious_axe_violations(page)
