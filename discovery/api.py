@@ -33,7 +33,9 @@ from .schemas import (
     ClaimDecisionOut,
     ClaimIn,
     ClaimOut,
+    ClaimRetractIn,
     ClaimStoryIn,
+    ClaimSupersedeIn,
     CodexOut,
     ConflictOut,
     DiscoveryViewOut,
@@ -527,6 +529,27 @@ def claim_promote(request: HttpRequest, claim_id: uuid.UUID, payload: ClaimDecis
 )
 def claim_reject(request: HttpRequest, claim_id: uuid.UUID, payload: ClaimDecisionIn):
     return _claim_decide(request, claim_id, payload, approve=False)
+
+
+@router.post(
+    "/claims/{claim_id}/supersede",
+    response={200: ClaimOut, **ERRORS},
+    summary="The author supersedes approved canon with a new value and a rationale (a logged decision; "
+    "the old claim becomes revised, its history kept)",
+)
+def claim_supersede(request: HttpRequest, claim_id: uuid.UUID, payload: ClaimSupersedeIn):
+    access = _access(request, payload.book_id)
+    return services.claim_supersede(access=access, claim_id=claim_id, value=payload.value, rationale=payload.rationale)
+
+
+@router.post(
+    "/claims/{claim_id}/retract",
+    response={200: ClaimOut, **ERRORS},
+    summary="The author retracts approved canon with a rationale (a logged decision; the claim stays in history)",
+)
+def claim_retract(request: HttpRequest, claim_id: uuid.UUID, payload: ClaimRetractIn):
+    access = _access(request, payload.book_id)
+    return services.claim_retract(access=access, claim_id=claim_id, rationale=payload.rationale)
 
 
 # --- Dossiers ----------------------------------------------------------------------

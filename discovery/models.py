@@ -463,6 +463,8 @@ class KnowledgeClaimStatus(models.TextChoices):
     REJECTED = "rejected", "Rejected"
     # Approved canon that a later approved revision (``revises``) replaced; it stays in history.
     REVISED = "revised", "Revised (replaced by an approved revision)"
+    # Approved canon the author withdrew, through a logged decision with her rationale; it stays in history.
+    RETRACTED = "retracted", "Retracted by the author"
 
 
 class KnownBy(models.TextChoices):

@@ -294,6 +294,32 @@ class ClaimStoryIn(StoryRecordIn):
     book_id: uuid.UUID
 
 
+class ClaimSupersedeIn(Schema):
+    """The author replaces approved canon with a new value, with her rationale (a logged decision)."""
+
+    book_id: uuid.UUID
+    value: Annotated[JsonValue, AfterValidator(_not_empty)]
+    rationale: Text(LONG_TEXT)
+
+
+class ClaimSupersedeForm(Schema):
+    """The codex page's form: the new value as text and the rationale."""
+
+    value: Text(LONG_TEXT)
+    rationale: Text(LONG_TEXT)
+
+
+class ClaimRetractIn(Schema):
+    """The author withdraws approved canon, with her rationale (a logged decision)."""
+
+    book_id: uuid.UUID
+    rationale: Text(LONG_TEXT)
+
+
+class ClaimRetractForm(Schema):
+    rationale: Text(LONG_TEXT)
+
+
 class RequestApprovalIn(Schema):
     book_id: uuid.UUID
     note: Text(LONG_TEXT, required=False) = ""

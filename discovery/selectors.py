@@ -449,9 +449,17 @@ def codex_view(access: BookAccess, as_of_chapter: int | None = None) -> dict:
     rows, withheld = canon_story_rows(access.book, access.caps, access.role)
     findings = fair_play(rows)
     until = effective_until(rows)
+    # History: the earlier value each approved revision replaced, and the decision that had made it canon.
+    earlier = {
+        str(pk): {"value": value, "approval_id": str(approval_id) if approval_id else None}
+        for pk, value, approval_id in KnowledgeClaim.objects.filter(
+            pk__in=[row["revises_id"] for row in rows if row["revises_id"]]
+        ).values_list("pk", "value", "approval_id")
+    }
     for row in rows:
         row["true_until_effective"] = until[row["id"]]
         row["visibility"] = visibility(row)
+        row["earlier"] = earlier.get(row["revises_id"]) if row["revises_id"] else None
     if as_of_chapter is not None:
         rows, by_chapter = as_of(rows, as_of_chapter)
         withheld += by_chapter

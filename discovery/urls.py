@@ -22,6 +22,12 @@ urlpatterns = [
     ),
     path("books/<uuid:book_id>/dossiers/", views.dossiers, name="dossiers"),
     path("books/<uuid:book_id>/codex/", views.codex, name="codex"),
+    path(
+        "books/<uuid:book_id>/codex/claims/<uuid:claim_id>/supersede/",
+        views.codex_supersede,
+        name="codex-supersede",
+    ),
+    path("books/<uuid:book_id>/codex/claims/<uuid:claim_id>/retract/", views.codex_retract, name="codex-retract"),
     path("books/<uuid:book_id>/dossiers/new/", views.dossier_create, name="dossier_create"),
     path("books/<uuid:book_id>/dossiers/<uuid:dossier_id>/", views.dossier_detail, name="dossier"),
 ]

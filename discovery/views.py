@@ -50,6 +50,8 @@ from .schemas import (
     AsOfFilter,
     BookIn,
     CharterIn,
+    ClaimRetractForm,
+    ClaimSupersedeForm,
     DossierIn,
     EditorIn,
     ObservationResolveIn,
@@ -502,7 +504,44 @@ def dossier_detail(request: HttpRequest, book_id: uuid.UUID, dossier_id: uuid.UU
 def codex(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
     """The book's canon on a chapter axis (SVG), its story records and the fair-play check;
     ``?as_of_chapter=N`` shows only what is true by chapter N (later reveals withheld)."""
+    return _render_codex(request, page_access(request, book_id, Cap.BOOK_READ))
+
+
+@login_required
+@require_POST
+def codex_supersede(request: HttpRequest, book_id: uuid.UUID, claim_id: uuid.UUID) -> HttpResponse:
+    """The author supersedes an approved claim from the codex (``services.claim_supersede``): a logged
+    decision with her rationale; an error shows inline above the story records and nothing is recorded."""
     access = page_access(request, book_id, Cap.BOOK_READ)
+    try:
+        form = parse_form(ClaimSupersedeForm, request.POST)
+        new = services.claim_supersede(access=access, claim_id=claim_id, value=form.value, rationale=form.rationale)
+    except DomainError as exc:
+        error = {"id": str(claim_id), "message": exc.message, "value": request.POST.get("value", "")}
+        return _render_codex(request, access, supersede_error=error, status=exc.status)
+    messages.success(request, "Canon changed; the decision is in the log.")
+    return redirect(f"{reverse('discovery:codex', args=[access.book.pk])}#claim-{new.pk}")
+
+
+@login_required
+@require_POST
+def codex_retract(request: HttpRequest, book_id: uuid.UUID, claim_id: uuid.UUID) -> HttpResponse:
+    """The author retracts an approved claim from the codex (``services.claim_retract``): a logged decision
+    with her rationale; an error shows inline above the story records and nothing is recorded."""
+    access = page_access(request, book_id, Cap.BOOK_READ)
+    try:
+        form = parse_form(ClaimRetractForm, request.POST)
+        services.claim_retract(access=access, claim_id=claim_id, rationale=form.rationale)
+    except DomainError as exc:
+        error = {"id": str(claim_id), "message": exc.message, "value": ""}
+        return _render_codex(request, access, supersede_error=error, status=exc.status)
+    messages.success(request, "Claim retracted; the decision is in the log.")
+    return redirect(reverse("discovery:codex", args=[access.book.pk]))
+
+
+def _render_codex(
+    request: HttpRequest, access: BookAccess, supersede_error: dict | None = None, status: int = 200
+) -> HttpResponse:
     book = access.book
     as_of_error = ""
     as_of_chapter = None
@@ -524,8 +563,10 @@ def codex(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
             "as_of_raw": raw,
             "as_of_error": as_of_error,
             "timeline": timeline_svg(view["claims"], view["chapters"], view["fair_play"]["findings"]),
+            "may_change_canon": access.is_author and not as_of_chapter,
+            "supersede_error": supersede_error,
         },
-        status=422 if as_of_error else 200,
+        status=422 if as_of_error else status,
     )
 
 

@@ -280,6 +280,9 @@ API_EXPECTED: dict[str, tuple[int, ...]] = {
     "GET /books/{book_id}/claims/{claim_id}/conflicts": (401, 401, 404, 404, 404, 404, 404, 404, 200, 200, 200, 200, 200),
     "POST /claims/{claim_id}/promote": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 200),
     "POST /claims/{claim_id}/reject": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 409),
+    "POST /claims/{claim_id}/supersede": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 200),
+    # 409 for the author: the supersede row before it has just replaced the scene's claim (no longer canon).
+    "POST /claims/{claim_id}/retract": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 409),
     "POST /books/{book_id}/dossiers": (401, 401, 404, 404, 404, 404, 404, 404, 201, 403, 403, 403, 201),
     "GET /books/{book_id}/dossiers": (401, 401, 404, 404, 404, 404, 404, 404, 200, 200, 200, 200, 200),
     "GET /dossiers/{dossier_id}": (401, 401, 404, 404, 404, 404, 404, 404, 200, 403, 403, 200, 200),
@@ -385,6 +388,8 @@ PAGE_EXPECTED: dict[str, tuple[int, ...]] = {
     "/books/<uuid:book_id>/dossiers/new/": (302, 405, 405, 405, 405),
     "/books/<uuid:book_id>/dossiers/<uuid:dossier_id>/": (302, 404, 404, 200, 200),
     "/books/<uuid:book_id>/codex/": (302, 404, 404, 200, 200),
+    "/books/<uuid:book_id>/codex/claims/<uuid:claim_id>/supersede/": (302, 405, 405, 405, 405),
+    "/books/<uuid:book_id>/codex/claims/<uuid:claim_id>/retract/": (302, 405, 405, 405, 405),
     "/series/new/": (302, 200, 200, 200, 200),
     "/books/new/": (302, 200, 200, 200, 200),
     "/books/<uuid:book_id>/people/": (302, 404, 404, 200, 200),
@@ -500,6 +505,8 @@ PAGE_POSTS: dict[str, dict] = {
         "rationale": "Not the others.",
     },
     "/books/<uuid:book_id>/loop/questions/<uuid:question_id>/answer/": {"resolution": "Answered on the page."},
+    "/books/<uuid:book_id>/codex/claims/<uuid:claim_id>/supersede/": {"value": "the keeper", "rationale": "Mine."},
+    "/books/<uuid:book_id>/codex/claims/<uuid:claim_id>/retract/": {"rationale": "Not canon after all."},
 }
 PAGE_POST_EXPECTED: dict[str, tuple[int, ...]] = {
     "/keys/<uuid:key_id>/revoke/": (302, 404, 404, 404, 302),
@@ -512,6 +519,10 @@ PAGE_POST_EXPECTED: dict[str, tuple[int, ...]] = {
     "/books/<uuid:book_id>/people/<int:user_id>/remove/": (302, 404, 404, 403, 302),
     "/books/<uuid:book_id>/loop/nodes/<uuid:node_id>/pick/": (302, 404, 404, 403, 404),
     "/books/<uuid:book_id>/loop/questions/<uuid:question_id>/answer/": (302, 404, 404, 403, 302),
+    # The scene's claim is only proposed: superseding and retracting are for approved canon, so the author gets a 409 and nothing
+    # changes (tests/test_codex_supersede.py supersedes and retracts approved canon from these pages).
+    "/books/<uuid:book_id>/codex/claims/<uuid:claim_id>/supersede/": (302, 404, 404, 403, 409),
+    "/books/<uuid:book_id>/codex/claims/<uuid:claim_id>/retract/": (302, 404, 404, 403, 409),
 }
 
 

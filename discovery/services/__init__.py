@@ -7,7 +7,9 @@ from .claims import (
     claim_for_book,
     claim_propose,
     claim_request_approval,
+    claim_retract,
     claim_story_set,
+    claim_supersede,
     claim_target,
 )
 from .dossiers import (
@@ -38,7 +40,9 @@ __all__ = [
     "claim_for_book",
     "claim_propose",
     "claim_request_approval",
+    "claim_retract",
     "claim_story_set",
+    "claim_supersede",
     "claim_target",
     "discovery_start",
     "dossier_capped",

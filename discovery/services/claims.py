@@ -11,8 +11,8 @@ from typing import Any
 
 from django.db import transaction
 
-from approvals.models import Approval, ApprovalKind, Verdict
-from approvals.services import approval_request, subject_decide
+from approvals.models import Approval, ApprovalKind, Reversibility, Verdict
+from approvals.services import approval_request, decision_log_append, subject_decide
 from novelgraph.auth import Principal
 from novelgraph.errors import Conflict, Forbidden, Invalid, NotFound
 from novelgraph.words import inline
@@ -237,3 +237,78 @@ def claim_decide(*, access: BookAccess, claim_id: Any, approve: bool, rationale:
         verdict=Verdict.APPROVE if approve else Verdict.REJECT,
         rationale=rationale,
     )
+
+
+def claim_supersede(*, access: BookAccess, claim_id: Any, value: Any, rationale: str) -> KnowledgeClaim:
+    """The author supersedes approved canon with a new value, through a logged decision with her rationale.
+
+    Only the book's author (403); blank rationale 422; the claim must be approved canon of a base the book
+    owns or links (404/409). In one transaction: a revision (same base, subject, predicate and story record,
+    ``revises`` the old claim, author-stated) is proposed and approved by her, which records the decision-log
+    row and marks the old claim revised (history kept).
+    """
+    access.require_author()
+    if not (rationale or "").strip():
+        raise Invalid("a rationale is required to change canon", field="rationale")
+    with transaction.atomic():
+        old = claim_for_book(access, claim_id, lock=True)
+        if old.base.scope == KnowledgeBase.Scope.LITERARY:
+            raise _curated_by_staff()
+        if old.status != KnowledgeClaim.Status.APPROVED:
+            raise Conflict(f"only approved canon is superseded; this claim is {old.status}", code="not_canon")
+        if old.base.scope not in (KnowledgeBase.Scope.BOOK, KnowledgeBase.Scope.SERIES):
+            raise Conflict("only book and series canon is superseded here", code="not_canon")
+        scope_id = str(access.book.series_id if old.base.scope == KnowledgeBase.Scope.SERIES else access.book.pk)
+        payload = ClaimIn(
+            scope=old.base.scope,
+            scope_id=scope_id,
+            subject=old.subject,
+            predicate=old.predicate,
+            value=value,
+            provenance="author-stated",
+            source_refs=old.source_refs,
+            revises=old.pk,
+            true_from_chapter=old.true_from_chapter,
+            true_until_chapter=old.true_until_chapter,
+            known_by=old.known_by,
+            known_by_characters=old.known_by_characters,
+            first_shown_chapter=old.first_shown_chapter,
+            decisive=old.decisive,
+            evidence_for=old.evidence_for_id,
+            reveal=old.reveal,
+        )
+        new = claim_propose(access=access, base=old.base, payload=payload)
+        claim_decide(access=access, claim_id=new.pk, approve=True, rationale=rationale)
+        new.refresh_from_db()
+        return new
+
+
+def claim_retract(*, access: BookAccess, claim_id: Any, rationale: str) -> KnowledgeClaim:
+    """The author retracts approved canon: the claim becomes retracted only with a decision-log row carrying
+    her rationale, in one transaction (the claim stays in history; nothing is deleted).
+
+    Only the book's author (403); blank rationale 422; the claim must be approved canon of a base the book
+    owns or links (404/409); literary guidance is staff's (403).
+    """
+    access.require_author()
+    if not (rationale or "").strip():
+        raise Invalid("a rationale is required to retract canon", field="rationale")
+    with transaction.atomic():
+        claim = claim_for_book(access, claim_id, lock=True)
+        if claim.base.scope == KnowledgeBase.Scope.LITERARY:
+            raise _curated_by_staff()
+        if claim.status != KnowledgeClaim.Status.APPROVED:
+            raise Conflict(f"only approved canon is retracted; this claim is {claim.status}", code="not_canon")
+        claim.status = KnowledgeClaim.Status.RETRACTED
+        claim.save(update_fields=["status", "updated_at"])
+        decision_log_append(
+            book=access.book,
+            decision=Verdict.ABANDON,
+            subject_type=CLAIM_SUBJECT,
+            subject_id=claim.pk,
+            rationale=rationale,
+            ratified_by_user=access.user,
+            reversibility_class=Reversibility.REVERSIBLE,
+            detail={"effect": {"claim": {"retracted": str(claim.pk), "summary": claim_summary(claim)}}},
+        )
+        return claim

@@ -16,7 +16,7 @@ from django.core.management import call_command
 
 from discovery.models import Book, StoryCharter
 
-from .conftest import assert_accessible_basics, assert_fits_phone_width, log_in
+from .conftest import assert_accessible_basics, assert_fits_phone_width, assert_no_serious_axe_violations, log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -33,6 +33,7 @@ def test_the_authors_day_from_login_to_a_decided_charter(page, screenshot, demo_
     # Log in (an anonymous visit lands on the login page) and open the demo book from the dashboard.
     page.goto("/")
     assert "/login/" in page.url
+    assert_no_serious_axe_violations(page)
     screenshot(page, "login")
     log_in(page, "author", "novelgraph-author")
     assert page.get_by_role("heading", level=1).inner_text() == "Your books"
@@ -70,6 +71,7 @@ def test_the_authors_day_from_login_to_a_decided_charter(page, screenshot, demo_
     error = page.locator("#decision-panel [role=alert]")
     error.wait_for()
     assert "rationale" in error.inner_text().lower()
+    assert_no_serious_axe_violations(page)  # with the inline error shown
     charter.refresh_from_db()
     assert charter.status == "proposed"
 
@@ -77,6 +79,7 @@ def test_the_authors_day_from_login_to_a_decided_charter(page, screenshot, demo_
     page.get_by_label("Rationale (required)").fill("The tide gives the book its clock; the letter its heart.")
     page.get_by_role("button", name="Record the decision").click()
     page.locator("[data-testid=log-entry]").wait_for()
+    assert_no_serious_axe_violations(page)  # the decided page, as updated in place
     charter.refresh_from_db()
     assert charter.status == "approved"
 
@@ -113,6 +116,7 @@ def test_the_authors_day_from_login_to_a_decided_charter(page, screenshot, demo_
     assert_accessible_basics(page)
     screenshot(page, "loop")
     trace.scroll_into_view_if_needed()
+    assert_no_serious_axe_violations(page)
     screenshot(page, "loop-trace")
 
     assert page.js_errors == []
@@ -123,19 +127,24 @@ def test_an_editor_reads_everything_but_sees_no_decision_buttons(page, screensho
     log_in(page, "editor", "novelgraph-editor")
     page.get_by_role("link", name="The Lighthouse Letter").click()
     assert "You are the editor" in page.locator(".page-head").inner_text()
+    assert_accessible_basics(page)
     page.get_by_role("link", name="Read the proposal").click()
     page.wait_for_url(f"**/review/{charter.approval_id}/")
     assert page.locator("[data-testid=read-only]").is_visible()
+    assert_accessible_basics(page)
     assert page.get_by_role("button", name="Record the decision").count() == 0
     page.goto(f"/books/{demo_book.pk}/research/")
     assert page.get_by_text("Lighthouse keepers' logbooks").is_visible()
     assert page.get_by_role("button", name="Admit").count() == 0
+    assert_accessible_basics(page)
     page.goto(f"/books/{demo_book.pk}/dossiers/")
     assert page.get_by_role("button", name="Take snapshot").count() == 0
+    assert_accessible_basics(page)
     page.locator("section[aria-labelledby=dossiers-luna] a").first.click()
     caps = page.locator(".capabilities")
     assert "not given series:read" in " ".join(caps.inner_text().split())
     assert "series canon (luna lacks series:read)" in page.locator("main").inner_text()
+    assert_accessible_basics(page)
     screenshot(page, "editor-dossier")
     charter.refresh_from_db()
     assert charter.status == "proposed"
@@ -152,6 +161,7 @@ def test_pages_read_well_at_phone_width_and_keyboard_focus_is_visible(page, scre
     ):
         page.goto(path)
         assert_fits_phone_width(page)
+        assert_no_serious_axe_violations(page)
     screenshot(page, "phone-research")
     # The first Tab reaches the skip link, which becomes visible and moves focus to the content.
     page.goto(f"/books/{demo_book.pk}/")

@@ -1,6 +1,7 @@
 """A brand-new author's day in Debian's Chromium, using only the browser (agent steps through the API,
 as agents would): from the empty account to a book with an editor, an approved Story Charter she
-wrote herself, compared with the first version, and a promoted canon claim. Then the editor's day:
+wrote herself, compared with the first version, a promoted canon claim, and the loop's gates passed in
+the browser up to the G3 hand-off (Chapter 1 made from the decision brief). Then the editor's day:
 she reads the book and answers in the conversation, but decides nothing. Every page is checked at 390 px.
 """
 
@@ -10,11 +11,13 @@ import pytest
 from django.test import Client
 
 from approvals.models import Approval
-from discovery.models import Book, KnowledgeClaim, StoryCharter
+from discovery.loop.models import LoopMeta
+from discovery.models import Book, Chapter, DiscoverySession, KnowledgeClaim, StoryCharter
 from novelgraph.services import api_key_create
+from tests.discovery_support import thrust_body
 from tests.factories import PASSWORD, UserFactory
 
-from .conftest import assert_accessible_basics, assert_fits_phone_width, log_in
+from .conftest import assert_accessible_basics, assert_fits_phone_width, assert_no_serious_axe_violations, log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -27,9 +30,11 @@ def api(key: str, path: str, body: dict):
 
 
 def check_phone(page) -> None:
-    """The page fits 390 px (no sideways scrolling) and keeps its basics; back to desktop width after."""
+    """The page fits 390 px (no sideways scrolling) and axe-core finds nothing serious there; back to
+    desktop width after."""
     page.set_viewport_size({"width": 390, "height": 844})
     assert_fits_phone_width(page)
+    assert_no_serious_axe_violations(page)
     page.set_viewport_size({"width": 1280, "height": 900})
 
 
@@ -120,6 +125,7 @@ def test_a_new_author_goes_from_an_empty_account_to_an_approved_charter_and_cano
     page.get_by_label("Rationale (required)").fill("My version keeps the doubt.")
     page.get_by_role("button", name="Record the decision").click()
     page.locator("[data-testid=log-entry]").wait_for()
+    assert_no_serious_axe_violations(page)  # the decided page, as updated in place
 
     # She reviews her version: readable fields, each verdict explained; approves it with a rationale.
     page.goto(f"/review/{mine.approval_id}/")
@@ -166,11 +172,93 @@ def test_a_new_author_goes_from_an_empty_account_to_an_approved_charter_and_cano
         "Tova is the daughter of the harbour pilot"
         in page.locator("#kb-title + *, section[aria-labelledby=kb-title]").first.inner_text()
     )
+    assert_no_serious_axe_violations(page)
     page.goto(f"/review/books/{book.pk}/log/")
     assert page.get_by_test_id("log-badge").inner_text() == "verified"
     assert "ratified by nadia, the author" in page.locator("main").inner_text()
     check_phone(page)
     screenshot(page, "new-author-log")
+
+    # The loop's gates, G0 to the G3 hand-off: the agents ask through the API, as agents would; she reads
+    # each card and gives her verdict on its review page in the browser.
+    terra = api_key_create(owner=author, role="terra", books=[book])[1]
+    luna = api_key_create(owner=author, role="luna", books=[book])[1]
+    session = DiscoverySession.objects.get(book=book)
+    thrust = api(terra, f"/sessions/{session.pk}/thrusts", thrust_body(title="The wreck was no accident"))
+
+    def gate_in_the_browser(gate: str, **extra) -> None:
+        card = api(
+            sol,
+            f"/books/{book.pk}/loop/gates/{gate}/request",
+            {
+                "summary": f"ratify {gate}",
+                "decisions_requested": [f"ratify what {gate} asks"],
+                "recommended": "approve",
+                "reversibility_class": "reversible",
+                **extra,
+            },
+        )
+        if card["approval_id"] is None:  # a reversible gate the loop's autonomy passes without asking her
+            assert card["outcome"] == "passed" and LoopMeta.objects.get(book=book).gate != gate
+            return
+        page.goto(f"/review/{card['approval_id']}/")
+        assert page.get_by_test_id("subject").inner_text() == f"ratify {gate}"
+        assert_accessible_basics(page)
+        page.get_by_label("Verdict").select_option("approve")
+        page.get_by_label("Rationale (required)").fill(f"{gate} holds for me.")
+        page.get_by_role("button", name="Record the decision").click()
+        page.locator("[data-testid=log-entry]").wait_for()
+        assert Approval.objects.get(pk=card["approval_id"]).verdict == "approve"
+        meta = LoopMeta.objects.get(book=book)
+        assert meta.gate != gate or meta.status == "handed-off", f"{gate} passed"
+
+    for gate in ("G0", "G1"):
+        gate_in_the_browser(gate)
+    gate_in_the_browser("G1.5", thrust_id=thrust["id"])
+    # Saturation for G2: a clean traceability chain (Sol), both required lenses reviewed, a full round.
+    for node_id, kind in (("premise", "premise"), ("sq", "story-question"), ("ch1", "chapter")):
+        api(
+            sol, f"/books/{book.pk}/loop/trace/nodes", {"node_id": node_id, "kind": kind, "produced_by": "reader-trust"}
+        )
+    for a, b in (("premise", "sq"), ("sq", "ch1")):
+        api(sol, f"/books/{book.pk}/loop/trace/edges", {"from_id": a, "to_id": b})
+    finding = [{"text": "the wreck is a fair clue", "resolution": "resolved", "reason": "planted in chapter 1"}]
+    api(terra, f"/books/{book.pk}/loop/reviews", {"lens": "canon-integrity", "gate": "G2", "findings": finding})
+    api(luna, f"/books/{book.pk}/loop/reviews", {"lens": "reader-trust", "gate": "G2", "findings": finding})
+    api(sol, f"/books/{book.pk}/loop/rounds", {})
+    gate_in_the_browser("G2")
+    brief = {
+        "success_metrics": ["the wreck is deducible by chapter 10"],
+        "chapter_1": "The pilot's boat comes in empty.",
+    }
+    api(sol, f"/books/{book.pk}/loop/artifacts", {"slug": "decision-brief", "type": "decision-brief", "content": brief})
+    gate_in_the_browser("G3", artifacts=["decision-brief"])
+
+    assert LoopMeta.objects.get(book=book).status == "handed-off"
+    assert list(Chapter.objects.filter(book=book).values_list("number", "spec")) == [
+        (1, "The pilot's boat comes in empty.")
+    ]
+    page.goto(f"/books/{book.pk}/")
+    page.get_by_role("navigation", name="This book").get_by_role("link", name="Loop").click()
+    page.wait_for_url(f"**/books/{book.pk}/loop/")
+    assert page.locator(".loop-status").inner_text() == "handed-off"
+    assert_accessible_basics(page)
+    check_phone(page)
+    # Canon as a place: in the codex she supersedes the claim with a rationale; the old value stays as history.
+    page.goto(f"/books/{book.pk}/codex/")
+    assert_accessible_basics(page)
+    page.get_by_text("Supersede", exact=False).first.click()
+    page.get_by_label("New value (required)").fill("the harbour pilot's widow")
+    page.get_by_label("Rationale (required)").fill("The pilot drowned before the book begins.")
+    page.get_by_role("button", name="Supersede with this value").click()
+    page.get_by_test_id("claim-history").wait_for()
+    assert "the harbour pilot" in page.get_by_test_id("claim-history").inner_text()
+    assert KnowledgeClaim.objects.get(pk=claim["id"]).status == "revised"
+    assert_accessible_basics(page)
+    check_phone(page)
+    page.goto(f"/review/books/{book.pk}/log/")
+    assert page.get_by_test_id("log-badge").inner_text() == "verified"
+    assert_no_serious_axe_violations(page)
     assert page.js_errors == []
 
 
