@@ -227,8 +227,13 @@ def session_observations(session: DiscoverySession) -> MappedRows:
     return MappedRows(observations_annotated(Observation.objects.filter(session=session)), observation_row)
 
 
-def book_observation_rows(book: Book) -> MappedRows:
-    return MappedRows(observations_annotated(Observation.objects.filter(session__book=book)), observation_row)
+def book_observation_rows(book: Book, *, status: str | None = None) -> MappedRows:
+    """The book's observations across its sessions (only those of ``status`` when given), oldest first, with
+    their current value (the author's newest correction) and ``stated_value``; paged in SQL when sliced."""
+    observations = Observation.objects.filter(session__book=book)
+    if status:
+        observations = observations.filter(status=status)
+    return MappedRows(observations_annotated(observations), observation_row)
 
 
 def session_thrusts(session: DiscoverySession):

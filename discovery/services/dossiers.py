@@ -27,12 +27,11 @@ from ..selectors import (
     VIEW_PAGE,
     MappedRows,
     book_bases,
+    book_observation_rows,
     bounded,
     canon_bases,
     canon_story_rows,
     current_session,
-    observation_row,
-    observations_annotated,
     readable_bases,
 )
 
@@ -82,13 +81,9 @@ def canon_claims(bases: list[dict]):
     )
 
 
-def book_observations(book: Book, *, status: str | None = None):
-    """The book's observations across its sessions (only those of ``status`` when given), oldest first, with
-    their current value (the author's newest correction) and ``stated_value``; paged in SQL when sliced."""
-    observations = Observation.objects.filter(session__book=book)
-    if status:
-        observations = observations.filter(status=status)
-    return MappedRows(observations_annotated(observations), observation_row)
+def book_observations(book: Book, *, status: str | None = None) -> MappedRows:
+    """The book's observations across its sessions (the selector the discovery view reads too)."""
+    return book_observation_rows(book, status=status)
 
 
 def working_observations(book: Book):
