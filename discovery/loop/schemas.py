@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
+from typing import Any
 
 from ninja import Field, Schema
 from pydantic import StrictBool
 
 from approvals.models import Approval, Gate, Reversibility, Verdict
+from discovery.selectors import VIEW_PAGE
 from novelgraph.schemas import LIST_ITEM_TEXT, MAX_LIST_ITEMS, Text, TextList, limit
 
 from .models import (
@@ -19,6 +21,7 @@ from .models import (
     BlackboardArtifact,
     Candidate,
     DataClass,
+    LensRerun,
     LensReview,
     Lifecycle,
     LoopMeta,
@@ -33,6 +36,7 @@ from .models import (
     ValidationPlanItem,
     ValidationStatus,
 )
+from .selectors import loop_link, meta_constraints_page
 from .serializers import (
     ArtifactFields,
     CandidateFields,
@@ -62,7 +66,25 @@ TRACE_ID = limit(TraceNode, "node_id")
 
 
 class MetaOut(MetaFields):
-    """The loop's counters and bounds (the file also carries round_invalidated and last_round_clean)."""
+    """The loop's counters and bounds (the file also carries round_invalidated and last_round_clean).
+    ``constraints`` is capped at a page: ``constraints_count`` counts them all, ``next.constraints`` pages the rest
+    (the export's meta.json carries them all: it is the state, not a response)."""
+
+    constraints: list[Any] = Field(description="the first page (VIEW_PAGE) of the recorded constraints, oldest first")
+    constraints_count: int
+    next: dict[str, str | None] = Field(description="constraints: the paged route with the rest, or null")
+
+    @staticmethod
+    def resolve_constraints(meta: LoopMeta) -> list:
+        return meta_constraints_page(meta)[0]
+
+    @staticmethod
+    def resolve_constraints_count(meta: LoopMeta) -> int:
+        return len(meta.constraints or [])
+
+    @staticmethod
+    def resolve_next(meta: LoopMeta) -> dict[str, str | None]:
+        return {"constraints": meta_constraints_page(meta)[2]}
 
 
 class CardOut(CardFields):
@@ -285,7 +307,26 @@ class CostIn(Schema):
 
 
 class RerunOut(RerunFields):
+    """A queued or done re-run. ``artifacts`` is capped at a page: ``artifacts_count`` counts them all,
+    ``next.artifacts`` pages the rest."""
+
     id: uuid.UUID
+    artifacts: list[str] = Field(description="the first page (VIEW_PAGE) of the slots the lens re-runs")
+    artifacts_count: int
+    next: dict[str, str | None] = Field(description="artifacts: the paged route with the rest, or null")
+
+    @staticmethod
+    def resolve_artifacts(rerun: LensRerun) -> list[str]:
+        return list(rerun.artifacts or [])[:VIEW_PAGE]
+
+    @staticmethod
+    def resolve_artifacts_count(rerun: LensRerun) -> int:
+        return len(rerun.artifacts or [])
+
+    @staticmethod
+    def resolve_next(rerun: LensRerun) -> dict[str, str | None]:
+        more = len(rerun.artifacts or []) > VIEW_PAGE
+        return {"artifacts": loop_link(rerun.book_id, f"reruns/{rerun.pk}/artifacts") if more else None}
 
 
 class GateIn(Schema):
