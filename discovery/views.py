@@ -228,6 +228,8 @@ def recent_activity(book_ids: list) -> list[dict]:
 
 
 BOOK_SECTIONS = ("turns", "thrusts", "charters", "claims", "bases")
+# Sections paged with ``?more=``: the book page's, and the author's constraints (a dossier's "show more").
+MORE_SECTIONS = (*BOOK_SECTIONS, "constraints")
 CLAIM_COLUMNS = ("id", "base_id", "subject", "predicate", "value", "provenance")
 
 
@@ -271,6 +273,8 @@ def _section_page(access: BookAccess, section: str, offset: int) -> tuple[list, 
         if section == "claims":
             return _canon_claims(bases, offset)
         return bounded(bases, VIEW_PAGE, offset)
+    if section == "constraints":
+        return bounded(services.author_constraints(book), VIEW_PAGE, offset)
     if section == "charters":
         charters, more = bounded(book_charters(book), VIEW_PAGE, offset)
         return attribute(charters, "charter"), more
@@ -311,7 +315,7 @@ def _render_book(
 ) -> HttpResponse:
     book, role = access.book, access.role
     section = request.GET.get("more")
-    if section in BOOK_SECTIONS:
+    if section in MORE_SECTIONS:
         return _book_more(request, access, section, _offset(request.GET.get("offset")))
     view = discovery_view(access)
     _with_observations(view["turns"])
@@ -492,6 +496,7 @@ def dossier_detail(request: HttpRequest, book_id: uuid.UUID, dossier_id: uuid.UU
                 ),
                 "scratchpad": book_links(book)["scratchpad"],
                 "observations": book_links(book)["book"],
+                "author_constraints": _more_url(book, "constraints", len(content.get("author_constraints") or [])),
             },
         },
     )
