@@ -460,3 +460,13 @@ def test_a_tripped_breaker_logs_a_page_of_the_affected_nodes_the_count_and_where
     assert sorted(ids) == [f"ch-{n:03}" for n in range(MORE)] and len(set(ids)) == MORE
     assert decision_log_verify(book).ok, "the capped row verifies by the unchanged recipe"
     assert author_api.get(f"/books/{book.pk}/decision-log/verify").json()["ok"] is True
+
+
+def test_the_loop_page_shows_a_page_of_each_reruns_slots_and_links_the_rest(author_browser, author_api, book):
+    slots = [f"slot-{n:03}" for n in range(MORE)]
+    LensRerun.objects.create(book=book, lens="reader-trust", artifacts=slots, reason="a big cascade")
+    html = author_browser.get(f"/books/{book.pk}/loop/").content.decode()
+    assert "slot-049" in html and "slot-050" not in html
+    link = html.split('data-testid="rerun-more"')[0].rsplit('href="', 1)[1].split('"')[0].replace("&amp;", "&")
+    rest = _follow(author_api, link)
+    assert rest["items"] == slots[VIEW_PAGE:]
