@@ -448,6 +448,38 @@ def approval_conflicts(access: BookAccess, subject_type: str, subject_id: Any) -
     return found
 
 
+def page_at(rows: list, offset: int, size: int = VIEW_PAGE) -> dict:
+    """A page of ``rows`` from ``offset`` (past the end: the last page), with the offsets of the previous and the
+    next page (None at either end) and which rows it shows (``first``, ``last``, 1-based) of ``count``."""
+    count = len(rows)
+    offset = min(max(offset, 0), max(count - 1, 0) // size * size)
+    items = rows[offset : offset + size]
+    return {
+        "items": items,
+        "offset": offset,
+        "first": offset + 1 if items else 0,
+        "last": offset + len(items),
+        "count": count,
+        "previous": max(offset - size, 0) if offset else None,
+        "next": offset + size if offset + size < count else None,
+    }
+
+
+def codex_page(view: dict, *, offset: int = 0, findings_offset: int = 0) -> dict:
+    """The codex as its page shows it: a page of the story records (claims, from ``offset``) and a page of the
+    fair-play findings (from ``findings_offset``), each with where the previous and next pages start. The API
+    caps the same lists (``GET /books/{id}/codex``) and pages them on their own routes."""
+    claims = page_at(view["claims"], offset)
+    findings = page_at(view["fair_play"]["findings"], findings_offset)
+    return {
+        **view,
+        "claims": claims["items"],
+        "claims_page": claims,
+        "fair_play": {**view["fair_play"], "findings": findings["items"]},
+        "findings_page": findings,
+    }
+
+
 def codex_view(access: BookAccess, as_of_chapter: int | None = None) -> dict:
     """The book's canon on a chapter axis: story records, the fair-play findings, and what is
     withheld (by scope for the role; by chapter when ``as_of_chapter`` is given)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import uuid
 from itertools import chain
+from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -67,6 +68,7 @@ from .selectors import (
     book_turns,
     bounded,
     canon_bases,
+    codex_page,
     codex_view,
     current_session,
     discovery_view,
@@ -556,12 +558,14 @@ def _render_codex(
             as_of_chapter = parse_form(AsOfFilter, {"as_of_chapter": raw}).as_of_chapter
         except DomainError as exc:
             as_of_error = exc.message
-    view = codex_view(access, as_of_chapter)
+    offsets = {name: _offset(request.GET.get(name)) for name in ("offset", "findings_offset")}
+    view = codex_page(codex_view(access, as_of_chapter), **offsets)
     return render(
         request,
         "discovery/codex.html",
         {
             **view,
+            "pagers": _codex_pagers(book, as_of_chapter, view, offsets),
             "book": book,
             "role": access.role,
             "links": book_links(book),
@@ -573,6 +577,26 @@ def _render_codex(
         },
         status=422 if as_of_error else status,
     )
+
+
+def _codex_pagers(book: Book, as_of_chapter: int | None, view: dict, offsets: dict[str, int]) -> dict:
+    """The previous and next links of the codex page's two paged lists (each keeps the other's place and the
+    chapter); a page past the end shows the last one."""
+    base = reverse("discovery:codex", args=[book.pk])
+    pagers = {}
+    for name, param in (("claims", "offset"), ("findings", "findings_offset")):
+        page = view[f"{name}_page"]
+
+        def link(at: int | None, param: str = param) -> str | None:
+            if at is None:
+                return None
+            query = {**offsets, param: at}
+            if as_of_chapter is not None:
+                query["as_of_chapter"] = as_of_chapter
+            return f"{base}?{urlencode({k: v for k, v in query.items() if v})}"
+
+        pagers[name] = {**page, "previous_url": link(page["previous"]), "next_url": link(page["next"])}
+    return pagers
 
 
 # --- Writes: turns, discovery start, dossier snapshots --------------------------------

@@ -434,9 +434,7 @@ def test_a_small_rerun_has_no_link_and_another_books_rerun_is_not_found(author_a
 # --- the breaker's decision-log row ----------------------------------------------------------------
 
 
-def test_a_tripped_breaker_logs_a_page_of_the_affected_nodes_the_count_and_where_the_rest_is(
-    author_api, sol_api, book
-):
+def test_a_tripped_breaker_logs_a_page_of_the_affected_nodes_the_count_and_where_the_rest_is(author_api, sol_api, book):
     from approvals.models import DecisionLogEntry
     from approvals.selectors import decision_log_verify
 
@@ -470,3 +468,102 @@ def test_the_loop_page_shows_a_page_of_each_reruns_slots_and_links_the_rest(auth
     link = html.split('data-testid="rerun-more"')[0].rsplit('href="', 1)[1].split('"')[0].replace("&amp;", "&")
     rest = _follow(author_api, link)
     assert rest["items"] == slots[VIEW_PAGE:]
+
+
+# --- the codex page ---------------------------------------------------------------------------------
+
+
+def _pages(browser, url: str, testid: str, pattern: str) -> list[list[str]]:
+    """Follow a codex pager's "Next" links from ``url``; the ids ``pattern`` finds on each page, page by page."""
+    import re
+
+    pages = []
+    while url:
+        response = browser.get(url)
+        assert response.status_code == 200, url
+        html = response.content.decode()
+        pages.append(re.findall(pattern, html))
+        pager = html.split(f'data-testid="{testid}"', 1)[1].split("</nav>", 1)[0] if testid in html else ""
+        found = re.search(r'<a href="([^"]+)" rel="next"', pager)
+        url = found.group(1).replace("&amp;", "&") if found else None
+    return pages
+
+
+def test_the_codex_page_pages_its_story_records_and_findings_with_links_that_need_no_javascript(
+    author_browser, author, book
+):
+    from django.utils import timezone
+
+    from discovery.models import KnowledgeBase
+
+    from .factories import ApprovalFactory, ChapterFactory, KnowledgeClaimFactory
+
+    base = KnowledgeBase.objects.get(scope=KnowledgeBase.Scope.BOOK, owner_id=str(book.pk))
+    approval = ApprovalFactory(
+        book=book,
+        kind="canon-promotion",
+        subject_type="claim",
+        status="decided",
+        verdict="approve",
+        rationale="Canon.",
+        decided_by=author,
+        decided_at=timezone.now(),
+    )
+    ChapterFactory(book=book, number=MORE)
+    # A twist each, with no decisive evidence: every claim is a story record and a fair-play finding.
+    claims = [
+        KnowledgeClaimFactory(
+            base=base,
+            subject=f"Subject {n:03}",
+            status="approved",
+            approval=approval,
+            reveal="twist",
+            first_shown_chapter=n + 1,
+        )
+        for n in range(MORE)
+    ]
+    codex = f"/books/{book.pk}/codex/"
+    records = _pages(author_browser, codex, "claims-pager", r'<tr id="claim-([0-9a-f-]+)"')
+    assert [len(p) for p in records] == [VIEW_PAGE, EXTRA]
+    every = [pk for page in records for pk in page]
+    assert every == [str(c.pk) for c in claims], "every story record once, in the codex's order"
+    findings = _pages(author_browser, codex, "findings-pager", r'href="#tl-[0-9a-f-]+">Subject (\d{3})')
+    assert [len(p) for p in findings] == [VIEW_PAGE, EXTRA]
+    assert [int(n) for page in findings for n in page] == list(range(MORE))
+
+    # The second page of one list keeps the other's place, and a "Previous" link leads back.
+    second = author_browser.get(codex, {"offset": VIEW_PAGE, "findings_offset": VIEW_PAGE}).content.decode()
+    assert f'href="{codex}?findings_offset={VIEW_PAGE}" rel="prev"' in second
+    assert f'href="{codex}?offset={VIEW_PAGE}" rel="prev"' in second
+    # A page past the end, or a bad offset, shows a page: never an error.
+    for offset in ("9999", "-3", "two"):
+        assert author_browser.get(codex, {"offset": offset}).status_code == 200
+
+
+def test_the_codex_page_as_of_a_chapter_pages_with_the_chapter_kept(author_browser, author, book):
+    from django.utils import timezone
+
+    from discovery.models import KnowledgeBase
+
+    from .factories import ApprovalFactory, KnowledgeClaimFactory
+
+    base = KnowledgeBase.objects.get(scope=KnowledgeBase.Scope.BOOK, owner_id=str(book.pk))
+    approval = ApprovalFactory(
+        book=book,
+        kind="canon-promotion",
+        subject_type="claim",
+        status="decided",
+        verdict="approve",
+        rationale="Canon.",
+        decided_by=author,
+        decided_at=timezone.now(),
+    )
+    claims = [
+        KnowledgeClaimFactory(base=base, subject=f"Subject {n:03}", status="approved", approval=approval)
+        for n in range(MORE)
+    ]
+    pages = _pages(
+        author_browser, f"/books/{book.pk}/codex/?as_of_chapter=2", "claims-pager", r'<tr id="claim-([0-9a-f-]+)"'
+    )
+    assert [pk for page in pages for pk in page] == [str(c.pk) for c in claims]
+    assert len(pages) == 2
