@@ -499,6 +499,7 @@ def dossier_detail(request: HttpRequest, book_id: uuid.UUID, dossier_id: uuid.UU
                 "scratchpad": book_links(book)["scratchpad"],
                 "observations": book_links(book)["book"],
                 "author_constraints": _more_url(book, "constraints", len(content.get("author_constraints") or [])),
+                "knowledge_bases": _more_url(book, "bases", len(content.get("knowledge_bases") or [])),
             },
         },
     )

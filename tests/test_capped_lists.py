@@ -567,3 +567,27 @@ def test_the_codex_page_as_of_a_chapter_pages_with_the_chapter_kept(author_brows
     )
     assert [pk for page in pages for pk in page] == [str(c.pk) for c in claims]
     assert len(pages) == 2
+
+
+def test_a_dossier_names_a_page_of_its_knowledge_bases_and_links_the_rest(author_api, sol_api, author_browser, book):
+    from .factories import KnowledgeBaseFactory, KnowledgeLinkFactory
+
+    for n in range(MORE):
+        base = KnowledgeBaseFactory(scope="series", name=f"Series base {n:03}")
+        KnowledgeLinkFactory(book=book, base=base, relation="series-canon")
+    created = author_api.post(f"/books/{book.pk}/dossiers", {"agent_role": "sol"})
+    assert created.status_code == 201, created.json()
+    content = sol_api.get(f"/dossiers/{created.json()['id']}").json()["content"]
+
+    assert len(content["knowledge_bases"]) == VIEW_PAGE
+    rest = _follow(sol_api, content["more"]["knowledge_bases"])
+    every = [b["id"] for b in content["knowledge_bases"] + rest["items"]]
+    whole = sol_api.get(f"/books/{book.pk}/knowledge-bases", limit=MORE + 5).json()
+    assert every == [b["id"] for b in whole["items"]] and len(set(every)) == rest["count"] >= MORE
+
+    html = author_browser.get(f"/books/{book.pk}/dossiers/{created.json()['id']}/").content.decode()
+    link = html.split('data-testid="dossier-bases-more"')[0].rsplit('href="', 1)[1].split('"')[0]
+    assert link == f"/books/{book.pk}/?more=bases&amp;offset={VIEW_PAGE}"
+    page = author_browser.get(link.replace("&amp;", "&")).content.decode()
+    names = [b["name"] for b in rest["items"]]
+    assert all(name in page for name in names) and names

@@ -51,16 +51,19 @@ def dossier_more_links(
     dossier does not hold (the same order), or None when the dossier holds all of it. An as-of dossier's
     claims are the canon as of its chapter: their rest is the codex's claims as of that chapter, paged (the paged
     canon route is the canon now, a different list)."""
-    # The author's constraints bind every role, as of a chapter too: their rest is always the paged route.
-    constraints = f"/api/v1/books/{book_id}/author-constraints?limit={limit}&offset={limit}"
-    constraints = constraints if more.get("author_constraints") else None
+    # The author's constraints bind every role, and the bases name what the role reads, as of a chapter too:
+    # their rest is always their paged route.
+    always = {
+        name: f"/api/v1/books/{book_id}/{route}?limit={limit}&offset={limit}" if more.get(name) else None
+        for name, route in (("author_constraints", "author-constraints"), ("knowledge_bases", "knowledge-bases"))
+    }
     if as_of_chapter is not None:
         codex = f"/api/v1/books/{book_id}/codex/claims?as_of_chapter={as_of_chapter}&limit={limit}&offset={limit}"
         return {
             "claims": codex if more.get("claims") else None,
             "scratchpad": None,
             "observations": None,
-            "author_constraints": constraints,
+            **always,
         }
     routes = {
         "claims": f"/api/v1/books/{book_id}/canon",
@@ -71,8 +74,7 @@ def dossier_more_links(
     for name, route in routes.items():
         joiner = "&" if route and "?" in route else "?"
         links[name] = f"{route}{joiner}limit={limit}&offset={limit}" if route and more.get(name) else None
-    links["author_constraints"] = constraints
-    return links
+    return {**links, **always}
 
 
 def canon_claims(bases: list[dict]):
@@ -233,6 +235,8 @@ def dossier_content(
         charter, scratchpad, observations = None, [], []
         more["scratchpad"] = more["observations"] = False
     constraints, more["author_constraints"] = bounded(author_constraints(book), limit)
+    # The claims above are read from every given base; the dossier names the first ``limit`` of them.
+    bases_page, more["knowledge_bases"] = bounded(given, limit)
     return {
         "schema": DOSSIER_SCHEMA,
         "author_constraints": constraints,
@@ -242,7 +246,7 @@ def dossier_content(
         "session_id": str(session.pk) if session else None,
         "capabilities": sorted(c.value for c in caps),
         "charter": charter,
-        "knowledge_bases": [{k: base[k] for k in ("id", "name", "scope", "relation")} for base in given],
+        "knowledge_bases": [{k: base[k] for k in ("id", "name", "scope", "relation")} for base in bases_page],
         "claims": claims,
         "scratchpad": scratchpad,
         "observations": observations,
@@ -367,25 +371,27 @@ def author_constraints(book: Book) -> AuthorConstraints:
     return AuthorConstraints(book)
 
 
+# Collections a dossier caps that stored snapshots may hold whole: all of them before dossiers were bounded (no
+# ``more``), the later ones (LATER_CAPPED) before they were.
+FIRST_CAPPED = ("claims", "scratchpad", "observations")
+LATER_CAPPED = ("author_constraints", "knowledge_bases")
+
+
 def dossier_capped(dossier: ContextDossier) -> dict:
-    """A dossier's content as read: a snapshot stored before dossiers were bounded may hold more than
-    ``DOSSIER_PAGE`` of a collection (before the author's constraints were bounded, more than a page of them);
-    it is read with the first page and a ``more`` link, as a new one is. (The stored row is never changed: the
-    snapshot is immutable.)"""
+    """A dossier's content as read: a snapshot stored before dossiers were bounded (or before the author's
+    constraints and the bases were) may hold more than ``DOSSIER_PAGE`` of a collection; it is read with the first
+    page and a ``more`` link, as a new one is. (The stored row is never changed: the snapshot is immutable.)"""
     content = dossier.content or {}
     stored_more = content.get("more")
-    if stored_more is not None and "author_constraints" in stored_more:
+    if stored_more is not None and all(name in stored_more for name in LATER_CAPPED):
         return content
     capped = dict(content)
     more = {}
-    for name in ("claims", "scratchpad", "observations") if stored_more is None else ():
-        items = content.get(name) or []
-        capped[name] = items[:DOSSIER_PAGE]
-        more[name] = len(items) > DOSSIER_PAGE
-    constraints = content.get("author_constraints")  # None: the snapshot predates them
-    if constraints is not None:
-        capped["author_constraints"] = constraints[:DOSSIER_PAGE]
-    more["author_constraints"] = constraints is not None and len(constraints) > DOSSIER_PAGE
+    for name in (*FIRST_CAPPED, *LATER_CAPPED) if stored_more is None else LATER_CAPPED:
+        items = content.get(name)  # None: the snapshot predates the collection (the page says so)
+        if items is not None:
+            capped[name] = items[:DOSSIER_PAGE]
+        more[name] = items is not None and len(items) > DOSSIER_PAGE
     links = dossier_more_links(
         book_id=dossier.book_id,
         session_id=content.get("session_id"),
@@ -397,7 +403,7 @@ def dossier_capped(dossier: ContextDossier) -> dict:
         capped["limit"] = DOSSIER_PAGE
         capped["more"] = links
     else:
-        capped["more"] = {**stored_more, "author_constraints": links["author_constraints"]}
+        capped["more"] = {**stored_more, **{name: links[name] for name in LATER_CAPPED}}
     return capped
 
 
