@@ -279,12 +279,9 @@ class AuthorConstraints:
         self._charter_items: list[dict] | None = None
 
     def _log(self):
-        return (
-            DecisionLogEntry.objects.filter(book=self.book, decision__in=CONSTRAINT_VERDICTS)
-            .filter(detail__has_key="constraint")
-            .exclude(detail__constraint="")
-            .order_by("sequence")
-        )
+        # By verdict alone (``detail`` is text on PostgreSQL: no JSON lookups): these verdicts are logged only by
+        # ``approval_decide``, which refuses them without their text and records it as ``detail.constraint``.
+        return DecisionLogEntry.objects.filter(book=self.book, decision__in=CONSTRAINT_VERDICTS).order_by("sequence")
 
     def charter_items(self) -> list[dict]:
         if self._charter_items is None:
@@ -352,7 +349,7 @@ def _logged_constraint(entry: dict) -> dict:
     at_gate = f" at {entry['gate']}" if entry["gate"] else ""
     return {
         "kind": "constraint" if entry["decision"] == "approve-with-constraint" else "steer",
-        "text": entry["detail"]["constraint"],
+        "text": (entry["detail"] or {}).get("constraint") or "",
         "decision": {
             "what": f"{entry['decision']} on {entry['subject_type']}{at_gate}",
             "verdict": entry["decision"],
