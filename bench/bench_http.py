@@ -44,8 +44,8 @@ class Route:
 
 
 def _rounded(value):
-    """An answer with its floats rounded to 6 places: a BM25 score may differ in its last bits when the same
-    query reaches FTS5 spelled differently (ours quotes every term; the floor's bare statement does not)."""
+    """An answer with its floats rounded to 6 places: the same FTS5 match ranked by the floor's differently
+    shaped statement can give a BM25 score that differs in its last bits (seen once in 200 queries)."""
     if isinstance(value, float):
         return round(value, 6)
     if isinstance(value, dict):
