@@ -10,13 +10,15 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from approvals.models import DecisionLogEntry
+from approvals.services import decision_log_append
+from approvals.views import PER_PAGE as LOG_PER_PAGE
 from discovery.access import book_access
 from discovery.models import KnowledgeBase, KnowledgeClaim
 from discovery.selectors import codex_view
 from novelgraph.auth import principal_for_key
 
 from .discovery_support import start
-from .factories import PASSWORD, KnowledgeChunkFactory
+from .factories import PASSWORD, BookFactory, KnowledgeChunkFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -217,6 +219,40 @@ def test_the_codex_claim_history_is_readable_only_where_the_claim_is(
         proposed_by="author",
     )
     assert author_api.get(f"/books/{book.pk}/codex/claims/{foreign.pk}/history").status_code == 404
+
+
+def test_series_canon_decided_in_another_book_of_the_series_shows_its_decision_without_a_link_into_it(
+    author, author_api, author_browser, book, session
+):
+    series = canon(author_api, book, "the coast", "drowns", "a street a year", scope="series")
+    sibling = BookFactory(owner=author, series=book.series, title="The Second Tide", planned_order=2)
+    start(author_api, sibling)
+    history = author_api.get(f"/books/{sibling.pk}/codex/claims/{series}/history").json()
+    [decision] = history["versions"][0]["decisions"]
+    assert (decision["decision"], decision["rationale"], decision["in_this_book"]) == ("approve", "So.", False)
+    assert decision["log_url"] is None and decision["approval_id"] is None
+    html = author_browser.get(f"/books/{sibling.pk}/codex/claims/{series}/").content.decode()
+    assert "Decided in the log of another book of the series" in html and str(book.pk) not in html
+    # From the book where it was decided, the same decision links to its log entry.
+    [here] = author_api.get(f"/books/{book.pk}/codex/claims/{series}/history").json()["versions"][0]["decisions"]
+    assert here["in_this_book"] and here["log_url"].startswith(f"/review/books/{book.pk}/log/?entry=")
+
+
+def test_a_log_entry_link_opens_the_log_page_that_holds_it(author, author_browser, book):
+    for n in range(LOG_PER_PAGE + 3):
+        decision_log_append(
+            book=book,
+            decision="park",
+            subject_type="book",
+            subject_id=book.pk,
+            rationale=f"Decision {n + 1}.",
+            ratified_by_user=author,
+        )
+    newest = author_browser.get(f"/review/books/{book.pk}/log/?entry={LOG_PER_PAGE + 3}").content.decode()
+    assert f'id="entry-{LOG_PER_PAGE + 3}"' in newest and 'id="entry-1"' not in newest
+    oldest = author_browser.get(f"/review/books/{book.pk}/log/?entry=1").content.decode()
+    assert 'id="entry-1"' in oldest and "Page 2 of 2" in oldest
+    assert author_browser.get(f"/review/books/{book.pk}/log/?entry=999").status_code == 200
 
 
 # --- Bounded: the history's queries do not grow with it --------------------------------------------------
