@@ -450,19 +450,19 @@ def approval_conflicts(access: BookAccess, subject_type: str, subject_id: Any) -
 
 # The codex's groups, in reading order: the book's own canon first, then its series' canon, then run notes.
 CODEX_SCOPE_ORDER = (KnowledgeBase.Scope.BOOK, KnowledgeBase.Scope.SERIES, KnowledgeBase.Scope.RUN)
-CODEX_SCOPE_LABEL = {
-    KnowledgeBase.Scope.BOOK: "Canon of this book",
-    KnowledgeBase.Scope.SERIES: "Series canon, shared by the books of the series",
-    KnowledgeBase.Scope.RUN: "Run notes",
+CODEX_SCOPE_NOTE = {
+    KnowledgeBase.Scope.BOOK: "this book's own canon",
+    KnowledgeBase.Scope.SERIES: "shared by every book of the series",
+    KnowledgeBase.Scope.RUN: "notes from a discovery run",
 }
 
 
 def codex_base(base: dict) -> dict:
-    """A knowledge base as the codex names it: its own name, and what kind of canon it holds (a run base's
-    name carries part of its session's id, so run notes are named by their kind only)."""
+    """A knowledge base as the codex names it: its own name and a note on what it holds (a run base's name
+    carries part of its session's id, so run notes are named by their kind only)."""
     scope = base["scope"]
-    name = CODEX_SCOPE_LABEL[scope] if scope == KnowledgeBase.Scope.RUN else base["name"]
-    return {"id": str(base["id"]), "scope": scope, "name": name, "label": CODEX_SCOPE_LABEL[scope]}
+    name = "Run notes" if scope == KnowledgeBase.Scope.RUN else base["name"]
+    return {"id": str(base["id"]), "scope": scope, "name": name, "note": CODEX_SCOPE_NOTE[scope]}
 
 
 def codex_groups(rows: list[dict], bases: list[dict]) -> list[dict]:

@@ -93,7 +93,7 @@ def test_the_codex_groups_canon_by_knowledge_base_then_subject_by_name(author_ap
     # The book's own base first, then the series', each named (never by an id).
     own, series = f"{book.title}: book canon", f"{book.series.title}: series canon"
     assert records.index(own) < records.index(series)
-    assert "Canon of this book" in records and "Series canon, shared by the books of the series" in records
+    assert "(this book&#x27;s own canon)" in records and "(shared by every book of the series)" in records
     # Subjects alphabetically (case aside) within the book's base; then the series' subject.
     order = [records.index(f'data-testid="codex-subject">{s}</h4>') for s in ("ada", "Tova", "the coast")]
     assert order == sorted(order)
@@ -111,6 +111,10 @@ def test_luna_sees_no_series_group_and_the_editor_sees_both_without_decision_but
     own = canon(author_api, book, "Tova", "fears", "deep water")
     groups = luna_codex_groups(luna_api, book)
     assert groups == [("book", ["Tova"])], "Luna's codex: her book's canon only"
+    gone = canon(author_api, book, "the coast", "floods", "every spring", scope="series")
+    assert author_api.post(f"/claims/{gone}/retract", {"book_id": str(book.pk), "rationale": "No."}).status_code == 200
+    assert codex_view(book_access(principal_for_key(luna_api.key), book))["retracted"] == []
+    assert [c["id"] for c in codex_view(book_access(principal_for_key(author_api.key), book))["retracted"]] == [gone]
     html = editor_browser.get(f"/books/{book.pk}/codex/").content.decode()
     assert "series canon" in html and "Supersede with this value" not in html
     assert f"/books/{book.pk}/codex/claims/{own}/" in html, "the history is one click away for the editor too"
