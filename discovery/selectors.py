@@ -448,10 +448,73 @@ def approval_conflicts(access: BookAccess, subject_type: str, subject_id: Any) -
     return found
 
 
+# The codex's groups, in reading order: the book's own canon first, then its series' canon, then run notes.
+CODEX_SCOPE_ORDER = (KnowledgeBase.Scope.BOOK, KnowledgeBase.Scope.SERIES, KnowledgeBase.Scope.RUN)
+CODEX_SCOPE_NOTE = {
+    KnowledgeBase.Scope.BOOK: "this book's own canon",
+    KnowledgeBase.Scope.SERIES: "shared by every book of the series",
+    KnowledgeBase.Scope.RUN: "notes from a discovery run",
+}
+
+
+def codex_base(base: dict) -> dict:
+    """A knowledge base as the codex names it: its own name and a note on what it holds (a run base's name
+    carries part of its session's id, so run notes are named by their kind only)."""
+    scope = base["scope"]
+    name = "Run notes" if scope == KnowledgeBase.Scope.RUN else base["name"]
+    return {"id": str(base["id"]), "scope": scope, "name": name, "note": CODEX_SCOPE_NOTE[scope]}
+
+
+def codex_groups(rows: list[dict], bases: list[dict]) -> list[dict]:
+    """Canon rows grouped as the codex reads them (no query): knowledge base (the book's own, then the
+    series', then run notes), then subject (alphabetical, case aside), then the subject's claims by the
+    chapter they become true from (then in the order they were made canon). Only bases with claims.
+
+    Pure, so a paged reader can group the page of ``rows`` it holds the same way."""
+    by_base: dict[str, dict[str, list[dict]]] = {}
+    for row in rows:
+        by_base.setdefault(str(row["base_id"]), {}).setdefault(row["subject"], []).append(row)
+    rank = {scope: i for i, scope in enumerate(CODEX_SCOPE_ORDER)}
+    ordered = sorted(
+        (b for b in bases if str(b["id"]) in by_base), key=lambda b: (rank.get(b["scope"], len(rank)), b["name"])
+    )
+    groups = []
+    for base in ordered:
+        subjects = by_base[str(base["id"])]
+        groups.append(
+            {
+                "base": codex_base(base),
+                "subjects": [
+                    {
+                        "subject": subject,
+                        "claims": sorted(subjects[subject], key=lambda r: r["true_from_chapter"] or 1),
+                    }
+                    for subject in sorted(subjects, key=lambda s: (s.casefold(), s))
+                ],
+            }
+        )
+    return groups
+
+
+def codex_retracted(bases: list[dict]) -> list[dict]:
+    """The newest retracted claims of these bases (a page of them, one query): no longer canon, each
+    still one click from its history."""
+    return [
+        {**row, "id": str(row["id"])}
+        for row in KnowledgeClaim.objects.filter(
+            base_id__in=[b["id"] for b in bases], status=KnowledgeClaim.Status.RETRACTED
+        )
+        .order_by("-updated_at", "-id")
+        .values("id", "subject", "predicate", "value")[:VIEW_PAGE]
+    ]
+
+
 def codex_view(access: BookAccess, as_of_chapter: int | None = None) -> dict:
     """The book's canon on a chapter axis: story records, the fair-play findings, and what is
-    withheld (by scope for the role; by chapter when ``as_of_chapter`` is given)."""
-    rows, withheld = canon_story_rows(access.book, access.caps, access.role)
+    withheld (by scope for the role; by chapter when ``as_of_chapter`` is given). ``groups`` holds the
+    same claims by knowledge base and subject (:func:`codex_groups`)."""
+    bases = readable_bases(book_bases(access.book), access.caps)
+    rows, withheld = canon_story_rows(access.book, access.caps, access.role, bases=bases)
     findings = fair_play(rows)
     until = effective_until(rows)
     # History: the earlier value each approved revision replaced, and the decision that had made it canon.
@@ -478,6 +541,8 @@ def codex_view(access: BookAccess, as_of_chapter: int | None = None) -> dict:
         "as_of_chapter": as_of_chapter,
         "chapters": chapters,
         "claims": rows,
+        "groups": codex_groups(rows, canon_bases(bases[0])),
+        "retracted": codex_retracted(canon_bases(bases[0])),
         "withheld": withheld,
         "fair_play": {"ok": (not findings) if as_of_chapter is None else None, "findings": findings},
     }
