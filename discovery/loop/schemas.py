@@ -128,23 +128,31 @@ class NodeOut(NodeFields):
     activity: str
 
 
+# A plan node's fields, taken by NodeIn, NodePatch and the imported PlanNodeRecord.
+Intent = Text(limit(PlanNode, "intent"))
+RoundCap = Annotated[int, Field(ge=1, le=1000)]
+Assumption = Text(limit(PlanNode, "assumption"), required=False)
+KillCondition = Text(limit(PlanNode, "kill_condition"), required=False)
+Activity = Text(limit(PlanNode, "activity"), required=False)
+
+
 class NodeIn(Schema):
     parent_id: uuid.UUID
-    intent: Text(limit(PlanNode, "intent"))
+    intent: Intent
     altitude: Altitude = Altitude.PLOTLINE
-    round_cap: int = Field(3, ge=1, le=1000)
-    assumption: Text(limit(PlanNode, "assumption"), required=False) = ""
-    kill_condition: Text(limit(PlanNode, "kill_condition"), required=False) = ""
-    activity: Text(limit(PlanNode, "activity"), required=False) = ""
+    round_cap: RoundCap = 3
+    assumption: Assumption = ""
+    kill_condition: KillCondition = ""
+    activity: Activity = ""
 
 
 class NodePatch(Schema):
-    intent: Text(limit(PlanNode, "intent")) | None = None
+    intent: Intent | None = None
     lifecycle: Lifecycle | None = None
     validation_status: ValidationStatus | None = None
-    assumption: Text(limit(PlanNode, "assumption"), required=False) | None = None
-    kill_condition: Text(limit(PlanNode, "kill_condition"), required=False) | None = None
-    activity: Text(limit(PlanNode, "activity"), required=False) | None = None
+    assumption: Assumption | None = None
+    kill_condition: KillCondition | None = None
+    activity: Activity | None = None
 
 
 class CandidateOut(CandidateFields):
@@ -418,18 +426,18 @@ class TraceEdgeRecord(TraceEdgeIn):
 class ValidationHookRecord(Schema):
     """A plan node's validation hook, nested in the file (flat on NodeIn)."""
 
-    assumption: Text(limit(PlanNode, "assumption"), required=False) = ""
-    kill_condition: Text(limit(PlanNode, "kill_condition"), required=False) = ""
-    activity: Text(limit(PlanNode, "activity"), required=False) = ""
+    assumption: Assumption = ""
+    kill_condition: KillCondition = ""
+    activity: Activity = ""
 
 
 class PlanNodeRecord(Schema):
     """A plan node of the file: NodeIn's fields (its parent is the file's ``parent_id``, remapped by the
     import) with the state the file carries."""
 
-    intent: Text(limit(PlanNode, "intent"))
+    intent: Intent
     altitude: Altitude = Altitude.PLOTLINE
-    round_cap: int = Field(3, ge=1, le=1000)
+    round_cap: RoundCap = 3
     validation_hook: ValidationHookRecord = Field(default_factory=ValidationHookRecord)
     lifecycle: Lifecycle = default(PlanNode, "lifecycle")
     validation_status: ValidationStatus = default(PlanNode, "validation_status")
