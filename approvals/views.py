@@ -246,6 +246,9 @@ def book_log(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
     """The book's decision log, newest first, with its verification badge and the export link."""
     book = page_access(request, book_id, Cap.BOOK_READ).book
     page = _page_of(request, decision_log_newest_first(book))
+    entry = request.GET.get("entry", "")
+    if entry.isdigit() and "page" not in request.GET:  # ``?entry=N``: the page that holds entry #N (newest first)
+        page = page.paginator.get_page((page.paginator.count - int(entry)) // PER_PAGE + 1)
     context = {
         "book": book,
         "verification": decision_log_verify(book),

@@ -43,6 +43,18 @@ class Route:
     bar: float
 
 
+def _rounded(value):
+    """An answer with its floats rounded to 6 places: the same FTS5 match ranked by the floor's differently
+    shaped statement can give a BM25 score that differs in its last bits (seen once in 200 queries)."""
+    if isinstance(value, float):
+        return round(value, 6)
+    if isinstance(value, dict):
+        return {k: _rounded(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_rounded(v) for v in value]
+    return value
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -208,9 +220,13 @@ def main(argv=None) -> common.Report:
         servers = {"ours": ours, "floor": floor}
         # Same answers, or the comparison means nothing.
         for route in compared:
-            differing[route.label] = sum(
-                fetch_json(ours.port, path, bearer) != fetch_json(floor.port, path, bearer) for path in route.paths
-            )
+            differing[route.label] = 0
+            for path in route.paths:
+                a, b = fetch_json(ours.port, path, bearer), fetch_json(floor.port, path, bearer)
+                if _rounded(a) != _rounded(b):
+                    differing[route.label] += 1
+                    if os.environ.get("BENCH_SHOW_DIFF"):
+                        print("DIFF", path, json.dumps(a)[:1500], "\n----\n", json.dumps(b)[:1500])
         print(f"  answers differing from the floor's: {differing}")
         for route in compared:  # warm every worker of both
             for server in servers.values():

@@ -56,10 +56,11 @@ def api_get_routes() -> list[str]:
 def ids_for(bench_book) -> dict[str, str]:
     from approvals.models import Approval
     from discovery.loop.models import PlanNode
-    from discovery.models import ContextDossier, Handoff
+    from discovery.models import ContextDossier, Handoff, KnowledgeClaim
     from library.models import KnowledgeSource, ResearchItem
 
     book = bench_book.book
+    canon = KnowledgeClaim.objects.filter(base__owner_id=str(book.pk), status="approved")
     values = {
         "book_id": book.pk,
         "session_id": bench_book.session.pk,
@@ -69,6 +70,7 @@ def ids_for(bench_book) -> dict[str, str]:
         "source_id": KnowledgeSource.objects.values_list("pk", flat=True).first(),
         "item_id": ResearchItem.objects.filter(book=book).values_list("pk", flat=True).first(),
         "node_id": PlanNode.objects.filter(book=book).values_list("pk", flat=True).first(),
+        "claim_id": canon.order_by("created_at").values_list("pk", flat=True).first(),  # a claim's history
     }
     return {key: str(value) for key, value in values.items() if value is not None}
 

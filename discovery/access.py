@@ -10,18 +10,20 @@ the caller may not touch is a 404, so its existence is not revealed.
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from django.core.exceptions import ValidationError
-from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.contrib.auth import get_user_model
+from django.db.models import Q, QuerySet
 
 from novelgraph.auth import Principal, principal_for_user
 from novelgraph.errors import Forbidden, NotFound
 from novelgraph.roles import AgentRole, PersonRole
+from novelgraph.rows import RowModel
 
-from .models import Book
+from .models import Book, Series
 
 
 class Cap(StrEnum):
@@ -131,13 +133,72 @@ def role_on(principal: Principal, book: Book, *, is_editor: bool | None = None) 
     return PersonRole.EDITOR if is_editor else None
 
 
+@dataclass(frozen=True)
+class _BookLookup:
+    """The one statement that loads a book for access, built once per database vendor.
+
+    Every column of the book, of its series (a left join) and of its owner, and whether the caller edits it
+    (an ``EXISTS`` on the editors table). Bare SQL on Django's cursor, like the key's lookup
+    (``novelgraph.auth._KeyLookup``): every API request and page resolves its book here, and building and
+    compiling the equivalent queryset cost several times the statement (issue 19).
+    """
+
+    sql: str
+    book: RowModel
+    series: RowModel
+    owner: RowModel
+
+
+_book_lookups: dict[str, _BookLookup] = {}
+
+
+def _book_lookup_for(connection) -> _BookLookup:
+    lookup = _book_lookups.get(connection.vendor)
+    if lookup is not None:
+        return lookup
+    qn = connection.ops.quote_name
+    user_model = get_user_model()
+    book, series, owner = RowModel(Book, connection), RowModel(Series, connection), RowModel(user_model, connection)
+    editors = Book.editors.through._meta
+    edits = (
+        f"EXISTS (SELECT 1 FROM {qn(editors.db_table)} e WHERE e.{qn('book_id')} = b.{qn('id')}"
+        f" AND e.{qn('user_id')} = %s)"
+    )
+    columns = book.columns("b", connection) + series.columns("s", connection) + owner.columns("u", connection)
+    sql = (
+        f"SELECT {', '.join(columns)}, {edits} FROM {qn(Book._meta.db_table)} b"
+        f" LEFT JOIN {qn(Series._meta.db_table)} s ON s.{qn('id')} = b.{qn('series_id')}"
+        f" JOIN {qn(user_model._meta.db_table)} u ON u.{qn(user_model._meta.pk.column)} = b.{qn('owner_id')}"
+        f" WHERE b.{qn('id')} = %s"
+    )
+    lookup = _BookLookup(sql, book, series, owner)
+    _book_lookups[connection.vendor] = lookup
+    return lookup
+
+
 def _load_book(principal: Principal, book_id: Any) -> tuple[Book, bool]:
-    """The book with whether the principal edits it, in one query (404 for no such book)."""
-    editors = Book.editors.through.objects.filter(book_id=OuterRef("pk"), user_id=principal.user.pk)
+    """The book with its series and owner, and whether the principal edits it, in one statement (404 for no
+    such book)."""
+    from django.db import connection
+
     try:
-        book = Book.objects.select_related("series", "owner").annotate(viewer_edits=Exists(editors)).get(pk=book_id)
-    except (Book.DoesNotExist, ValidationError, ValueError, TypeError):
+        pk = book_id if isinstance(book_id, uuid.UUID) else uuid.UUID(str(book_id))
+    except (ValueError, TypeError, AttributeError):
         raise NotFound("book not found") from None
+    lookup = _book_lookup_for(connection)
+    book_pk = Book._meta.pk.get_db_prep_value(pk, connection)
+    user_pk = get_user_model()._meta.pk.get_db_prep_value(principal.user.pk, connection)
+    with connection.cursor() as cursor:
+        cursor.execute(lookup.sql, [user_pk, book_pk])
+        row = cursor.fetchone()
+    if row is None:
+        raise NotFound("book not found")
+    n_book, n_series = lookup.book.width, lookup.series.width
+    book = lookup.book.instance(row[:n_book], connection)
+    series_row = row[n_book : n_book + n_series]
+    book.series = None if book.series_id is None else lookup.series.instance(series_row, connection)
+    book.owner = lookup.owner.instance(row[n_book + n_series : -1], connection)
+    book.viewer_edits = bool(row[-1])
     return book, book.viewer_edits
 
 

@@ -16,6 +16,7 @@ from novelgraph.schemas import ERRORS
 
 from . import services
 from .access import BookAccess, Cap, book_access, books_visible_to, principal_capabilities
+from .history import claim_history
 from .schemas import (
     ApprovalRefOut,
     AsOfFilter,
@@ -31,6 +32,7 @@ from .schemas import (
     CharterResolveIn,
     ClaimDecisionIn,
     ClaimDecisionOut,
+    ClaimHistoryOut,
     ClaimIn,
     ClaimOut,
     ClaimRetractIn,
@@ -671,6 +673,18 @@ def codex_withheld(request: HttpRequest, book_id: uuid.UUID, filters: Query[AsOf
 @paginate
 def codex_findings(request: HttpRequest, book_id: uuid.UUID, filters: Query[AsOfFilter]):
     return _codex_part(request, book_id, filters.as_of_chapter)["fair_play"]["findings"]
+
+
+@router.get(
+    "/books/{book_id}/codex/claims/{claim_id}/history",
+    response={200: ClaimHistoryOut, **ERRORS},
+    summary="One claim's history: every version, its sources and each decision with its rationale (book:read)",
+    description="The versions are the claims joined through `revises` (the canon now, the values it replaced, a "
+    "retraction, revisions rejected or waiting), oldest first. 404 for a claim the role may not read "
+    "(series canon for Luna).",
+)
+def codex_claim_history(request: HttpRequest, book_id: uuid.UUID, claim_id: uuid.UUID):
+    return claim_history(_access(request, book_id, Cap.BOOK_READ), claim_id)
 
 
 # --- Handoffs ----------------------------------------------------------------------

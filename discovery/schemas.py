@@ -633,6 +633,49 @@ class CodexOut(Schema):
     )
 
 
+class ClaimDecisionLogOut(Schema):
+    sequence: int
+    ts: datetime
+    decision: str
+    effect: str = Field(description="what the decision did to this version, in plain words")
+    ratified_by: str
+    rationale: str
+    in_this_book: bool = Field(description="false for series canon decided in another book of the series")
+    approval_id: uuid.UUID | None = Field(description="the approval it decided (this book's entries only)")
+    log_url: str | None = Field(description="the entry on this book's decision log page")
+
+
+class ClaimVersionOut(Schema):
+    id: uuid.UUID
+    number: int = Field(description="1 for the first version, in the order they were proposed")
+    subject: str
+    predicate: str
+    value: Any
+    provenance: str
+    status: str
+    proposed_by: str
+    created_at: datetime
+    true_from_chapter: int | None
+    true_until_chapter: int | None
+    revises_id: uuid.UUID | None
+    revises_number: int | None
+    revised_by_numbers: list[int]
+    approval_id: uuid.UUID | None
+    source_refs: list[dict] = Field(description="each resolved for the reader (withheld when her role may not read it)")
+    decisions: list[ClaimDecisionLogOut]
+    requested: bool = Field(description="the version the history was asked for")
+
+
+class ClaimHistoryOut(Schema):
+    book_id: uuid.UUID
+    claim_id: uuid.UUID
+    base: dict
+    subject: str
+    predicate: str
+    canon: ClaimVersionOut | None = Field(description="the version that is canon now, or null")
+    versions: list[ClaimVersionOut]
+
+
 class ApprovalRefOut(Schema):
     approval_id: uuid.UUID
     claim_id: uuid.UUID

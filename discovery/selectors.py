@@ -448,6 +448,67 @@ def approval_conflicts(access: BookAccess, subject_type: str, subject_id: Any) -
     return found
 
 
+# The codex's groups, in reading order: the book's own canon first, then its series' canon, then run notes.
+CODEX_SCOPE_ORDER = (KnowledgeBase.Scope.BOOK, KnowledgeBase.Scope.SERIES, KnowledgeBase.Scope.RUN)
+CODEX_SCOPE_NOTE = {
+    KnowledgeBase.Scope.BOOK: "this book's own canon",
+    KnowledgeBase.Scope.SERIES: "shared by every book of the series",
+    KnowledgeBase.Scope.RUN: "notes from a discovery run",
+}
+
+
+def codex_base(base: dict) -> dict:
+    """A knowledge base as the codex names it: its own name and a note on what it holds (a run base's name
+    carries part of its session's id, so run notes are named by their kind only)."""
+    scope = base["scope"]
+    name = "Run notes" if scope == KnowledgeBase.Scope.RUN else base["name"]
+    return {"id": str(base["id"]), "scope": scope, "name": name, "note": CODEX_SCOPE_NOTE[scope]}
+
+
+def codex_groups(rows: list[dict], bases: list[dict]) -> list[dict]:
+    """Canon rows grouped as the codex reads them (no query): knowledge base (the book's own, then the
+    series', then run notes), then subject (alphabetical, case aside), then the subject's claims by the
+    chapter they become true from (then in the order they were made canon). Only bases with claims.
+
+    Pure, so a paged reader can group the page of ``rows`` it holds the same way."""
+    by_base: dict[str, dict[str, list[dict]]] = {}
+    for row in rows:
+        by_base.setdefault(str(row["base_id"]), {}).setdefault(row["subject"], []).append(row)
+    rank = {scope: i for i, scope in enumerate(CODEX_SCOPE_ORDER)}
+    ordered = sorted(
+        (b for b in bases if str(b["id"]) in by_base), key=lambda b: (rank.get(b["scope"], len(rank)), b["name"])
+    )
+    groups = []
+    for base in ordered:
+        subjects = by_base[str(base["id"])]
+        groups.append(
+            {
+                "base": codex_base(base),
+                "subjects": [
+                    {
+                        "subject": subject,
+                        "claims": sorted(subjects[subject], key=lambda r: r["true_from_chapter"] or 1),
+                    }
+                    for subject in sorted(subjects, key=lambda s: (s.casefold(), s))
+                ],
+            }
+        )
+    return groups
+
+
+def codex_retracted(bases: list[dict]) -> list[dict]:
+    """The newest retracted claims of these bases (a page of them, one query): no longer canon, each
+    still one click from its history."""
+    return [
+        {**row, "id": str(row["id"])}
+        for row in KnowledgeClaim.objects.filter(
+            base_id__in=[b["id"] for b in bases], status=KnowledgeClaim.Status.RETRACTED
+        )
+        .order_by("-updated_at", "-id")
+        .values("id", "subject", "predicate", "value")[:VIEW_PAGE]
+    ]
+
+
 def page_at(rows: list, offset: int, size: int = VIEW_PAGE) -> dict:
     """A page of ``rows`` from ``offset`` (past the end: the last page), with the offsets of the previous and the
     next page (None at either end) and which rows it shows (``first``, ``last``, 1-based) of ``count``."""
@@ -465,14 +526,37 @@ def page_at(rows: list, offset: int, size: int = VIEW_PAGE) -> dict:
     }
 
 
+def codex_groups_page(groups: list[dict], offset: int) -> tuple[list[dict], dict]:
+    """A page of the codex's story records in its reading order (knowledge base, subject, claim), grouped as the
+    whole is (a base or subject cut by the page boundary is named again on the next page), and the page's place."""
+    flat = [
+        (group["base"], subject["subject"], claim)
+        for group in groups
+        for subject in group["subjects"]
+        for claim in subject["claims"]
+    ]
+    page = page_at(flat, offset)
+    grouped: list[dict] = []
+    for base, subject, claim in page["items"]:
+        if not grouped or grouped[-1]["base"] is not base:
+            grouped.append({"base": base, "subjects": []})
+        subjects = grouped[-1]["subjects"]
+        if not subjects or subjects[-1]["subject"] != subject:
+            subjects.append({"subject": subject, "claims": []})
+        subjects[-1]["claims"].append(claim)
+    return grouped, {**page, "items": [claim for _, _, claim in page["items"]]}
+
+
 def codex_page(view: dict, *, offset: int = 0, findings_offset: int = 0) -> dict:
-    """The codex as its page shows it: a page of the story records (claims, from ``offset``) and a page of the
-    fair-play findings (from ``findings_offset``), each with where the previous and next pages start. The API
-    caps the same lists (``GET /books/{id}/codex``) and pages them on their own routes."""
-    claims = page_at(view["claims"], offset)
+    """The codex as its page shows it: a page of the story records (in the groups' reading order, from
+    ``offset``; the timeline draws the same page) and a page of the fair-play findings (from
+    ``findings_offset``), each with where the previous and next pages start. The API caps the same lists
+    (``GET /books/{id}/codex``) and pages them on their own routes."""
+    groups, claims = codex_groups_page(view["groups"], offset)
     findings = page_at(view["fair_play"]["findings"], findings_offset)
     return {
         **view,
+        "groups": groups,
         "claims": claims["items"],
         "claims_page": claims,
         "fair_play": {**view["fair_play"], "findings": findings["items"]},
@@ -482,8 +566,10 @@ def codex_page(view: dict, *, offset: int = 0, findings_offset: int = 0) -> dict
 
 def codex_view(access: BookAccess, as_of_chapter: int | None = None) -> dict:
     """The book's canon on a chapter axis: story records, the fair-play findings, and what is
-    withheld (by scope for the role; by chapter when ``as_of_chapter`` is given)."""
-    rows, withheld = canon_story_rows(access.book, access.caps, access.role)
+    withheld (by scope for the role; by chapter when ``as_of_chapter`` is given). ``groups`` holds the
+    same claims by knowledge base and subject (:func:`codex_groups`)."""
+    bases = readable_bases(book_bases(access.book), access.caps)
+    rows, withheld = canon_story_rows(access.book, access.caps, access.role, bases=bases)
     findings = fair_play(rows)
     until = effective_until(rows)
     # History: the earlier value each approved revision replaced, and the decision that had made it canon.
@@ -510,6 +596,8 @@ def codex_view(access: BookAccess, as_of_chapter: int | None = None) -> dict:
         "as_of_chapter": as_of_chapter,
         "chapters": chapters,
         "claims": rows,
+        "groups": codex_groups(rows, canon_bases(bases[0])),
+        "retracted": codex_retracted(canon_bases(bases[0])),
         "withheld": withheld,
         "fair_play": {"ok": (not findings) if as_of_chapter is None else None, "findings": findings},
     }

@@ -32,6 +32,7 @@ from . import services
 from .access import BookAccess, Cap, books_visible_to, page_access
 from .agents.models import AgentRun
 from .agents.selectors import produced_by
+from .history import claim_history
 from .loop.models import LoopMeta
 from .loop.selectors import gate_steps
 from .models import (
@@ -516,6 +517,18 @@ def codex(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
 
 
 @login_required
+def codex_claim(request: HttpRequest, book_id: uuid.UUID, claim_id: uuid.UUID) -> HttpResponse:
+    """One claim's history from the codex (``history.claim_history``): every version, its sources and
+    the decisions that made it canon, replaced or retracted it; 404 for a claim the reader may not read."""
+    access = page_access(request, book_id, Cap.BOOK_READ)
+    history = claim_history(access, claim_id)
+    for version in history["versions"]:
+        version["source_refs"] = [{**ref, "href": ref_url(access.book, ref)} for ref in version["source_refs"]]
+    context = {**history, "book": access.book, "role": access.role, "links": book_links(access.book)}
+    return render(request, "discovery/codex_claim.html", context)
+
+
+@login_required
 @require_POST
 def codex_supersede(request: HttpRequest, book_id: uuid.UUID, claim_id: uuid.UUID) -> HttpResponse:
     """The author supersedes an approved claim from the codex (``services.claim_supersede``): a logged
@@ -544,7 +557,8 @@ def codex_retract(request: HttpRequest, book_id: uuid.UUID, claim_id: uuid.UUID)
         error = {"id": str(claim_id), "message": exc.message, "value": ""}
         return _render_codex(request, access, supersede_error=error, status=exc.status)
     messages.success(request, "Claim retracted; the decision is in the log.")
-    return redirect(reverse("discovery:codex", args=[access.book.pk]))
+    # To its history: it is no longer in the codex's canon, and there the retraction reads with its rationale.
+    return redirect(reverse("discovery:codex-claim", args=[access.book.pk, claim_id]))
 
 
 def _render_codex(

@@ -22,6 +22,7 @@ from ninja.security import HttpBearer, SessionAuth
 
 from .models import ApiKey, hash_api_key
 from .roles import PERSONAL_KEY_ROLE, AgentRole
+from .rows import RowModel
 
 
 @dataclass(frozen=True)
@@ -81,8 +82,8 @@ class _KeyLookup:
     """
 
     sql: str
-    key_fields: tuple
-    user_fields: tuple
+    key: RowModel
+    user: RowModel
     last_used_index: int
 
 
@@ -95,14 +96,14 @@ def _lookup_for(connection) -> _KeyLookup:
         return lookup
     qn = connection.ops.quote_name
     user_model = get_user_model()
-    key_fields = tuple(ApiKey._meta.concrete_fields)
-    user_fields = tuple(user_model._meta.concrete_fields)
+    key = RowModel(ApiKey, connection)
+    user = RowModel(user_model, connection)
     through = ApiKey.books.through._meta.db_table
     if connection.vendor == "postgresql":
         books = f"(SELECT string_agg(b.book_id::text, ',') FROM {qn(through)} b WHERE b.apikey_id = k.id)"
     else:
         books = f"(SELECT group_concat(b.book_id, ',') FROM {qn(through)} b WHERE b.apikey_id = k.id)"
-    columns = [f"k.{qn(f.column)}" for f in key_fields] + [f"u.{qn(f.column)}" for f in user_fields] + [books]
+    columns = key.columns("k", connection) + user.columns("u", connection) + [books]
     user_pk = qn(user_model._meta.pk.column)
     active = "u.is_active" if connection.vendor == "postgresql" else "u.is_active = 1"
     sql = (
@@ -110,24 +111,9 @@ def _lookup_for(connection) -> _KeyLookup:
         f" JOIN {qn(user_model._meta.db_table)} u ON u.{user_pk} = k.{qn('owner_id')}"
         f" WHERE k.{qn('key_hash')} = %s AND k.{qn('revoked_at')} IS NULL AND {active}"
     )
-    last_used = [f.attname for f in key_fields].index("last_used_at")
-    lookup = _KeyLookup(sql, key_fields, user_fields, last_used)
+    lookup = _KeyLookup(sql, key, user, key.attnames.index("last_used_at"))
     _lookups[connection.vendor] = lookup
     return lookup
-
-
-def _converted(model_field, value, connection):
-    """A raw column value as the ORM would give it (SQLite's datetimes made aware, JSON decoded...)."""
-    col = model_field.get_col(model_field.model._meta.db_table)
-    for converter in connection.ops.get_db_converters(col) + model_field.get_db_converters(connection):
-        value = converter(value, col, connection)
-    return value
-
-
-def _instance(model, fields, values, connection):
-    """A model instance from raw column values, converted as the ORM converts them."""
-    converted = [_converted(f, value, connection) for f, value in zip(fields, values, strict=True)]
-    return model.from_db(connection.alias, [f.attname for f in fields], converted)
 
 
 def principal_for_key(raw_key: str) -> Principal | None:
@@ -154,9 +140,9 @@ def principal_for_key(raw_key: str) -> Principal | None:
     if cached is not None and cached[0] == marker and cached[2] > now:
         principal = cached[1]
     else:
-        n_key = len(lookup.key_fields)
-        key = _instance(ApiKey, lookup.key_fields, row[:n_key], connection)
-        owner = _instance(get_user_model(), lookup.user_fields, row[n_key:-1], connection)
+        n_key = lookup.key.width
+        key = lookup.key.instance(row[:n_key], connection)
+        owner = lookup.user.instance(row[n_key:-1], connection)
         key.owner = owner
         books = frozenset(uuid.UUID(pk) for pk in row[-1].split(",")) if row[-1] else frozenset()
         principal = Principal(user=owner, key_role=key.role, api_key=key, key_book_ids=books)
@@ -165,7 +151,7 @@ def principal_for_key(raw_key: str) -> Principal | None:
         _key_cache[key_hash] = (marker, principal, now + KEY_CACHE_SECONDS)
     # Record use at most once a minute: a write per request would serialise every
     # API call on SQLite's single writer for a timestamp nobody reads that finely.
-    last_used = _converted(lookup.key_fields[lookup.last_used_index], row[lookup.last_used_index], connection)
+    last_used = lookup.key.convert(lookup.last_used_index, row[lookup.last_used_index], connection)
     stamp = timezone.now()
     if last_used is None or stamp - last_used > KEY_USE_RESOLUTION:
         ApiKey.objects.filter(pk=principal.api_key.pk).update(last_used_at=stamp)

@@ -31,6 +31,11 @@ def limit(model: type[Model], field: str) -> int:
     return model._meta.get_field(field).max_length
 
 
+def default(model: type[Model], field: str) -> Any:
+    """The default of ``model.field``, for an input that may leave it out."""
+    return model._meta.get_field(field).get_default()
+
+
 def input_error(message: str) -> PydanticCustomError:
     """A validation error worded as the API words errors: ``"<field>: <message>"``, with no prefix."""
     return PydanticCustomError("invalid", message)
@@ -125,16 +130,23 @@ def field_of(loc: tuple | list) -> str:
 S = TypeVar("S", bound=Schema)
 
 
-def parse_form(schema: type[S], data: dict) -> S:
-    """Validate browser form data with an input schema; the first problem is a 422 naming its field,
-    worded as the API words it."""
+def parse_input(schema: type[S], data: dict, *, at: str = "", field_prefix: str = "") -> S:
+    """Validate raw input (browser form data, an imported record...) with an input schema; the first
+    problem is a 422 naming its field, worded as the API words it. ``at`` places the field inside a larger
+    document (``blackboard.artifacts[0]``); ``field_prefix`` marks where that document came from (``file:``)."""
     try:
         return schema.model_validate(data)
     except PydanticValidationError as exc:
         first = exc.errors()[0]
         field = field_of(first.get("loc", ()))
+        field = f"{at}.{field}" if at else field
         message = first.get("msg", "invalid")
-        raise Invalid(f"{field}: {message}", field=field) from None
+        raise Invalid(f"{field}: {message}", field=f"{field_prefix}{field}") from None
+
+
+def parse_form(schema: type[S], data: dict) -> S:
+    """Validate browser form data with an input schema (see :func:`parse_input`)."""
+    return parse_input(schema, data)
 
 
 class ApiKeyIn(Schema):

@@ -39,6 +39,7 @@ from discovery import services
 from discovery.access import book_access
 from discovery.loop import services as loop
 from discovery.loop.models import PlanNode
+from discovery.loop.schemas import CandidateIn, QuestionIn
 from discovery.models import KnowledgeBase
 from discovery.schemas import HandoffIn
 from novelgraph.auth import principal_for_key, principal_for_user
@@ -235,9 +236,13 @@ def build_mcp_scene(author, book) -> dict:
     sol = book_access(principal_for_key(api_key_create(owner=author, role="sol")[1]), book)
     root = PlanNode.objects.get(book=book, is_root=True)
     candidate = loop.candidate_add(
-        access=sol, node_id=root.pk, altitude="book", mechanic="m", shape="s", riskiest_assumption="r"
+        access=sol,
+        node_id=root.pk,
+        payload=CandidateIn(altitude="book", mechanic="m", shape="s", riskiest_assumption="r"),
     )
-    question = loop.question_raise(access=sol, question="Who lit the lamp?", target_discipline="sol")
+    question = loop.question_raise(
+        access=sol, payload=QuestionIn(question="Who lit the lamp?", target_discipline="sol")
+    )
     return {
         "book_id": str(book.pk),
         "session_id": str(session.pk),

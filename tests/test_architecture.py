@@ -134,3 +134,44 @@ def test_no_enumeration_or_constant_is_defined_twice():
     assert twice == {}, f"enumerations with the same values: {twice}"
     again = {key: where for key, where in constants.items() if len(where) > 1}
     assert again == {}, f"constants defined in more than one module: {again}"
+
+
+SERVICE_MODULES = ("discovery.loop.services", "discovery.services", "approvals.services", "library.services")
+
+
+def _is_choices(node: ast.AST) -> bool:
+    """``SomeChoices.values``: an enumeration's values, checked by hand."""
+    return isinstance(node, ast.Attribute) and node.attr == "values" and isinstance(node.value, ast.Name)
+
+
+def _is_len_against_a_literal(node: ast.Compare) -> bool:
+    """``len(value) > 5000``: a limit written by hand (an equality is not a limit)."""
+    if not all(isinstance(op, ast.Gt | ast.GtE | ast.Lt | ast.LtE) for op in node.ops):
+        return False
+    sides = [node.left, *node.comparators]
+    measured = any(isinstance(s, ast.Call) and isinstance(s.func, ast.Name) and s.func.id == "len" for s in sides)
+    literal = any(isinstance(s, ast.Constant) and isinstance(s.value, int) and s.value > 1 for s in sides)
+    return measured and literal
+
+
+def test_no_service_validates_input_text_itself():
+    """Input is validated once, by the input schemas (limits and choices from the models): a service takes
+    the validated schema, so no service defines its own text or length validator, and no loop service checks
+    a value against an enumeration's choices by hand (issue 14)."""
+    found = []
+    for name, path in _modules().items():
+        if not name.startswith(SERVICE_MODULES):
+            continue
+        loop_service = name.startswith("discovery.loop.services")
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef) and (
+                node.name in {"check_text", "text", "_text"} or node.name.endswith("_or_422")
+            ):
+                found.append(f"{name}:{node.lineno} defines {node.name}()")
+            elif isinstance(node, ast.Compare) and _is_len_against_a_literal(node):
+                found.append(f"{name}:{node.lineno} checks a length against a literal")
+            elif loop_service and isinstance(node, ast.Compare) and any(_is_choices(c) for c in node.comparators):
+                found.append(f"{name}:{node.lineno} checks a value against {ast.unparse(node.comparators[0])}")
+            elif loop_service and isinstance(node, ast.Call) and ast.unparse(node.func) == "re.compile":
+                found.append(f"{name}:{node.lineno} compiles an input format (the schemas hold them)")
+    assert found == []

@@ -111,7 +111,9 @@ def test_the_author_retracts_a_claim_from_the_codex_only_through_a_logged_decisi
     assert entry.ratified_by_user is not None and entry.ratified_by_user.pk == book.owner_id
     assert decision_log_verify(book).ok
     codex = author_browser.get(f"/books/{book.pk}/codex/").content.decode()
-    assert "the harbour pilot" not in codex
+    canon_part, retracted = codex.split('data-testid="codex-retracted"')
+    assert "the harbour pilot" not in canon_part, "no longer canon"
+    assert "the harbour pilot" in retracted and f"/codex/claims/{old}/" in retracted, "listed as retracted"
     again = author_api.post(f"/claims/{old}/retract", {"book_id": str(book.pk), "rationale": "Again."})
     assert again.status_code == 409 and "only approved canon" in again.json()["detail"]
 

@@ -48,6 +48,8 @@ STATEMENTS: dict[str, tuple[int, int]] = {
     # likewise, twice, and +1 for the canon record; +1: the pending option cards (a charter-reopen card goes with
     # the charter's decision)
     "POST /approvals/{id}/verdict": (21, 23),
+    # the key, the book, its bases (3), the claim's versions (one recursive query), their decisions
+    "GET /books/{id}/codex/claims/{id}/history": (7, 7),
 }
 
 
@@ -110,6 +112,8 @@ def _request(route: str, keys, twin: Twin):
     if route == "POST /approvals/{id}/verdict":
         body = {"verdict": "approve", "rationale": "The murder plot gives her lies a cost."}
         return author.post(f"/approvals/{twin.approval.pk}/verdict", body)
+    if route == "GET /books/{id}/codex/claims/{id}/history":
+        return luna.get(f"/books/{book.pk}/codex/claims/{twin.claim_id}/history")
     raise AssertionError(f"no request for {route}")
 
 

@@ -340,10 +340,8 @@ def apply_sol(access: BookAccess, run: AgentRun, plan: SolPlan) -> tuple[Outputs
         approval = claim_request_approval(access=access, claim_id=ask.claim_id, note=ask.note)
         outputs.append((OutputType.APPROVAL, approval.pk))
     if plan.gate is not None:
-        ask = plan.gate.dict()
-        gate = ask.pop("gate")
-        ask["reversibility_class"] = plan.gate.reversibility_class.value
-        result = gate_request(access=access, gate=gate, **ask)
+        gate = plan.gate.gate
+        result = gate_request(access=access, gate=gate, payload=plan.gate)
         outputs.append((OutputType.CARD, result["card"].pk))
         if result.get("approval_id"):
             outputs.append((OutputType.APPROVAL, result["approval_id"]))

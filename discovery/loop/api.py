@@ -14,6 +14,7 @@ from ninja import File, Router, UploadedFile
 from ninja.pagination import paginate
 from ninja.responses import Status
 
+from approvals.models import Gate
 from approvals.services import approval_decide
 from discovery.access import BookAccess, Cap, book_access
 from discovery.selectors import VIEW_PAGE
@@ -111,13 +112,13 @@ def nodes_list(request: HttpRequest, book_id: uuid.UUID):
 
 @router.post(f"{BASE}/nodes", response={201: NodeOut, **ERRORS})
 def nodes_create(request: HttpRequest, book_id: uuid.UUID, payload: NodeIn):
-    node = loop.plan_node_add(access=_access(request, book_id), **payload.dict())
+    node = loop.plan_node_add(access=_access(request, book_id), payload=payload)
     return Status(201, node)
 
 
 @router.patch(f"{BASE}/nodes/{{node_id}}", response={200: NodeOut, **ERRORS})
 def nodes_update(request: HttpRequest, book_id: uuid.UUID, node_id: uuid.UUID, payload: NodePatch):
-    return loop.plan_node_update(access=_access(request, book_id), node_id=node_id, **payload.dict(exclude_unset=True))
+    return loop.plan_node_update(access=_access(request, book_id), node_id=node_id, payload=payload)
 
 
 @router.get(f"{BASE}/nodes/{{node_id}}/candidates", response={200: list[CandidateOut], **ERRORS})
@@ -132,20 +133,14 @@ def candidates_list(request: HttpRequest, book_id: uuid.UUID, node_id: uuid.UUID
 
 @router.post(f"{BASE}/nodes/{{node_id}}/candidates", response={201: CandidateOut, **ERRORS})
 def candidates_create(request: HttpRequest, book_id: uuid.UUID, node_id: uuid.UUID, payload: CandidateIn):
-    candidate = loop.candidate_add(access=_access(request, book_id), node_id=node_id, **payload.dict())
+    candidate = loop.candidate_add(access=_access(request, book_id), node_id=node_id, payload=payload)
     return Status(201, candidate)
 
 
 @router.post(f"{BASE}/nodes/{{node_id}}/select", response={200: SelectOut, **ERRORS})
 def candidates_select(request: HttpRequest, book_id: uuid.UUID, node_id: uuid.UUID, payload: SelectIn):
     """Select a candidate; the others are rejected and kept with their rationale. A one-way door asks the author."""
-    return loop.candidate_select(
-        access=_access(request, book_id),
-        node_id=node_id,
-        candidate_id=payload.candidate_id,
-        rationale=payload.rationale,
-        reversibility_class=payload.reversibility_class.value,
-    )
+    return loop.candidate_select(access=_access(request, book_id), node_id=node_id, payload=payload)
 
 
 # --- Open questions ----------------------------------------------------------------
@@ -159,17 +154,17 @@ def questions_list(request: HttpRequest, book_id: uuid.UUID, status: str | None 
 
 @router.post(f"{BASE}/questions", response={201: QuestionOut, **ERRORS})
 def questions_raise(request: HttpRequest, book_id: uuid.UUID, payload: QuestionIn):
-    return Status(201, loop.question_raise(access=_access(request, book_id), **payload.dict()))
+    return Status(201, loop.question_raise(access=_access(request, book_id), payload=payload))
 
 
 @router.post(f"{BASE}/questions/{{question_id}}/route", response={200: QuestionOut, **ERRORS})
 def questions_route(request: HttpRequest, book_id: uuid.UUID, question_id: uuid.UUID, payload: RouteIn):
-    return loop.question_route(access=_access(request, book_id), question_id=question_id, **payload.dict())
+    return loop.question_route(access=_access(request, book_id), question_id=question_id, payload=payload)
 
 
 @router.post(f"{BASE}/questions/{{question_id}}/resolve", response={200: QuestionOut, **ERRORS})
 def questions_resolve(request: HttpRequest, book_id: uuid.UUID, question_id: uuid.UUID, payload: QuestionResolveIn):
-    return loop.question_resolve(access=_access(request, book_id), question_id=question_id, **payload.dict())
+    return loop.question_resolve(access=_access(request, book_id), question_id=question_id, payload=payload)
 
 
 @router.post(f"{BASE}/questions/{{question_id}}/surface", response={200: QuestionOut, **ERRORS})
@@ -188,7 +183,7 @@ def trace_nodes_list(request: HttpRequest, book_id: uuid.UUID):
 
 @router.post(f"{BASE}/trace/nodes", response={201: TraceNodeOut, **ERRORS})
 def trace_nodes_create(request: HttpRequest, book_id: uuid.UUID, payload: TraceNodeIn):
-    return Status(201, loop.trace_node_add(access=_access(request, book_id), **payload.dict()))
+    return Status(201, loop.trace_node_add(access=_access(request, book_id), payload=payload))
 
 
 @router.get(f"{BASE}/trace/edges", response={200: list[TraceEdgeOut], **ERRORS})
@@ -199,20 +194,20 @@ def trace_edges_list(request: HttpRequest, book_id: uuid.UUID, active: bool | No
 
 @router.post(f"{BASE}/trace/edges", response={201: TraceEdgeOut, **ERRORS})
 def trace_edges_create(request: HttpRequest, book_id: uuid.UUID, payload: TraceEdgeIn):
-    return Status(201, loop.trace_edge_add(access=_access(request, book_id), **payload.dict()))
+    return Status(201, loop.trace_edge_add(access=_access(request, book_id), payload=payload))
 
 
 @router.post(f"{BASE}/trace/nodes/{{trace_node}}/withdraw", response={200: TraceNodeOut, **ERRORS})
 def trace_node_withdraw(request: HttpRequest, book_id: uuid.UUID, trace_node: str, payload: WithdrawIn):
     """A lens withdraws its own unratified traceability node (its edges leave the graph); 403 for another
     lens's node, 409 for a ratified one (the cascade and the author remove those)."""
-    return loop.trace_node_withdraw(access=_access(request, book_id), node_id=trace_node, reason=payload.reason)
+    return loop.trace_node_withdraw(access=_access(request, book_id), node_id=trace_node, payload=payload)
 
 
 @router.post(f"{BASE}/trace/edges/withdraw", response={200: TraceEdgeOut, **ERRORS})
 def trace_edge_withdraw(request: HttpRequest, book_id: uuid.UUID, payload: TraceEdgeWithdrawIn):
     """A lens withdraws an edge from its own node that touches nothing ratified (403 / 409 otherwise)."""
-    return loop.trace_edge_withdraw(access=_access(request, book_id), **payload.dict())
+    return loop.trace_edge_withdraw(access=_access(request, book_id), payload=payload)
 
 
 # --- The validation plan ----------------------------------------------------------------
@@ -227,20 +222,18 @@ def validation_list(request: HttpRequest, book_id: uuid.UUID):
 
 @router.post(f"{BASE}/validation", response={201: ValidationItemOut, **ERRORS})
 def validation_add(request: HttpRequest, book_id: uuid.UUID, payload: ValidationItemIn):
-    return Status(201, loop.validation_item_add(access=_access(request, book_id), **payload.dict()))
+    return Status(201, loop.validation_item_add(access=_access(request, book_id), payload=payload))
 
 
 @router.post(f"{BASE}/validation/{{item_id}}/status", response={200: ValidationItemOut, **ERRORS})
 def validation_status(request: HttpRequest, book_id: uuid.UUID, item_id: uuid.UUID, payload: ValidationStatusIn):
     """Validation status moves only forward: hypothesis -> validating -> validated | refuted (422 otherwise)."""
-    return loop.validation_item_status(
-        access=_access(request, book_id), item_id=item_id, validation_status=payload.validation_status
-    )
+    return loop.validation_item_status(access=_access(request, book_id), item_id=item_id, payload=payload)
 
 
 @router.post(f"{BASE}/trace/settings", response={200: MetaOut, **ERRORS})
 def trace_settings(request: HttpRequest, book_id: uuid.UUID, payload: TraceSettingsIn):
-    return loop.trace_settings(access=_access(request, book_id), **payload.dict())
+    return loop.trace_settings(access=_access(request, book_id), payload=payload)
 
 
 @router.get(f"{BASE}/lint", response={200: LintOut, **ERRORS})
@@ -288,7 +281,7 @@ def artifacts_list(request: HttpRequest, book_id: uuid.UUID):
 @router.post(f"{BASE}/artifacts", response={201: ArtifactOut, **ERRORS})
 def artifacts_write(request: HttpRequest, book_id: uuid.UUID, payload: ArtifactIn):
     """Write a slot (draft or proposed). Writing ``ratified`` is refused with 403: only a verdict ratifies."""
-    return Status(201, loop.artifact_write(access=_access(request, book_id), **payload.dict()))
+    return Status(201, loop.artifact_write(access=_access(request, book_id), payload=payload))
 
 
 @router.get(f"{BASE}/reviews", response={200: list[ReviewOut], **ERRORS})
@@ -299,8 +292,7 @@ def reviews_list(request: HttpRequest, book_id: uuid.UUID):
 
 @router.post(f"{BASE}/reviews", response={201: ReviewOut, **ERRORS})
 def reviews_create(request: HttpRequest, book_id: uuid.UUID, payload: ReviewIn):
-    data = payload.dict()
-    return Status(201, loop.lens_review_record(access=_access(request, book_id), **data))
+    return Status(201, loop.lens_review_record(access=_access(request, book_id), payload=payload))
 
 
 @router.get(f"{BASE}/reruns", response={200: list[RerunOut], **ERRORS})
@@ -341,7 +333,7 @@ def rounds_advance(request: HttpRequest, book_id: uuid.UUID, payload: RoundIn):
 
 @router.post(f"{BASE}/cost", response={200: MetaOut, **ERRORS})
 def cost_spend(request: HttpRequest, book_id: uuid.UUID, payload: CostIn):
-    return loop.cost_spend(access=_access(request, book_id), **payload.dict())
+    return loop.cost_spend(access=_access(request, book_id), payload=payload)
 
 
 # --- Gates and verdicts ------------------------------------------------------------------
@@ -354,12 +346,10 @@ def cards_list(request: HttpRequest, book_id: uuid.UUID):
 
 
 @router.post(f"{BASE}/gates/{{gate}}/request", response={200: GateOut, 201: GateOut, **ERRORS})
-def gate_request(request: HttpRequest, book_id: uuid.UUID, gate: str, payload: GateIn):
+def gate_request(request: HttpRequest, book_id: uuid.UUID, gate: Gate, payload: GateIn):
     """The controller asks for the current gate: 201 with the option card when the author must decide,
     200 when it passed automatically (G1 without a risk trigger; G3 hands off). Another gate: 409."""
-    data = payload.dict()
-    data["reversibility_class"] = payload.reversibility_class.value
-    result = loop.gate_request(access=_access(request, book_id), gate=gate, **data)
+    result = loop.gate_request(access=_access(request, book_id), gate=gate, payload=payload)
     return Status(201 if result["outcome"] == "awaiting-human" else 200, result)
 
 

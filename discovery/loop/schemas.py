@@ -3,23 +3,26 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any, Literal
 
 from ninja import Field, Schema
-from pydantic import StrictBool
+from pydantic import AfterValidator, StrictBool
 
 from approvals.models import Approval, Gate, Reversibility, Verdict
 from discovery.selectors import VIEW_PAGE
-from novelgraph.schemas import LIST_ITEM_TEXT, MAX_LIST_ITEMS, Text, TextList, limit
+from novelgraph.schemas import LIST_ITEM_TEXT, MAX_LIST_ITEMS, Text, TextList, default, input_error, limit
 
 from .models import (
+    WRITER_ROLES,
     Altitude,
     ArtifactStatus,
     BackedBy,
     BlackboardArtifact,
     Candidate,
+    CandidateStatus,
     DataClass,
     LensRerun,
     LensReview,
@@ -29,10 +32,13 @@ from .models import (
     OptionCard,
     PlanNode,
     QuestionKind,
+    QuestionStatus,
     Resolution,
     RosterEntry,
+    SubIdea,
     TraceEdge,
     TraceNode,
+    TraceStatus,
     ValidationPlanItem,
     ValidationStatus,
 )
@@ -63,6 +69,32 @@ MAX_DECISIONS_REQUESTED = 20
 LENS = limit(RosterEntry, "slug")
 ARTIFACT_SLUG = limit(BlackboardArtifact, "slug")
 TRACE_ID = limit(TraceNode, "node_id")
+
+# The formats of the loop's identifiers (a slot's slug and type, a trace node's id and kind); the lengths are
+# the columns'.
+SLUG_FORMAT = re.compile(r"[a-z0-9][a-z0-9-]*")
+NODE_ID_FORMAT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]*")
+
+
+def _format(pattern: re.Pattern, message: str) -> AfterValidator:
+    def check(value: str) -> str:
+        if not pattern.fullmatch(value):
+            raise input_error(message)
+        return value
+
+    return AfterValidator(check)
+
+
+def Slug(max_length: int) -> Any:
+    """A lowercase slug (letters, digits, hyphens) of at most ``max_length`` characters."""
+    return Annotated[Text(max_length), _format(SLUG_FORMAT, "must be a lowercase slug (letters, digits, hyphens)")]
+
+
+def NodeId(max_length: int) -> Any:
+    """A traceability node id: letters, digits, '-', '_', '.', ':'."""
+    return Annotated[
+        Text(max_length), _format(NODE_ID_FORMAT, "must be a node id (letters, digits, '-', '_', '.', ':')")
+    ]
 
 
 class MetaOut(MetaFields):
@@ -117,23 +149,31 @@ class NodeOut(NodeFields):
     activity: str
 
 
+# A plan node's fields, taken by NodeIn, NodePatch and the imported PlanNodeRecord.
+Intent = Text(limit(PlanNode, "intent"))
+RoundCap = Annotated[int, Field(ge=1, le=1000)]
+Assumption = Text(limit(PlanNode, "assumption"), required=False)
+KillCondition = Text(limit(PlanNode, "kill_condition"), required=False)
+Activity = Text(limit(PlanNode, "activity"), required=False)
+
+
 class NodeIn(Schema):
     parent_id: uuid.UUID
-    intent: Text(limit(PlanNode, "intent"))
+    intent: Intent
     altitude: Altitude = Altitude.PLOTLINE
-    round_cap: int = Field(3, ge=1, le=1000)
-    assumption: Text(limit(PlanNode, "assumption"), required=False) = ""
-    kill_condition: Text(limit(PlanNode, "kill_condition"), required=False) = ""
-    activity: Text(limit(PlanNode, "activity"), required=False) = ""
+    round_cap: RoundCap = 3
+    assumption: Assumption = ""
+    kill_condition: KillCondition = ""
+    activity: Activity = ""
 
 
 class NodePatch(Schema):
-    intent: Text(limit(PlanNode, "intent")) | None = None
+    intent: Intent | None = None
     lifecycle: Lifecycle | None = None
     validation_status: ValidationStatus | None = None
-    assumption: Text(limit(PlanNode, "assumption"), required=False) | None = None
-    kill_condition: Text(limit(PlanNode, "kill_condition"), required=False) | None = None
-    activity: Text(limit(PlanNode, "activity"), required=False) | None = None
+    assumption: Assumption | None = None
+    kill_condition: KillCondition | None = None
+    activity: Activity | None = None
 
 
 class CandidateOut(CandidateFields):
@@ -194,8 +234,8 @@ class TraceNodeOut(TraceNodeFields):
 
 
 class TraceNodeIn(Schema):
-    node_id: Text(TRACE_ID)
-    kind: Text(limit(TraceNode, "kind"))
+    node_id: NodeId(TRACE_ID)
+    kind: Slug(limit(TraceNode, "kind"))
     label: Text(limit(TraceNode, "label"), required=False) = ""
     backed_by: BackedBy = BackedBy.FILE
     artifact: Text(ARTIFACT_SLUG) | None = None
@@ -209,8 +249,8 @@ class TraceEdgeOut(TraceEdgeFields):
 
 
 class TraceEdgeIn(Schema):
-    from_id: Text(limit(TraceEdge, "from_id"))
-    to_id: Text(limit(TraceEdge, "to_id"))
+    from_id: NodeId(limit(TraceEdge, "from_id"))
+    to_id: NodeId(limit(TraceEdge, "to_id"))
 
 
 class WithdrawIn(Schema):
@@ -242,8 +282,8 @@ class ValidationItemOut(ValidationItemFields):
 
 
 class TraceSettingsIn(Schema):
-    root: Text(limit(LoopMeta, "trace_root")) | None = None
-    leaf_kind: Text(limit(LoopMeta, "leaf_kind")) | None = None
+    root: NodeId(limit(LoopMeta, "trace_root")) | None = None
+    leaf_kind: Slug(limit(LoopMeta, "leaf_kind")) | None = None
 
 
 class LintOut(Schema):
@@ -267,8 +307,8 @@ class ArtifactOut(ArtifactFields):
 
 
 class ArtifactIn(Schema):
-    slug: Text(ARTIFACT_SLUG)
-    type: Text(limit(BlackboardArtifact, "type"))
+    slug: Slug(ARTIFACT_SLUG)
+    type: Slug(limit(BlackboardArtifact, "type"))
     status: ArtifactStatus = ArtifactStatus.PROPOSED
     content: dict = Field(default_factory=dict)
     lens: Text(limit(BlackboardArtifact, "lens"), required=False) = ""
@@ -382,3 +422,74 @@ class ImportOut(Schema):
     # What the file called ratified or settled lands as proposed (or surfaced to the author): listed here.
     downgraded: list[str] = []
     decision_sequence: int | None = None
+
+
+# --- Records of an imported loop (``services.transfer.loop_import``) ---------------------------------------
+# Each extends the input schema of the write that makes the record in the book (so a limit, a choice or a
+# format is the same as the API's), with what only the file carries. The file's own names are aliases.
+
+WriterRole = Literal[tuple(value for value, _ in WRITER_ROLES)]
+ROUNDS = Field(0, ge=0, le=1_000_000_000)
+
+
+class ArtifactRecord(ArtifactIn):
+    slug: Slug(ARTIFACT_SLUG) = Field(alias="id")
+    status: ArtifactStatus = default(BlackboardArtifact, "status")
+    version: int = Field(1, ge=1, le=1_000_000)
+    produced_by: WriterRole = "sol"
+    round_last_touched: int = ROUNDS
+    untrusted: StrictBool = False
+
+
+class QuestionRecord(QuestionIn):
+    raised_by: Text(limit(OpenQuestion, "raised_by"))
+    status: QuestionStatus = default(OpenQuestion, "status")
+    resolution: Text(limit(OpenQuestion, "resolution"), required=False) = ""
+    resolution_ref: Text(limit(OpenQuestion, "resolution_ref"), required=False) = ""
+    round: int = ROUNDS
+    untrusted: StrictBool = False
+
+
+class TraceNodeRecord(TraceNodeIn):
+    node_id: NodeId(TRACE_ID) = Field(alias="id")
+    status: TraceStatus = default(TraceNode, "status")
+    status_reason: Text(limit(TraceNode, "status_reason"), required=False) = ""
+
+
+class TraceEdgeRecord(TraceEdgeIn):
+    from_id: NodeId(limit(TraceEdge, "from_id")) = Field(alias="from")
+    to_id: NodeId(limit(TraceEdge, "to_id")) = Field(alias="to")
+    active: StrictBool = True
+    inactive_reason: Text(limit(TraceEdge, "inactive_reason"), required=False) = ""
+
+
+class ValidationHookRecord(Schema):
+    """A plan node's validation hook, nested in the file (flat on NodeIn)."""
+
+    assumption: Assumption = ""
+    kill_condition: KillCondition = ""
+    activity: Activity = ""
+
+
+class PlanNodeRecord(Schema):
+    """A plan node of the file: NodeIn's fields (its parent is the file's ``parent_id``, remapped by the
+    import) with the state the file carries."""
+
+    intent: Intent
+    altitude: Altitude = Altitude.PLOTLINE
+    round_cap: RoundCap = 3
+    validation_hook: ValidationHookRecord = Field(default_factory=ValidationHookRecord)
+    lifecycle: Lifecycle = default(PlanNode, "lifecycle")
+    validation_status: ValidationStatus = default(PlanNode, "validation_status")
+    sub_idea: SubIdea = default(PlanNode, "sub_idea")
+    produced_by: WriterRole = default(PlanNode, "produced_by")
+
+
+class CandidateRecord(CandidateIn):
+    status: CandidateStatus = default(Candidate, "status")
+    proposed_by: WriterRole = "terra"
+    untrusted: StrictBool = False
+
+
+class ValidationItemRecord(ValidationItemIn):
+    validation_status: ValidationStatus = default(ValidationPlanItem, "validation_status")

@@ -3,8 +3,8 @@
 Each model's shared fields are declared once, typed, as a ninja ``Schema`` (``<Model>Fields``). The API's
 output schema in ``schemas.py`` extends it with what only the API shows (its uuid, timestamps, ...). The
 model's ``Serializer`` writes the export record (the shared fields plus the file's own keys: its id, its
-references, its creation time) and gives the import each field's limit, choices and default, read from
-the model's own field, so a limit is written in one place: the model.
+references, its creation time). The import reads a record back through the input schemas (``schemas``'s
+``...Record``), whose limits and choices are the model's.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ HOOK = ("assumption", "kill_condition", "activity")
 
 
 class Serializer:
-    """A loop model's record in the export file, and the limits its import checks against."""
+    """A loop model's record in the export file."""
 
     def __init__(
         self,
@@ -82,16 +82,6 @@ class Serializer:
             **{name: getattr(obj, name) for name in self.names},
             **{key: value(obj) for key, value in self.keys.items()},
         }
-
-    def max_length(self, name: str) -> int:
-        return self.model._meta.get_field(name).max_length
-
-    def choices(self, name: str) -> list[str]:
-        return [value for value, _ in self.model._meta.get_field(name).choices]
-
-    def default(self, name: str):
-        field = self.model._meta.get_field(name)
-        return field.get_default() if field.has_default() else None
 
 
 # --- The shared fields, one schema per model -------------------------------------------------------

@@ -97,14 +97,7 @@ def candidate_pick(request: HttpRequest, book_id, node_id: uuid.UUID) -> HttpRes
     access = page_access(request, book_id)
     draft = {"candidate_id": request.POST.get("candidate_id", ""), "rationale": request.POST.get("rationale", "")}
     try:
-        payload = parse_form(SelectIn, draft)
-        result = candidate_select(
-            access=access,
-            node_id=node_id,
-            candidate_id=payload.candidate_id,
-            rationale=payload.rationale,
-            reversibility_class=payload.reversibility_class.value,
-        )
+        result = candidate_select(access=access, node_id=node_id, payload=parse_form(SelectIn, draft))
     except DomainError as exc:
         return _refused(request, access, str(node_id), exc, draft)
     if result.get("consent_required"):
@@ -124,8 +117,7 @@ def question_answer(request: HttpRequest, book_id, question_id: uuid.UUID) -> Ht
         "cites": request.POST.get("cites", "") or f"question:{question_id}",
     }
     try:
-        payload = parse_form(QuestionResolveIn, draft)
-        question_resolve(access=access, question_id=question_id, resolution=payload.resolution, cites=payload.cites)
+        question_resolve(access=access, question_id=question_id, payload=parse_form(QuestionResolveIn, draft))
     except DomainError as exc:
         return _refused(request, access, str(question_id), exc, draft)
     messages.success(request, "Answered. The question is resolved with your answer.")

@@ -25,6 +25,7 @@ from typing import Any
 from ninja import Schema
 from pydantic import BaseModel, Field, create_model
 
+from approvals.models import Gate
 from discovery import services
 from discovery.access import Cap, book_access, capabilities_of
 from discovery.loop import services as loop
@@ -76,7 +77,7 @@ PATH_PARAMETERS: dict[str, tuple[type, str]] = {
     "claim_id": (uuid.UUID, "The proposed claim's id."),
     "node_id": (uuid.UUID, "The plan node's id."),
     "question_id": (uuid.UUID, "The open question's id."),
-    "gate": (str, "The gate asked for: G0, G1, G1.5, G2 or G3 (the loop's current gate)."),
+    "gate": (Gate, "The gate asked for: G0, G1, G1.5, G2 or G3 (the loop's current gate)."),
 }
 
 
@@ -191,9 +192,7 @@ def handoff_create(principal: Principal, args, payload: HandoffIn):
 
 
 def loop_gate_request(principal: Principal, args, payload: GateIn):
-    data = payload.dict()
-    data["reversibility_class"] = payload.reversibility_class.value
-    return loop.gate_request(access=book_access(principal, args.book_id), gate=args.gate, **data)
+    return loop.gate_request(access=book_access(principal, args.book_id), gate=args.gate, payload=payload)
 
 
 def loop_round_advance(principal: Principal, args, payload: RoundIn):
@@ -201,33 +200,24 @@ def loop_round_advance(principal: Principal, args, payload: RoundIn):
 
 
 def loop_cost_spend(principal: Principal, args, payload: CostIn):
-    return loop.cost_spend(access=book_access(principal, args.book_id), **payload.dict())
+    return loop.cost_spend(access=book_access(principal, args.book_id), payload=payload)
 
 
 def loop_node_add(principal: Principal, args, payload: NodeIn):
-    return loop.plan_node_add(access=book_access(principal, args.book_id), **payload.dict())
+    return loop.plan_node_add(access=book_access(principal, args.book_id), payload=payload)
 
 
 def loop_node_update(principal: Principal, args, payload: NodePatch):
-    return loop.plan_node_update(
-        access=book_access(principal, args.book_id), node_id=args.node_id, **payload.dict(exclude_unset=True)
-    )
+    return loop.plan_node_update(access=book_access(principal, args.book_id), node_id=args.node_id, payload=payload)
 
 
 def loop_candidate_select(principal: Principal, args, payload: SelectIn):
-    return loop.candidate_select(
-        access=book_access(principal, args.book_id),
-        node_id=args.node_id,
-        candidate_id=payload.candidate_id,
-        rationale=payload.rationale,
-        reversibility_class=payload.reversibility_class.value,
-    )
+    return loop.candidate_select(access=book_access(principal, args.book_id), node_id=args.node_id, payload=payload)
 
 
 def loop_question_route(principal: Principal, args, payload: RouteIn):
-    return loop.question_route(
-        access=book_access(principal, args.book_id), question_id=args.question_id, **payload.dict()
-    )
+    access = book_access(principal, args.book_id)
+    return loop.question_route(access=access, question_id=args.question_id, payload=payload)
 
 
 def loop_question_surface(principal: Principal, args, _payload):
@@ -235,7 +225,7 @@ def loop_question_surface(principal: Principal, args, _payload):
 
 
 def loop_trace_settings(principal: Principal, args, payload: TraceSettingsIn):
-    return loop.trace_settings(access=book_access(principal, args.book_id), **payload.dict())
+    return loop.trace_settings(access=book_access(principal, args.book_id), payload=payload)
 
 
 # --- The table -------------------------------------------------------------------------------------

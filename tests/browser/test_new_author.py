@@ -7,6 +7,8 @@ she reads the book and answers in the conversation, but decides nothing. Every p
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.test import Client
 
@@ -256,6 +258,21 @@ def test_a_new_author_goes_from_an_empty_account_to_an_approved_charter_and_cano
     assert KnowledgeClaim.objects.get(pk=claim["id"]).status == "revised"
     assert_accessible_basics(page)
     check_phone(page)
+    # Its history is one click away: both versions, each decision with its rationale and its log entry.
+    revision = KnowledgeClaim.objects.get(revises_id=claim["id"])
+    page.locator(f"#claim-{revision.pk}").get_by_test_id("claim-history-link").click()
+    page.wait_for_url(f"**/books/{book.pk}/codex/claims/*/")
+    versions = page.get_by_test_id("claim-versions")
+    assert versions.locator(".claim-version").count() == 2
+    assert "the harbour pilot's widow" in page.get_by_test_id("canon-now").inner_text()
+    rationales = page.get_by_test_id("decision-rationale").all_inner_texts()
+    assert "The pilot drowned before the book begins." in rationales and len(rationales) == 2
+    assert versions.get_by_role("link", name="Decision log entry").count() == 2
+    assert_accessible_basics(page)
+    check_phone(page)
+    versions.get_by_role("link", name="Decision log entry").last.click()
+    page.wait_for_url(re.compile(rf".*/review/books/{book.pk}/log/\?entry=\d+#entry-\d+$"))
+    assert page.locator(f"#entry-{page.url.rsplit('#entry-', 1)[-1]}").is_visible()
     page.goto(f"/review/books/{book.pk}/log/")
     assert page.get_by_test_id("log-badge").inner_text() == "verified"
     assert_no_serious_axe_violations(page)

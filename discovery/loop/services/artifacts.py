@@ -9,8 +9,6 @@ slot's content, a question or a review is ever read as an instruction.
 
 from __future__ import annotations
 
-import re
-
 from django.db import transaction
 
 from discovery.access import BookAccess
@@ -19,44 +17,24 @@ from novelgraph.errors import Conflict, Forbidden, Invalid, NotFound
 from ..models import (
     ArtifactStatus,
     BlackboardArtifact,
-    DataClass,
     LensRerun,
     LensReview,
     RerunStatus,
-    Resolution,
     RosterEntry,
 )
 from ..roster import lens_role_problem
-from .base import check_text, gate_or_422, lens_book, lock_meta, refresh
+from ..schemas import ArtifactIn, ReviewIn
+from .base import lens_book, lock_meta, refresh
 
-SLUG = re.compile(r"^[a-z0-9][a-z0-9-]{0,99}$")
 WRITABLE = {ArtifactStatus.DRAFT, ArtifactStatus.PROPOSED}
 AGENTS = {"sol", "terra", "luna"}
 
 
-def _slug(value: str, field: str) -> str:
-    if not SLUG.match(value or ""):
-        raise Invalid(f"{field} must be a lowercase slug (letters, digits, hyphens)", field=field)
-    return value
-
-
-def artifact_write(
-    *,
-    access: BookAccess,
-    slug: str,
-    type: str,
-    content: dict,
-    status: str = ArtifactStatus.PROPOSED,
-    lens: str = "",
-    path: str = "",
-    parent: str | None = None,
-    untrusted: bool | None = None,
-    data_class: str = DataClass.INTERNAL,
-) -> BlackboardArtifact:
+def artifact_write(*, access: BookAccess, payload: ArtifactIn) -> BlackboardArtifact:
     """Create a slot, or write a new version of it (version + 1, back to ``proposed``)."""
     book, role = lens_book(access)
-    _slug(slug, "slug")
-    _slug(type, "type")
+    slug, type, status, lens, parent = payload.slug, payload.type, payload.status, payload.lens, payload.parent
+    content, path, untrusted, data_class = payload.content, payload.path, payload.untrusted, payload.data_class
     if status == ArtifactStatus.RATIFIED:
         raise Forbidden(
             f"{role} lacks the right to ratify: a slot becomes ratified only through the author's verdict at a gate",
@@ -65,12 +43,8 @@ def artifact_write(
         )
     if status not in WRITABLE:
         raise Invalid("status must be draft or proposed; stale and rejected come from the cascade", field="status")
-    if data_class not in DataClass.values:
-        raise Invalid(f"data_class must be one of {', '.join(DataClass.values)}", field="data_class")
     if lens and not RosterEntry.objects.filter(slug=lens).exists():
         raise Invalid(f"unknown lens {lens!r}: the roster names the lenses", field="lens")
-    if not isinstance(content, dict):
-        raise Invalid("content must be an object", field="content")
     with transaction.atomic():
         meta = lock_meta(book)
         parent_obj = None
@@ -88,7 +62,7 @@ def artifact_write(
                 status=status,
                 produced_by=role,
                 lens=lens,
-                path=check_text(path, "path", 300, required=False),
+                path=path,
                 parent=parent_obj,
                 round_last_touched=meta.round,
                 untrusted=flagged,
@@ -120,7 +94,7 @@ def artifact_write(
             existing.content = _keep_constraints(existing, content)
             existing.produced_by = role
             existing.lens = lens or existing.lens
-            existing.path = check_text(path, "path", 300, required=False) or existing.path
+            existing.path = path or existing.path
             existing.parent = parent_obj or existing.parent
             existing.round_last_touched = meta.round
             existing.stale_reason = ""
@@ -189,19 +163,11 @@ def rerun_done(*, access: BookAccess, rerun_id) -> LensRerun:
         return rerun
 
 
-def lens_review_record(
-    *,
-    access: BookAccess,
-    lens: str,
-    gate: str,
-    findings: list[dict],
-    summary: str = "",
-    untrusted: bool | None = None,
-) -> LensReview:
+def lens_review_record(*, access: BookAccess, payload: ReviewIn, untrusted: bool | None = None) -> LensReview:
     """A lens review at a gate: each finding resolved or deferred, with a reason. Zero findings is allowed
     (a required lens degrades in depth, never to nothing: the review itself must exist)."""
     book, role = lens_book(access)
-    gate_or_422(gate)
+    lens = payload.lens
     entry = RosterEntry.objects.filter(slug=lens, kind="lens").first()
     if entry is None:
         raise Invalid(f"unknown lens {lens!r}", field="lens")
@@ -215,23 +181,16 @@ def lens_review_record(
     problem = lens_role_problem(entry.slug, entry.agent_role)
     if problem:
         raise Conflict(problem, code="lens_cannot_read", field="lens")
-    cleaned = []
-    for i, finding in enumerate(findings):
-        text = check_text(finding.get("text", ""), f"findings[{i}].text", 2000)
-        resolution = finding.get("resolution")
-        if resolution not in Resolution.values:
-            raise Invalid("resolution must be resolved or deferred", field=f"findings[{i}].resolution")
-        reason = check_text(finding.get("reason", ""), f"findings[{i}].reason", 2000)
-        cleaned.append({"text": text, "resolution": resolution, "reason": reason})
+    cleaned = [finding.model_dump(mode="json") for finding in payload.findings]
     with transaction.atomic():
         meta = lock_meta(book)
         review = LensReview.objects.create(
             book=book,
             lens=entry,
-            gate=gate,
+            gate=payload.gate,
             round=meta.round,
             reviewer_role=role,
-            summary=check_text(summary, "summary", 5000, required=False),
+            summary=payload.summary,
             findings=cleaned,
             untrusted=(role in {"terra", "luna"}) if untrusted is None else bool(untrusted),
         )

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from django.db import transaction
 
-from approvals.models import Gate
 from discovery.access import BookAccess, Cap, refusal
 from discovery.models import Book
-from novelgraph.errors import Conflict, Invalid
+from novelgraph.errors import Conflict
 
 from ..lint import LintReport, lint
 from ..models import (
@@ -127,21 +126,6 @@ def refuse_when_paused(meta: LoopMeta) -> None:
         )
     if meta.status == LoopStatus.HANDED_OFF:
         raise Conflict("the loop has handed off to drafting", code="handed_off")
-
-
-def gate_or_422(gate: str) -> str:
-    if gate not in Gate.values:
-        raise Invalid(f"gate must be one of {', '.join(Gate.values)}", field="gate")
-    return gate
-
-
-def check_text(value: str, field: str, max_length: int = 5000, required: bool = True) -> str:
-    value = (value or "").strip()
-    if required and not value:
-        raise Invalid(f"{field} is required", field=field)
-    if len(value) > max_length:
-        raise Invalid(f"{field} is longer than {max_length} characters", field=field)
-    return value
 
 
 # --- Lint, saturation and status -------------------------------------------------

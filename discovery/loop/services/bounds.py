@@ -20,6 +20,7 @@ from discovery.access import BookAccess
 from novelgraph.errors import Invalid, NotFound
 
 from ..models import CardStatus, LoopMeta, LoopStatus, OptionCard, PlanNode
+from ..schemas import CostIn
 from .base import controller_book, lock_meta, loop_ensure, refresh, refuse_when_paused
 from .cards import raise_card
 
@@ -144,11 +145,10 @@ def round_advance(*, access: BookAccess, node_id=None) -> LoopMeta:
         return meta
 
 
-def cost_spend(*, access: BookAccess, amount: float, node_id=None, lens: str = "") -> LoopMeta:
-    """Record cost. It is never negative; reaching the budget stalls, concentration pauses."""
+def cost_spend(*, access: BookAccess, payload: CostIn) -> LoopMeta:
+    """Record cost. It is never negative (CostIn); reaching the budget stalls, concentration pauses."""
     book, _ = controller_book(access)
-    if amount is None or amount <= 0:
-        raise Invalid("amount must be greater than 0: cost never runs backwards", field="amount")
+    amount, node_id = payload.amount, payload.node_id
     with transaction.atomic():
         meta = lock_meta(book)
         refuse_when_paused(meta)

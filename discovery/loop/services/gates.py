@@ -20,7 +20,7 @@ from __future__ import annotations
 from django.db import transaction
 from django.db.models import Q
 
-from approvals.models import Reversibility
+from approvals.models import Gate, Reversibility
 from approvals.services import decision_log_append
 from discovery.access import BookAccess
 from discovery.models import (
@@ -54,7 +54,8 @@ from ..models import (
     SubIdea,
 )
 from ..roster import lens_role_problem
-from .base import check_text, controller_book, gate_or_422, lock_meta, refresh, saturation_check, trace_lint
+from ..schemas import GateIn
+from .base import controller_book, lock_meta, refresh, saturation_check, trace_lint
 from .cards import raise_card, supersede_lapsed
 from .questions import AUTHORS_TO_SETTLE, settled_by_author
 
@@ -267,31 +268,13 @@ def handoff(*, meta: LoopMeta) -> dict:
     }
 
 
-def gate_request(
-    *,
-    access: BookAccess,
-    gate: str,
-    summary: str,
-    decisions_requested: list[str],
-    recommended: str,
-    reversibility_class: str,
-    artifacts: list[str] | None = None,
-    node_id=None,
-    trace_seed: str = "",
-    thrust_id=None,
-) -> dict:
+def gate_request(*, access: BookAccess, gate: Gate, payload: GateIn) -> dict:
     """The controller asks for the current gate. Returns {outcome, gate, card, approval_id, ...}."""
     book, role = controller_book(access)
-    gate_or_422(gate)
-    summary = check_text(summary, "summary", 500)
-    recommended = check_text(recommended, "recommended", 2000, required=False)
-    if reversibility_class not in Reversibility.values:
-        raise Invalid(
-            f"reversibility_class must be one of {', '.join(Reversibility.values)}", field="reversibility_class"
-        )
-    decisions = [check_text(d, f"decisions_requested[{i}]", 500) for i, d in enumerate(decisions_requested or [])]
-    if not decisions:
-        raise Invalid("name at least one decision requested", field="decisions_requested")
+    gate = str(gate)  # the edges type it as a Gate (the API's path, the MCP tool's argument, the agent's plan)
+    summary, decisions, recommended = payload.summary, payload.decisions_requested, payload.recommended
+    reversibility_class = Reversibility(payload.reversibility_class).value
+    node_id, trace_seed, thrust_id = payload.node_id, payload.trace_seed, payload.thrust_id
     with transaction.atomic():
         meta = lock_meta(book)
         supersede_lapsed(book, meta)
@@ -320,7 +303,7 @@ def gate_request(
                 code="reruns_pending",
                 reasons=[f"lens {lens} has a queued re-run" for lens in sorted(set(queued))],
             )
-        slugs = list(dict.fromkeys(artifacts or []))
+        slugs = list(dict.fromkeys(payload.artifacts))
         found = dict(BlackboardArtifact.objects.filter(book=book, slug__in=slugs).values_list("slug", "status"))
         for i, slug in enumerate(slugs):
             if slug not in found:

@@ -16,18 +16,13 @@ from approvals.models import Reversibility
 from discovery.access import BookAccess
 from novelgraph.errors import Conflict, Invalid, NotFound
 
-from ..models import Altitude, Candidate, CandidateStatus, Lifecycle, PlanNode, ValidationPlanItem, ValidationStatus
-from .base import check_text, controller_book, lens_book, lock_meta, refresh, refuse_when_paused
+from ..models import Candidate, CandidateStatus, Lifecycle, PlanNode, ValidationPlanItem, ValidationStatus
+from ..schemas import CandidateIn, NodeIn, NodePatch, SelectIn, ValidationItemIn, ValidationStatusIn
+from .base import controller_book, lens_book, lock_meta, refresh, refuse_when_paused
 from .bounds import pause_at_bound
 from .cards import raise_card
 
 WRITABLE_LIFECYCLE = {Lifecycle.DRAFT, Lifecycle.DIVERGING, Lifecycle.CONVERGING}
-
-
-def _altitude(value: str, field: str = "altitude") -> str:
-    if value not in Altitude.values:
-        raise Invalid(f"altitude must be one of {', '.join(Altitude.values)}", field=field)
-    return value
 
 
 def _node(book, node_id, lock: bool = False) -> PlanNode:
@@ -38,27 +33,13 @@ def _node(book, node_id, lock: bool = False) -> PlanNode:
     return node
 
 
-def plan_node_add(
-    *,
-    access: BookAccess,
-    parent_id,
-    intent: str,
-    altitude: str = Altitude.PLOTLINE,
-    round_cap: int = 3,
-    assumption: str = "",
-    kill_condition: str = "",
-    activity: str = "",
-) -> PlanNode:
+def plan_node_add(*, access: BookAccess, payload: NodeIn) -> PlanNode:
     book, role = controller_book(access)
-    intent = check_text(intent, "intent", 5000)
-    _altitude(altitude)
-    if round_cap < 1:
-        raise Invalid("round_cap must be at least 1", field="round_cap")
     hit = None
     with transaction.atomic():
         meta = lock_meta(book)
         refuse_when_paused(meta)
-        parent = _node(book, parent_id)
+        parent = _node(book, payload.parent_id)
         if parent.lifecycle in {Lifecycle.ABANDONED, Lifecycle.STALE}:
             raise Conflict(f"the parent node is {parent.lifecycle}", code="parent_closed")
         depth = parent.depth + 1
@@ -79,12 +60,12 @@ def plan_node_add(
                 book=book,
                 parent=parent,
                 depth=depth,
-                intent=intent,
-                altitude=altitude,
-                round_cap=round_cap,
-                assumption=check_text(assumption, "assumption", required=False),
-                kill_condition=check_text(kill_condition, "kill_condition", required=False),
-                activity=check_text(activity, "activity", required=False),
+                intent=payload.intent,
+                altitude=payload.altitude,
+                round_cap=payload.round_cap,
+                assumption=payload.assumption,
+                kill_condition=payload.kill_condition,
+                activity=payload.activity,
                 produced_by=role,
             )
             refresh(meta)
@@ -98,24 +79,14 @@ def plan_node_add(
     return node
 
 
-def plan_node_update(
-    *,
-    access: BookAccess,
-    node_id,
-    intent: str | None = None,
-    lifecycle: str | None = None,
-    validation_status: str | None = None,
-    assumption: str | None = None,
-    kill_condition: str | None = None,
-    activity: str | None = None,
-) -> PlanNode:
+def plan_node_update(*, access: BookAccess, node_id, payload: NodePatch) -> PlanNode:
+    """Write what the patch names (a field left out or null is kept)."""
     book, _ = controller_book(access)
+    lifecycle = payload.lifecycle
     with transaction.atomic():
         meta = lock_meta(book)
         node = _node(book, node_id, lock=True)
         if lifecycle is not None:
-            if lifecycle not in Lifecycle.values:
-                raise Invalid(f"lifecycle must be one of {', '.join(Lifecycle.values)}", field="lifecycle")
             if lifecycle not in WRITABLE_LIFECYCLE:
                 raise Invalid(
                     f"{lifecycle} comes only from an author verdict or the cascade; write draft, diverging or "
@@ -125,31 +96,20 @@ def plan_node_update(
             if node.lifecycle not in WRITABLE_LIFECYCLE:
                 raise Conflict(f"the node is {node.lifecycle}; a verdict moves it", code="node_closed")
             node.lifecycle = lifecycle
-        if validation_status is not None:
-            node.validation_status = validation_forward(node.validation_status, validation_status)
-        if intent is not None:
-            node.intent = check_text(intent, "intent")
-        for name, value in (("assumption", assumption), ("kill_condition", kill_condition), ("activity", activity)):
+        if payload.validation_status is not None:
+            node.validation_status = validation_forward(node.validation_status, payload.validation_status)
+        for name in ("intent", "assumption", "kill_condition", "activity"):
+            value = getattr(payload, name)
             if value is not None:
-                setattr(node, name, check_text(value, name, required=False))
+                setattr(node, name, value)
         node.save()
         refresh(meta)
         return node
 
 
-def candidate_add(
-    *,
-    access: BookAccess,
-    node_id,
-    altitude: str,
-    mechanic: str,
-    shape: str,
-    riskiest_assumption: str,
-    rationale: str = "",
-) -> Candidate:
+def candidate_add(*, access: BookAccess, node_id, payload: CandidateIn) -> Candidate:
     """A divergence candidate (Terra, Luna or Sol); it starts proposed and the node diverges."""
     book, role = lens_book(access)
-    _altitude(altitude)
     with transaction.atomic():
         meta = lock_meta(book)
         node = _node(book, node_id, lock=True)
@@ -157,11 +117,11 @@ def candidate_add(
             raise Conflict(f"the node is {node.lifecycle}; it takes no new candidates", code="node_closed")
         candidate = Candidate.objects.create(
             node=node,
-            altitude=altitude,
-            mechanic=check_text(mechanic, "mechanic", 120),
-            shape=check_text(shape, "shape"),
-            riskiest_assumption=check_text(riskiest_assumption, "riskiest_assumption"),
-            rationale=check_text(rationale, "rationale", required=False),
+            altitude=payload.altitude,
+            mechanic=payload.mechanic,
+            shape=payload.shape,
+            riskiest_assumption=payload.riskiest_assumption,
+            rationale=payload.rationale,
             proposed_by=role,
             untrusted=role in {"terra", "luna"},
         )
@@ -185,21 +145,11 @@ def select_candidate(node: PlanNode, candidate: Candidate, not_chosen_rationale:
     node.save(update_fields=["selection", "lifecycle", "updated_at"])
 
 
-def candidate_select(
-    *,
-    access: BookAccess,
-    node_id,
-    candidate_id,
-    rationale: str,
-    reversibility_class: str = Reversibility.REVERSIBLE,
-) -> dict:
+def candidate_select(*, access: BookAccess, node_id, payload: SelectIn) -> dict:
     """The controller selects; a one-way-door selection raises a consent card instead."""
     book, role = controller_book(access)
-    rationale = check_text(rationale, "rationale", 5000)
-    if reversibility_class not in Reversibility.values:
-        raise Invalid(
-            f"reversibility_class must be one of {', '.join(Reversibility.values)}", field="reversibility_class"
-        )
+    candidate_id, rationale = payload.candidate_id, payload.rationale
+    reversibility_class = Reversibility(payload.reversibility_class).value
     with transaction.atomic():
         meta = lock_meta(book)
         node = _node(book, node_id, lock=True)
@@ -229,19 +179,17 @@ def candidate_select(
         return {"selected": True, "consent_required": False, "approval_id": None}
 
 
-def validation_item_add(
-    *, access: BookAccess, assumption: str, kill_condition: str, activity: str, node_id=None
-) -> ValidationPlanItem:
+def validation_item_add(*, access: BookAccess, payload: ValidationItemIn) -> ValidationPlanItem:
     book, _ = lens_book(access)
     with transaction.atomic():
         meta = lock_meta(book)
-        node = _node(book, node_id) if node_id else None
+        node = _node(book, payload.node_id) if payload.node_id else None
         item = ValidationPlanItem.objects.create(
             book=book,
             node=node,
-            assumption=check_text(assumption, "assumption"),
-            kill_condition=check_text(kill_condition, "kill_condition"),
-            activity=check_text(activity, "activity"),
+            assumption=payload.assumption,
+            kill_condition=payload.kill_condition,
+            activity=payload.activity,
         )
         refresh(meta)
         return item
@@ -257,9 +205,8 @@ VALIDATION_NEXT = {
 
 
 def validation_forward(current: str, wanted: str, field: str = "validation_status") -> str:
-    """``wanted`` if it is ``current`` or the next step forward; otherwise 422 naming the field."""
-    if wanted not in ValidationStatus.values:
-        raise Invalid(f"{field} must be one of {', '.join(ValidationStatus.values)}", field=field)
+    """``wanted`` (a ValidationStatus, the input schema's choice) if it is ``current`` or the next step
+    forward; otherwise 422 naming the field."""
     if wanted == current:
         return current
     allowed = VALIDATION_NEXT[ValidationStatus(current)]
@@ -271,7 +218,7 @@ def validation_forward(current: str, wanted: str, field: str = "validation_statu
     return wanted
 
 
-def validation_item_status(*, access: BookAccess, item_id, validation_status: str) -> ValidationPlanItem:
+def validation_item_status(*, access: BookAccess, item_id, payload: ValidationStatusIn) -> ValidationPlanItem:
     """A validation plan item's status moves forward (the validation lens, Sol, the author)."""
     book, _ = lens_book(access)
     with transaction.atomic():
@@ -279,7 +226,7 @@ def validation_item_status(*, access: BookAccess, item_id, validation_status: st
         item = ValidationPlanItem.objects.select_for_update().filter(book=book, pk=item_id).first()
         if item is None:
             raise NotFound("validation plan item not found")
-        item.validation_status = validation_forward(item.validation_status, validation_status)
+        item.validation_status = validation_forward(item.validation_status, payload.validation_status)
         item.save(update_fields=["validation_status", "updated_at"])
         refresh(meta)
         return item

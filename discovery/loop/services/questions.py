@@ -31,7 +31,8 @@ from ..models import (
     RosterEntry,
     TraceNode,
 )
-from .base import check_text, controller_book, lens_book, lock_meta, refresh
+from ..schemas import QuestionIn, QuestionResolveIn, RouteIn
+from .base import controller_book, lens_book, lock_meta, refresh
 
 AUTHORS_TO_SETTLE = frozenset({QuestionKind.VALUE_CONFLICT, QuestionKind.CANON_CONFLICT})
 
@@ -42,20 +43,15 @@ def settled_by_author(q: OpenQuestion) -> bool:
 
 
 def _discipline(value: str, field: str) -> str:
-    value = check_text(value, field, 60)
     if value not in {"author", "sol"} and not RosterEntry.objects.filter(slug=value).exists():
         raise Invalid(f"unknown discipline {value!r}: name a roster entry, sol or author", field=field)
     return value
 
 
-def question_raise(
-    *, access: BookAccess, question: str, target_discipline: str, kind: str = QuestionKind.QUESTION
-) -> OpenQuestion:
+def question_raise(*, access: BookAccess, payload: QuestionIn) -> OpenQuestion:
     book, role = lens_book(access)
-    if kind not in QuestionKind.values:
-        raise Invalid(f"kind must be one of {', '.join(QuestionKind.values)}", field="kind")
-    text = check_text(question, "question", 5000)
-    target = _discipline(target_discipline, "target_discipline")
+    kind, text = payload.kind, payload.question
+    target = _discipline(payload.target_discipline, "target_discipline")
     with transaction.atomic():
         meta = lock_meta(book)
         q = OpenQuestion.objects.create(
@@ -78,9 +74,9 @@ def _question(book, question_id) -> OpenQuestion:
     return q
 
 
-def question_route(*, access: BookAccess, question_id, target_discipline: str) -> OpenQuestion:
+def question_route(*, access: BookAccess, question_id, payload: RouteIn) -> OpenQuestion:
     book, _ = controller_book(access)
-    target = _discipline(target_discipline, "target_discipline")
+    target = _discipline(payload.target_discipline, "target_discipline")
     with transaction.atomic():
         meta = lock_meta(book)
         q = _question(book, question_id)
@@ -115,9 +111,9 @@ def referent_exists(book, ref: str) -> bool:
     return False
 
 
-def question_resolve(*, access: BookAccess, question_id, resolution: str, cites: str) -> OpenQuestion:
+def question_resolve(*, access: BookAccess, question_id, payload: QuestionResolveIn) -> OpenQuestion:
     book, role = lens_book(access)
-    text = check_text(resolution, "resolution", 5000)
+    text, cites = payload.resolution, payload.cites
     with transaction.atomic():
         meta = lock_meta(book)
         q = _question(book, question_id)

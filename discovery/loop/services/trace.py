@@ -7,38 +7,20 @@ cycles are stored too and reported the same way.
 
 from __future__ import annotations
 
-import re
-
 from django.db import transaction
 from django.db.models import Q
 
 from discovery.access import BookAccess
 from novelgraph.errors import Conflict, Forbidden, Invalid, NotFound
 
-from ..models import ArtifactStatus, BackedBy, BlackboardArtifact, RosterEntry, TraceEdge, TraceNode, TraceStatus
-from .base import check_text, controller_book, lens_book, lock_meta, refresh
-
-NODE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$")
-KIND = re.compile(r"^[a-z0-9][a-z0-9-]{0,59}$")
+from ..models import ArtifactStatus, BlackboardArtifact, RosterEntry, TraceEdge, TraceNode, TraceStatus
+from ..schemas import TraceEdgeIn, TraceEdgeWithdrawIn, TraceNodeIn, TraceSettingsIn, WithdrawIn
+from .base import controller_book, lens_book, lock_meta, refresh
 
 
-def trace_node_add(
-    *,
-    access: BookAccess,
-    node_id: str,
-    kind: str,
-    label: str = "",
-    backed_by: str = BackedBy.FILE,
-    artifact: str | None = None,
-    produced_by: str = "",
-) -> TraceNode:
+def trace_node_add(*, access: BookAccess, payload: TraceNodeIn) -> TraceNode:
     book, _ = lens_book(access)
-    if not NODE_ID.match(node_id or ""):
-        raise Invalid("node_id: letters, digits, '-', '_', '.', ':' (at most 100)", field="node_id")
-    if not KIND.match(kind or ""):
-        raise Invalid("kind must be a lowercase slug", field="kind")
-    if backed_by not in BackedBy.values:
-        raise Invalid(f"backed_by must be one of {', '.join(BackedBy.values)}", field="backed_by")
+    node_id, artifact = payload.node_id, payload.artifact
     with transaction.atomic():
         meta = lock_meta(book)
         if TraceNode.objects.filter(book=book, node_id=node_id).exists():
@@ -51,21 +33,19 @@ def trace_node_add(
         node = TraceNode.objects.create(
             book=book,
             node_id=node_id,
-            kind=kind,
-            label=check_text(label, "label", 200, required=False),
-            backed_by=backed_by,
+            kind=payload.kind,
+            label=payload.label,
+            backed_by=payload.backed_by,
             artifact=slot,
-            produced_by=check_text(produced_by, "produced_by", 60, required=False) or (slot.lens if slot else ""),
+            produced_by=payload.produced_by or (slot.lens if slot else ""),
         )
         refresh(meta)
         return node
 
 
-def trace_edge_add(*, access: BookAccess, from_id: str, to_id: str) -> TraceEdge:
+def trace_edge_add(*, access: BookAccess, payload: TraceEdgeIn) -> TraceEdge:
     book, _ = lens_book(access)
-    for name, value in (("from", from_id), ("to", to_id)):
-        if not NODE_ID.match(value or ""):
-            raise Invalid(f"{name}: a node id (at most 100 characters)", field=name)
+    from_id, to_id = payload.from_id, payload.to_id
     with transaction.atomic():
         meta = lock_meta(book)
         if TraceEdge.objects.filter(book=book, from_id=from_id, to_id=to_id, active=True).exists():
@@ -75,19 +55,15 @@ def trace_edge_add(*, access: BookAccess, from_id: str, to_id: str) -> TraceEdge
         return edge
 
 
-def trace_settings(*, access: BookAccess, root: str | None = None, leaf_kind: str | None = None):
-    """The controller names the graph's root node id and leaf kind."""
+def trace_settings(*, access: BookAccess, payload: TraceSettingsIn):
+    """The controller names the graph's root node id and leaf kind (either left out or null is kept)."""
     book, _ = controller_book(access)
     with transaction.atomic():
         meta = lock_meta(book)
-        if root is not None:
-            if not NODE_ID.match(root):
-                raise Invalid("root must be a node id", field="root")
-            meta.trace_root = root
-        if leaf_kind is not None:
-            if not KIND.match(leaf_kind):
-                raise Invalid("leaf_kind must be a lowercase slug", field="leaf_kind")
-            meta.leaf_kind = leaf_kind
+        if payload.root is not None:
+            meta.trace_root = payload.root
+        if payload.leaf_kind is not None:
+            meta.leaf_kind = payload.leaf_kind
         refresh(meta)
         return meta
 
@@ -123,12 +99,12 @@ def _require_owner(book, role: str, node: TraceNode, what: str) -> None:
         )
 
 
-def trace_node_withdraw(*, access: BookAccess, node_id: str, reason: str = "") -> TraceNode:
+def trace_node_withdraw(*, access: BookAccess, node_id: str, payload: WithdrawIn) -> TraceNode:
     """A lens withdraws a traceability node it produced and nobody ratified: the node is abandoned
     (kept in history with the reason) and its active edges leave the graph. Another lens's node is a
     403; a ratified one (backed by a ratified slot) is a 409: the cascade and the author remove it."""
     book, role = lens_book(access)
-    reason = check_text(reason, "reason", 2000, required=False)
+    reason = payload.reason
     with transaction.atomic():
         meta = lock_meta(book)
         node = (
@@ -153,11 +129,11 @@ def trace_node_withdraw(*, access: BookAccess, node_id: str, reason: str = "") -
         return node
 
 
-def trace_edge_withdraw(*, access: BookAccess, from_id: str, to_id: str, reason: str = "") -> TraceEdge:
+def trace_edge_withdraw(*, access: BookAccess, payload: TraceEdgeWithdrawIn) -> TraceEdge:
     """A lens withdraws an active edge it drew (its from-node is the lens's own) that touches nothing
     ratified; a ratified end makes it a 409 (the cascade and the author remove it)."""
     book, role = lens_book(access)
-    reason = check_text(reason, "reason", 2000, required=False)
+    from_id, to_id, reason = payload.from_id, payload.to_id, payload.reason
     with transaction.atomic():
         meta = lock_meta(book)
         edge = (

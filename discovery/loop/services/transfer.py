@@ -18,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import re
 import uuid
 import zipfile
 
@@ -30,6 +29,7 @@ from approvals.services import decision_log_append
 from discovery.access import BookAccess, Cap
 from discovery.models import Book, StoryCharter
 from novelgraph.errors import Conflict, Invalid
+from novelgraph.schemas import S, parse_input
 
 from ..models import (
     GATE_ORDER,
@@ -52,18 +52,18 @@ from ..models import (
     TraceNode,
     ValidationPlanItem,
 )
-from ..selectors import loop_state
-from ..serializers import (
-    ARTIFACT,
-    CANDIDATE,
-    HOOK,
-    PLAN_NODE,
-    QUESTION,
-    TRACE_EDGE,
-    TRACE_NODE,
-    VALIDATION_ITEM,
-    Serializer,
+from ..schemas import (
+    ArtifactRecord,
+    CandidateRecord,
+    PlanNodeRecord,
+    QuestionRecord,
+    TraceEdgeRecord,
+    TraceNodeRecord,
+    TraceSettingsIn,
+    ValidationItemRecord,
 )
+from ..selectors import loop_state
+from ..serializers import HOOK
 from .base import lock_meta, refresh
 from .questions import AUTHORS_TO_SETTLE
 
@@ -205,10 +205,6 @@ def _wipe(book: Book) -> None:
 
 
 # --- Validation of imported records: the same rules as every other write, 422 naming the field --------------
-
-SLUG = re.compile(r"^[a-z0-9][a-z0-9-]{0,99}$")
-KIND = re.compile(r"^[a-z0-9][a-z0-9-]{0,59}$")
-NODE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$")
 # Bounds the import may carry (settings of the book's loop). Counters (round, cost spent), the gate, the
 # status, saturation and the author's constraints are never taken from a file: they come from this
 # book's own decisions.
@@ -221,64 +217,26 @@ IMPORTED_BOUNDS = {
 }
 
 
-_MODEL = object()  # a choice's default: the model field's
+def _record(schema: type[S], item: dict, where: str) -> S:
+    """One record of the file, validated by the schema of the write that makes such a record in a book
+    (``schemas.ArtifactRecord``...): a 422 names ``file:<where>.<field>`` with the API's reason."""
+    return parse_input(schema, item, at=where, field_prefix="file:")
 
 
 class _Check:
-    """Checks one record's fields; limits, choices and defaults come from the model's serialiser."""
+    """Where in the file a record is, to name it in a refusal; the meta file's numeric bounds."""
 
-    def __init__(self, file: str, index: int | None = None, of: Serializer | None = None):
+    def __init__(self, file: str, index: int | None = None):
         self.where = file if index is None else f"{file}[{index}]"
-        self.of = of
 
     def fail(self, name: str, message: str):
         raise Invalid(f"{self.where}.{name}: {message}", field=f"file:{self.where}.{name}")
-
-    def text(self, item: dict, name: str, max_length: int | None = None, required: bool = False) -> str:
-        max_length = max_length or self.of.max_length(name)
-        value = item.get(name, "")
-        if value is None:
-            value = ""
-        if not isinstance(value, str):
-            self.fail(name, "must be text")
-        if "\x00" in value:
-            self.fail(name, "must not contain NUL")
-        if required and not value.strip():
-            self.fail(name, "is required")
-        if len(value) > max_length:
-            self.fail(name, f"is longer than {max_length} characters")
-        return value
-
-    def match(self, item: dict, name: str, pattern: re.Pattern, default: str | None = None) -> str:
-        value = item.get(name, default)
-        if not isinstance(value, str) or not pattern.match(value):
-            self.fail(name, "is not a valid identifier")
-        return value
-
-    def choice(self, item: dict, name: str, values=None, default=_MODEL) -> str:
-        values = self.of.choices(name) if values is None else values
-        value = item.get(name, self.of.default(name) if default is _MODEL else default)
-        if value not in list(values):
-            self.fail(name, f"must be one of {', '.join(values)}")
-        return value
 
     def number(self, item: dict, name: str, kind, low, high, default=None):
         value = item.get(name, default)
         if isinstance(value, bool) or not isinstance(value, int | float) or not (low <= value <= high):
             self.fail(name, f"must be a number from {low:g} to {high:g}")
         return kind(value)
-
-    def obj(self, item: dict, name: str, default=None) -> dict:
-        value = item.get(name, default if default is not None else {})
-        if not isinstance(value, dict):
-            self.fail(name, "must be an object")
-        return value
-
-    def flag(self, item: dict, name: str) -> bool:
-        value = item.get(name, False)
-        if not isinstance(value, bool):
-            self.fail(name, "must be true or false")
-        return value
 
 
 def _require_unstarted(book: Book, meta: LoopMeta) -> None:
@@ -352,18 +310,18 @@ def loop_import(*, access: BookAccess, data: bytes) -> dict:
             made = []
             seen = set()
             for i, item in enumerate(items):
-                check = _Check("blackboard.artifacts", i, ARTIFACT)
-                slug = check.match(item, "id", SLUG)
+                check = _Check("blackboard.artifacts", i)
+                record = _record(ArtifactRecord, item, check.where)
+                slug = record.slug
                 if slug in seen:
                     check.fail("id", f"slot {slug!r} appears twice")
                 seen.add(slug)
-                status = check.choice(item, "status")
+                status = record.status
                 if status != ArtifactStatus.DRAFT:
                     if status != ArtifactStatus.PROPOSED:
                         downgraded.append(f"slot {slug}: {status} -> proposed")
                     status = ArtifactStatus.PROPOSED
-                produced_by = check.choice(item, "produced_by", default="sol")
-                lens = check.text(item, "lens")
+                produced_by, lens = record.produced_by, record.lens
                 if lens and not RosterEntry.objects.filter(slug=lens).exists():
                     check.fail("lens", f"unknown lens {lens!r}")
                 made.append(
@@ -371,18 +329,16 @@ def loop_import(*, access: BookAccess, data: bytes) -> dict:
                         BlackboardArtifact.objects.create(
                             book=book,
                             slug=slug,
-                            type=check.match(item, "type", KIND),
+                            type=record.type,
                             status=status,
-                            version=check.number(item, "version", int, 1, 1_000_000, 1),
+                            version=record.version,
                             produced_by=produced_by,
                             lens=lens,
-                            path=check.text(item, "path"),
-                            round_last_touched=min(
-                                meta.round, check.number(item, "round_last_touched", int, 0, 1e9, 0)
-                            ),
-                            untrusted=True if produced_by in {"terra", "luna"} else check.flag(item, "untrusted"),
-                            data_class=check.choice(item, "data_class"),
-                            content=check.obj(item, "content"),
+                            path=record.path,
+                            round_last_touched=min(meta.round, record.round_last_touched),
+                            untrusted=True if produced_by in {"terra", "luna"} else record.untrusted,
+                            data_class=record.data_class,
+                            content=record.content,
                         ),
                         item.get("created_at"),
                     )
@@ -404,15 +360,13 @@ def loop_import(*, access: BookAccess, data: bytes) -> dict:
             ids = _uuid_map(OpenQuestion, [str(q.get("id")) for q in items])
             made = []
             for i, q in enumerate(items):
-                check = _Check("open-questions.questions", i, QUESTION)
-                kind = check.choice(q, "kind")
-                status = check.choice(q, "status")
-                resolution = check.text(q, "resolution")
-                ref = check.text(q, "resolution_ref")
+                check = _Check("open-questions.questions", i)
+                record = _record(QuestionRecord, q, check.where)
+                kind, status, resolution, ref = record.kind, record.status, record.resolution, record.resolution_ref
                 if status == QuestionStatus.RESOLVED and kind in AUTHORS_TO_SETTLE:
                     downgraded.append(f"question {q.get('id')}: a {kind} resolved in the file -> surfaced")
                     status, resolution, ref = QuestionStatus.SURFACED, "", ""
-                elif status == QuestionStatus.RESOLVED and not (resolution.strip() and ref.strip()):
+                elif status == QuestionStatus.RESOLVED and not (resolution and ref):
                     check.fail("resolution", "a resolved question cites what settles it")
                 made.append(
                     (
@@ -420,17 +374,17 @@ def loop_import(*, access: BookAccess, data: bytes) -> dict:
                             id=ids[str(q.get("id"))],
                             book=book,
                             kind=kind,
-                            raised_by=check.text(q, "raised_by", required=True),
+                            raised_by=record.raised_by,
                             target_discipline="author"
                             if kind in AUTHORS_TO_SETTLE and status == QuestionStatus.SURFACED
-                            else check.text(q, "target_discipline", required=True),
-                            question=check.text(q, "question", required=True),
+                            else record.target_discipline,
+                            question=record.question,
                             status=status,
                             resolution=resolution,
                             resolution_ref=ref,
                             resolved_by="import" if status == QuestionStatus.RESOLVED else "",
-                            round=min(meta.round, check.number(q, "round", int, 0, 1e9, 0)),
-                            untrusted=check.flag(q, "untrusted"),
+                            round=min(meta.round, record.round),
+                            untrusted=record.untrusted,
                         ),
                         q.get("created_at"),
                     )
@@ -439,18 +393,17 @@ def loop_import(*, access: BookAccess, data: bytes) -> dict:
             counts["questions"] = len(made)
         if ok["traceability"]:
             tr = files["traceability"]
-            check = _Check("traceability")
-            if "root" in tr:
-                meta.trace_root = check.match(tr, "root", NODE_ID)
-            if "leaf_kind" in tr:
-                meta.leaf_kind = check.match(tr, "leaf_kind", KIND)
+            settings = _record(TraceSettingsIn, tr, "traceability")
+            meta.trace_root = settings.root or meta.trace_root
+            meta.leaf_kind = settings.leaf_kind or meta.leaf_kind
             meta.save()
             slots = {a.slug: a for a in BlackboardArtifact.objects.filter(book=book)}
             made = []
             seen = set()
             for i, n in enumerate(reader.records("traceability", tr.get("nodes"))):
-                check = _Check("traceability.nodes", i, TRACE_NODE)
-                node_id = check.match(n, "id", NODE_ID)
+                check = _Check("traceability.nodes", i)
+                record = _record(TraceNodeRecord, n, check.where)
+                node_id = record.node_id
                 if node_id in seen:
                     check.fail("id", f"node {node_id!r} appears twice")
                 seen.add(node_id)
@@ -459,13 +412,13 @@ def loop_import(*, access: BookAccess, data: bytes) -> dict:
                         TraceNode.objects.create(
                             book=book,
                             node_id=node_id,
-                            kind=check.match(n, "kind", KIND),
-                            label=check.text(n, "label"),
-                            backed_by=check.choice(n, "backed_by"),
-                            artifact=slots.get(n.get("artifact") or ""),
-                            produced_by=check.text(n, "produced_by"),
-                            status=check.choice(n, "status"),
-                            status_reason=check.text(n, "status_reason"),
+                            kind=record.kind,
+                            label=record.label,
+                            backed_by=record.backed_by,
+                            artifact=slots.get(record.artifact or ""),
+                            produced_by=record.produced_by,
+                            status=record.status,
+                            status_reason=record.status_reason,
                         ),
                         n.get("created_at"),
                     )
@@ -477,11 +430,9 @@ def loop_import(*, access: BookAccess, data: bytes) -> dict:
             made = []
             active_pairs = set()
             for i, e in enumerate(edges):
-                check = _Check("traceability.edges", i, TRACE_EDGE)
-                a, b = check.match(e, "from", NODE_ID), check.match(e, "to", NODE_ID)
-                active = e.get("active", True)
-                if not isinstance(active, bool):
-                    check.fail("active", "must be true or false")
+                check = _Check("traceability.edges", i)
+                record = _record(TraceEdgeRecord, e, check.where)
+                a, b, active = record.from_id, record.to_id, record.active
                 if active and (a, b) in active_pairs:
                     check.fail("from", f"the active edge {a} -> {b} appears twice")
                 if active:
@@ -494,7 +445,7 @@ def loop_import(*, access: BookAccess, data: bytes) -> dict:
                             from_id=a,
                             to_id=b,
                             active=active,
-                            inactive_reason=check.text(e, "inactive_reason"),
+                            inactive_reason=record.inactive_reason,
                         ),
                         e.get("created_at"),
                     )
@@ -560,7 +511,7 @@ def _import_plan(book: Book, plan: dict, reader: _Reader, downgraded: list[str])
         progressed = False
         for n in list(pending):
             i = items.index(n)
-            check = _Check("plan-tree.nodes", i, PLAN_NODE)
+            check = _Check("plan-tree.nodes", i)
             is_root = n.get("is_root") is True
             parent = None
             if not is_root:
@@ -569,26 +520,25 @@ def _import_plan(book: Book, plan: dict, reader: _Reader, downgraded: list[str])
                     continue
             pending.remove(n)
             progressed = True
-            lifecycle = check.choice(n, "lifecycle")
+            record = _record(PlanNodeRecord, n, check.where)
+            lifecycle = record.lifecycle
             if lifecycle == Lifecycle.RATIFIED:
                 downgraded.append(f"plan node {n.get('id')}: ratified -> converging")
                 lifecycle = Lifecycle.CONVERGING
-            hook = check.obj(n, "validation_hook")
-            hook_check = _Check(f"plan-tree.nodes[{i}].validation_hook", of=PLAN_NODE)
             obj = PlanNode.objects.create(
                 id=node_ids[str(n.get("id"))],
                 book=book,
                 parent=parent,
                 is_root=is_root,
                 depth=0 if is_root else parent.depth + 1,
-                intent=check.text(n, "intent", required=True),
-                altitude=check.choice(n, "altitude"),
+                intent=record.intent,
+                altitude=record.altitude,
                 lifecycle=lifecycle,
-                validation_status=check.choice(n, "validation_status"),
-                sub_idea=check.choice(n, "sub_idea"),
-                round_cap=check.number(n, "round_cap", int, 1, 1000, 3),
-                **{name: hook_check.text(hook, name) for name in HOOK},
-                produced_by=check.choice(n, "produced_by"),
+                validation_status=record.validation_status,
+                sub_idea=record.sub_idea,
+                round_cap=record.round_cap,
+                **{name: getattr(record.validation_hook, name) for name in HOOK},
+                produced_by=record.produced_by,
             )
             created[obj.pk] = obj
             made.append((obj, n.get("created_at")))
@@ -603,24 +553,24 @@ def _import_plan(book: Book, plan: dict, reader: _Reader, downgraded: list[str])
         node_pk = node_ids[str(n.get("id"))]
         if node_pk not in created:
             continue
-        check = _Check("plan-tree.candidates", len(made_c), CANDIDATE)
-        status = check.choice(c, "status")
-        rationale = check.text(c, "rationale")
-        if status in {CandidateStatus.REJECTED, CandidateStatus.PARKED} and not rationale.strip():
+        check = _Check("plan-tree.candidates", len(made_c))
+        record = _record(CandidateRecord, c, check.where)
+        status, rationale = record.status, record.rationale
+        if status in {CandidateStatus.REJECTED, CandidateStatus.PARKED} and not rationale:
             check.fail("rationale", "a candidate not chosen keeps its rationale")
         made_c.append(
             (
                 Candidate.objects.create(
                     id=cand_ids[str(c.get("id"))],
                     node_id=node_pk,
-                    altitude=check.choice(c, "altitude"),
-                    mechanic=check.text(c, "mechanic", required=True),
-                    shape=check.text(c, "shape", required=True),
-                    riskiest_assumption=check.text(c, "riskiest_assumption", required=True),
+                    altitude=record.altitude,
+                    mechanic=record.mechanic,
+                    shape=record.shape,
+                    riskiest_assumption=record.riskiest_assumption,
                     status=status,
                     rationale=rationale,
-                    proposed_by=check.choice(c, "proposed_by", default="terra"),
-                    untrusted=check.flag(c, "untrusted"),
+                    proposed_by=record.proposed_by,
+                    untrusted=record.untrusted,
                 ),
                 c.get("created_at"),
             )
@@ -641,7 +591,7 @@ def _import_plan(book: Book, plan: dict, reader: _Reader, downgraded: list[str])
     vids = _uuid_map(ValidationPlanItem, [str(v.get("id")) for v in vitems])
     made = []
     for i, v in enumerate(vitems):
-        check = _Check("plan-tree.validation_plan", i, VALIDATION_ITEM)
+        record = _record(ValidationItemRecord, v, f"plan-tree.validation_plan[{i}]")
         node_pk = node_ids.get(str(v.get("node") or ""))
         made.append(
             (
@@ -649,8 +599,8 @@ def _import_plan(book: Book, plan: dict, reader: _Reader, downgraded: list[str])
                     id=vids[str(v.get("id"))],
                     book=book,
                     node_id=node_pk if node_pk in created else None,
-                    **{name: check.text(v, name, required=True) for name in HOOK},
-                    validation_status=check.choice(v, "validation_status"),
+                    **{name: getattr(record, name) for name in HOOK},
+                    validation_status=record.validation_status,
                 ),
                 v.get("created_at"),
             )

@@ -460,6 +460,17 @@ class Command(BaseCommand):
         """The loop at G1.5: G0 ratified by the author, G1 passed by the controller, a plan-tree with
         candidates, open questions, and a traceability graph with exactly one orphan."""
         from discovery.loop.models import LoopMeta, PlanNode
+        from discovery.loop.schemas import (
+            CandidateIn,
+            GateIn,
+            NodeIn,
+            QuestionIn,
+            RouteIn,
+            SelectIn,
+            TraceEdgeIn,
+            TraceNodeIn,
+            TraceSettingsIn,
+        )
         from discovery.loop.services import (
             candidate_add,
             candidate_select,
@@ -477,10 +488,12 @@ class Command(BaseCommand):
         g0 = gate_request(
             access=sol,
             gate="G0",
-            summary="Ratify the premise as the value seed: why this book exists.",
-            decisions_requested=["Is the premise the book's reason to exist?"],
-            recommended="approve",
-            reversibility_class="reversible",
+            payload=GateIn(
+                summary="Ratify the premise as the value seed: why this book exists.",
+                decisions_requested=["Is the premise the book's reason to exist?"],
+                recommended="approve",
+                reversibility_class="reversible",
+            ),
         )
         approval_decide(
             access=me,
@@ -491,71 +504,83 @@ class Command(BaseCommand):
         gate_request(
             access=sol,
             gate="G1",
-            summary="Genre and series fit: a fair-play mystery opening the Drowned Coast series.",
-            decisions_requested=["Does the book fit the series and the genre?"],
-            recommended="approve",
-            reversibility_class="reversible",
+            payload=GateIn(
+                summary="Genre and series fit: a fair-play mystery opening the Drowned Coast series.",
+                decisions_requested=["Does the book fit the series and the genre?"],
+                recommended="approve",
+                reversibility_class="reversible",
+            ),
         )
 
         root = PlanNode.objects.get(book=book, is_root=True)
         why = plan_node_add(
             access=sol,
-            parent_id=root.pk,
-            intent="Why did Ines write the letter?",
-            altitude="plotline",
+            payload=NodeIn(parent_id=root.pk, intent="Why did Ines write the letter?", altitude="plotline"),
         )
         plan_node_add(
             access=sol,
-            parent_id=root.pk,
-            intent="How does the reader see the forgery coming?",
-            altitude="subplot",
-            assumption="Readers notice handwriting details when primed once.",
-            kill_condition="Two test readers miss the planted clue.",
-            activity="Give chapter 2 to two readers.",
+            payload=NodeIn(
+                parent_id=root.pk,
+                intent="How does the reader see the forgery coming?",
+                altitude="subplot",
+                assumption="Readers notice handwriting details when primed once.",
+                kill_condition="Two test readers miss the planted clue.",
+                activity="Give chapter 2 to two readers.",
+            ),
         )
         warning = candidate_add(
             access=terra,
             node_id=why.pk,
-            altitude="plotline",
-            mechanic="fair-play mystery",
-            shape="A warning from the past, decoded clue by clue.",
-            riskiest_assumption="Readers accept a letter predicting the future without the supernatural.",
+            payload=CandidateIn(
+                altitude="plotline",
+                mechanic="fair-play mystery",
+                shape="A warning from the past, decoded clue by clue.",
+                riskiest_assumption="Readers accept a letter predicting the future without the supernatural.",
+            ),
         )
         candidate_add(
             access=terra,
             node_id=why.pk,
-            altitude="book",
-            mechanic="two timelines",
-            shape="Ines's winter and Mara's spring, alternating.",
-            riskiest_assumption="The second timeline does not give the solution away.",
+            payload=CandidateIn(
+                altitude="book",
+                mechanic="two timelines",
+                shape="Ines's winter and Mara's spring, alternating.",
+                riskiest_assumption="The second timeline does not give the solution away.",
+            ),
         )
         candidate_add(
             access=luna,
             node_id=why.pk,
-            altitude="plotline",
-            mechanic="unreliable narrator",
-            shape="Mara wrote it herself and forgot.",
-            riskiest_assumption="The amnesia does not feel like a cheat.",
-            rationale="Kept as a red herring.",
+            payload=CandidateIn(
+                altitude="plotline",
+                mechanic="unreliable narrator",
+                shape="Mara wrote it herself and forgot.",
+                riskiest_assumption="The amnesia does not feel like a cheat.",
+                rationale="Kept as a red herring.",
+            ),
         )
         candidate_select(
             access=sol,
             node_id=why.pk,
-            candidate_id=warning.pk,
-            rationale="Closest to the author's turn 3 and keeps the puzzle fair.",
+            payload=SelectIn(
+                candidate_id=warning.pk, rationale="Closest to the author's turn 3 and keeps the puzzle fair."
+            ),
         )
 
         question_raise(
             access=luna,
-            question="Is the tide table in chapter 9 consistent with the admitted research?",
-            target_discipline="canon-integrity",
+            payload=QuestionIn(
+                question="Is the tide table in chapter 9 consistent with the admitted research?",
+                target_discipline="canon-integrity",
+            ),
         )
         routed = question_raise(
             access=terra,
-            question="Where does the reader first see Ines's handwriting?",
-            target_discipline="reader-trust",
+            payload=QuestionIn(
+                question="Where does the reader first see Ines's handwriting?", target_discipline="reader-trust"
+            ),
         )
-        question_route(access=sol, question_id=routed.pk, target_discipline="author")
+        question_route(access=sol, question_id=routed.pk, payload=RouteIn(target_discipline="author"))
 
         # Traceability: premise -> story question -> engine -> arc -> chapter, plus one orphan.
         nodes = [
@@ -568,8 +593,10 @@ class Command(BaseCommand):
             ("subplot-harbour", "subplot", "The harbour master's debt"),  # no producer, no consumer: the orphan
         ]
         for node_id, kind, label in nodes:
-            trace_node_add(access=sol, node_id=node_id, kind=kind, label=label, produced_by="sol")
-        trace_settings(access=sol, root="premise", leaf_kind="chapter")
+            trace_node_add(
+                access=sol, payload=TraceNodeIn(node_id=node_id, kind=kind, label=label, produced_by="sol")
+            )
+        trace_settings(access=sol, payload=TraceSettingsIn(root="premise", leaf_kind="chapter"))
         for source, target in [
             ("premise", "story-question"),
             ("story-question", "engine"),
@@ -577,7 +604,7 @@ class Command(BaseCommand):
             ("arc-warning", "clue-handwriting"),
             ("clue-handwriting", "chapter-1"),
         ]:
-            trace_edge_add(access=sol, from_id=source, to_id=target)
+            trace_edge_add(access=sol, payload=TraceEdgeIn(from_id=source, to_id=target))
 
         meta = LoopMeta.objects.get(book=book)
         if meta.gate != "G1.5":
