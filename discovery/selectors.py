@@ -496,17 +496,17 @@ def codex_groups(rows: list[dict], bases: list[dict]) -> list[dict]:
     return groups
 
 
-def codex_retracted(bases: list[dict]) -> list[dict]:
-    """The newest retracted claims of these bases (a page of them, one query): no longer canon, each
-    still one click from its history."""
-    return [
-        {**row, "id": str(row["id"])}
-        for row in KnowledgeClaim.objects.filter(
-            base_id__in=[b["id"] for b in bases], status=KnowledgeClaim.Status.RETRACTED
-        )
+def codex_retracted(bases: list[dict], offset: int = 0) -> tuple[list[dict], bool]:
+    """The retracted claims of these bases, newest first: a page of them from ``offset`` (one query), and whether
+    more follow. No longer canon, each still one click from its history."""
+    rows, more = bounded(
+        KnowledgeClaim.objects.filter(base_id__in=[b["id"] for b in bases], status=KnowledgeClaim.Status.RETRACTED)
         .order_by("-updated_at", "-id")
-        .values("id", "subject", "predicate", "value")[:VIEW_PAGE]
-    ]
+        .values("id", "subject", "predicate", "value"),
+        VIEW_PAGE,
+        offset,
+    )
+    return [{**row, "id": str(row["id"])} for row in rows], more
 
 
 def page_at(rows: list, offset: int, size: int = VIEW_PAGE) -> dict:
@@ -564,7 +564,7 @@ def codex_page(view: dict, *, offset: int = 0, findings_offset: int = 0) -> dict
     }
 
 
-def codex_view(access: BookAccess, as_of_chapter: int | None = None) -> dict:
+def codex_view(access: BookAccess, as_of_chapter: int | None = None, *, retracted_offset: int = 0) -> dict:
     """The book's canon on a chapter axis: story records, the fair-play findings, and what is
     withheld (by scope for the role; by chapter when ``as_of_chapter`` is given). ``groups`` holds the
     same claims by knowledge base and subject (:func:`codex_groups`)."""
@@ -591,13 +591,16 @@ def codex_view(access: BookAccess, as_of_chapter: int | None = None) -> dict:
         {"number": n, "title": t}
         for n, t in Chapter.objects.filter(book=access.book).order_by("number").values_list("number", "title")
     ]
+    # A page of the retracted claims (from ``retracted_offset``) and whether more follow.
+    retracted, retracted_more = codex_retracted(canon_bases(bases[0]), retracted_offset)
     return {
         "book_id": str(access.book.pk),
         "as_of_chapter": as_of_chapter,
         "chapters": chapters,
         "claims": rows,
         "groups": codex_groups(rows, canon_bases(bases[0])),
-        "retracted": codex_retracted(canon_bases(bases[0])),
+        "retracted": retracted,
+        "retracted_more": retracted_more,
         "withheld": withheld,
         "fair_play": {"ok": (not findings) if as_of_chapter is None else None, "findings": findings},
     }

@@ -573,8 +573,12 @@ def _render_codex(
             as_of_chapter = parse_form(AsOfFilter, {"as_of_chapter": raw}).as_of_chapter
         except DomainError as exc:
             as_of_error = exc.message
-    offsets = {name: _offset(request.GET.get(name)) for name in ("offset", "findings_offset")}
-    view = codex_page(codex_view(access, as_of_chapter), **offsets)
+    offsets = {name: _offset(request.GET.get(name)) for name in ("offset", "findings_offset", "retracted_offset")}
+    view = codex_page(
+        codex_view(access, as_of_chapter, retracted_offset=offsets["retracted_offset"]),
+        offset=offsets["offset"],
+        findings_offset=offsets["findings_offset"],
+    )
     return render(
         request,
         "discovery/codex.html",
@@ -595,22 +599,32 @@ def _render_codex(
 
 
 def _codex_pagers(book: Book, as_of_chapter: int | None, view: dict, offsets: dict[str, int]) -> dict:
-    """The previous and next links of the codex page's two paged lists (each keeps the other's place and the
-    chapter); a page past the end shows the last one."""
+    """The previous and next links of the codex page's paged lists (each keeps the others' places and the
+    chapter); a page of story records or findings past the end shows the last one."""
     base = reverse("discovery:codex", args=[book.pk])
+
+    def link(at: int | None, param: str) -> str | None:
+        if at is None:
+            return None
+        query = {**offsets, param: at}
+        if as_of_chapter is not None:
+            query["as_of_chapter"] = as_of_chapter
+        return f"{base}?{urlencode({k: v for k, v in query.items() if v})}"
+
     pagers = {}
     for name, param in (("claims", "offset"), ("findings", "findings_offset")):
         page = view[f"{name}_page"]
-
-        def link(at: int | None, param: str = param) -> str | None:
-            if at is None:
-                return None
-            query = {**offsets, param: at}
-            if as_of_chapter is not None:
-                query["as_of_chapter"] = as_of_chapter
-            return f"{base}?{urlencode({k: v for k, v in query.items() if v})}"
-
-        pagers[name] = {**page, "previous_url": link(page["previous"]), "next_url": link(page["next"])}
+        pagers[name] = {**page, "previous_url": link(page["previous"], param), "next_url": link(page["next"], param)}
+    # The retracted claims are read a page at a time (newest first), not counted.
+    at = offsets["retracted_offset"]
+    shown = len(view["retracted"])
+    pagers["retracted"] = {
+        "first": at + 1 if shown else 0,
+        "last": at + shown,
+        "count": None,
+        "previous_url": link(max(at - VIEW_PAGE, 0) if at else None, "retracted_offset"),
+        "next_url": link(at + VIEW_PAGE if view["retracted_more"] else None, "retracted_offset"),
+    }
     return pagers
 
 

@@ -591,3 +591,42 @@ def test_a_dossier_names_a_page_of_its_knowledge_bases_and_links_the_rest(author
     page = author_browser.get(link.replace("&amp;", "&")).content.decode()
     names = [b["name"] for b in rest["items"]]
     assert all(name in page for name in names) and names
+
+
+def test_a_codex_subject_cut_by_the_page_boundary_is_named_again_on_the_next_page(author_browser, author, book):
+    import re
+
+    from django.utils import timezone
+
+    from discovery.models import KnowledgeBase
+
+    from .factories import ApprovalFactory, KnowledgeClaimFactory
+
+    base = KnowledgeBase.objects.get(scope=KnowledgeBase.Scope.BOOK, owner_id=str(book.pk))
+    approval = ApprovalFactory(
+        book=book,
+        kind="canon-promotion",
+        subject_type="claim",
+        status="decided",
+        verdict="approve",
+        rationale="Canon.",
+        decided_by=author,
+        decided_at=timezone.now(),
+    )
+    # One subject, its claims by the chapter they become true from (the codex's order within a subject).
+    claims = [
+        KnowledgeClaimFactory(
+            base=base,
+            subject="Mara",
+            predicate=f"fact {n:03}",
+            status="approved",
+            approval=approval,
+            true_from_chapter=MORE - n,
+        )
+        for n in range(MORE)
+    ]
+    pages = _pages(author_browser, f"/books/{book.pk}/codex/", "claims-pager", r'<tr id="claim-([0-9a-f-]+)"')
+    assert [pk for page in pages for pk in page] == [str(c.pk) for c in reversed(claims)]
+    second = author_browser.get(f"/books/{book.pk}/codex/", {"offset": VIEW_PAGE}).content.decode()
+    assert re.findall(r'data-testid="codex-subject">([^<]+)<', second) == ["Mara"]
+    assert second.count('data-testid="codex-base"') == 1
