@@ -79,6 +79,9 @@ class SubjectHandler:
     apply: Callable[[Decision], None]
     # Optional: resolve the subject for display (review page, API detail).
     describe: Callable[[Approval], dict] | None = None
+    # Optional: after the approval lapsed at the author's verdict, put the subject before her again as it is
+    # now; returns the approval that waits for her then (a loop card is raised afresh), or None.
+    renew: Callable[[Approval], Approval | None] | None = None
 
 
 HANDLERS: dict[str, SubjectHandler] = {}

@@ -36,7 +36,7 @@ from .selectors import (
     inbox_for,
     pending_count_for,
 )
-from .services import VERDICT_NEEDS_CONSTRAINT, approval_decide
+from .services import VERDICT_NEEDS_CONSTRAINT, approval_decide, handler_for
 from .wording import VERDICT_PAST, verdict_help
 
 PER_PAGE = 50
@@ -202,6 +202,14 @@ def _thrust_form(post) -> dict:
     return {"thrust_id": thrust_id, "not_chosen": reasons}
 
 
+def _renewed(approval: Approval) -> Approval | None:
+    """A lapsed approval whose subject is put before the author again (a loop card): the one to decide now."""
+    if approval.status != Approval.Status.SUPERSEDED:
+        return None
+    renew = handler_for(approval).renew
+    return renew(approval) if renew is not None else None
+
+
 def _stale_message(approval: Approval) -> str:
     """When the form was sent against a state that changed meanwhile, say what happened instead."""
     if approval.status == Approval.Status.DECIDED and approval.decided_at:
@@ -256,6 +264,7 @@ def decision(request: HttpRequest, approval_id: uuid.UUID) -> HttpResponse:
             error=_stale_message(approval) or exc.message,
             error_field=getattr(exc, "field", None),
             oob=bool(request.htmx),
+            renewed=_renewed(approval),
         )
         if request.htmx:
             response = render(request, "approvals/decision.html#decision-panel", context)

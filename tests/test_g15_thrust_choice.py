@@ -192,8 +192,10 @@ def test_the_decision_page_offers_every_thrust_sols_marked_and_records_the_autho
     checked = re.findall(r'name="thrust_id" value="([^"]+)" checked', page)
     assert checked == [sols], "Sol's recommendation is the default"
     assert "The thrust you choose below is ratified" in page
-    # The editor reads the page but is offered no choice.
-    assert 'name="thrust_id"' not in editor_browser.get(f"/review/{approval_id}/").content.decode()
+    # The editor reads the candidates (Sol's marked) but is offered no choice.
+    read_only = editor_browser.get(f"/review/{approval_id}/").content.decode()
+    assert 'name="thrust_id"' not in read_only
+    assert 'data-testid="card-thrusts"' in read_only and "Two timelines" in read_only
     # A missing rationale comes back inline with her choice and her reasons kept.
     form = {"verdict": "approve", "rationale": "", "thrust_id": other, f"not_chosen-{sols}": "Too quiet."}
     again = author_browser.post(f"/review/{approval_id}/", form).content.decode()
@@ -219,3 +221,20 @@ def test_the_loop_page_card_lists_the_thrusts_with_sols_recommendation(author_br
     page = author_browser.get(f"/books/{book.pk}/loop/").content.decode()
     assert "Two timelines" in page and "The sister" in page
     assert page.count('data-testid="recommended"') == 1
+
+
+def test_on_the_decision_page_a_card_lapsed_by_a_new_thrust_is_put_before_her_again(
+    author_browser, terra_api, book, g15
+):
+    approval_id, (sols, other, _third) = g15
+    _thrusts(terra_api, ThrustCandidate.objects.get(pk=sols).session, "A late idea")
+    response = author_browser.post(
+        f"/review/{approval_id}/", {"verdict": "approve", "rationale": "Two timelines.", "thrust_id": other}
+    )
+    assert response.status_code == 409
+    assert Approval.objects.get(pk=approval_id).status == "superseded"
+    fresh = Approval.objects.get(book=book, status="pending")
+    assert f'href="/review/{fresh.pk}/"' in response.content.decode().split('data-testid="renewed"')[1]
+    page = author_browser.get(f"/review/{fresh.pk}/").content.decode()
+    assert "A late idea" in page and page.count('data-testid="recommended"') == 1
+    assert not ThrustCandidate.objects.filter(session__book=book, status="selected").exists()

@@ -43,7 +43,7 @@ from ..models import (
     TraceStatus,
 )
 from .artifacts import ratify_successor
-from .base import lock_meta, refresh, root_of
+from .base import card_renew_after_lapse, lock_meta, refresh, root_of
 from .bounds import apply_grant, subtree_ids
 from .cards import OPEN_THRUST, card_as_dict, card_digest, card_impact, g15_thrusts, raise_card
 from .cascade import cascade_apply
@@ -428,10 +428,17 @@ def apply_verdict(decision: Decision) -> None:
     )
 
 
+def renew(approval: Approval) -> Approval | None:
+    """A lapsed card is put before the author again (the card now waiting, with its impact as it is now)."""
+    card = card_renew_after_lapse(book=approval.book)
+    return card.approval if card is not None and card.approval_id else None
+
+
 GATE_HANDLER = SubjectHandler(
     kind="gate",
     verdicts=frozenset(LOOP_VERDICTS),
     digest=digest,
     apply=apply_verdict,
     describe=describe,
+    renew=renew,
 )
