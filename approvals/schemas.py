@@ -11,7 +11,8 @@ from typing import Any
 
 from ninja import Field, Schema
 
-from novelgraph.schemas import LONG_TEXT, Text
+from discovery.models import ThrustCandidate
+from novelgraph.schemas import LONG_TEXT, Text, limit
 
 from .models import Approval, ApprovalStatus, Verdict
 from .selectors import withheld_line
@@ -126,7 +127,7 @@ class ThrustChoiceIn(Schema):
     thrust_id: uuid.UUID | None = Field(
         None, description="G1.5 approve: the thrust candidate she chooses (default: the one the card recommends)"
     )
-    not_chosen: dict[uuid.UUID, Text(LONG_TEXT, required=False)] = Field(
+    not_chosen: dict[uuid.UUID, Text(limit(ThrustCandidate, "not_chosen_reason"), required=False)] = Field(
         default_factory=dict,
         description="G1.5 approve: thrust candidate id -> why it was not chosen (optional per thrust; a blank "
         "reason falls back to the generic sentence naming the chosen thrust and the rationale)",

@@ -110,12 +110,15 @@ def test_a_chosen_id_that_is_not_an_open_thrust_of_this_book_is_a_422_naming_thr
 def test_a_reason_for_the_chosen_thrust_or_for_one_not_on_the_card_is_a_422_naming_not_chosen(
     author_api, book, other_book, g15
 ):
-    approval_id, (_sols, other, _third) = g15
+    approval_id, (sols, other, _third) = g15
     foreign = str(ThrustCandidateFactory(session__book=other_book).pk)
     for not_chosen in ({other: "It is the one."}, {foreign: "Not mine."}):
         response = _verdict(author_api, book, approval_id, thrust_id=other, not_chosen=not_chosen)
         assert response.status_code == 422, response.content
         assert response.json()["field"] == "not_chosen"
+    # A reason longer than the thrust's field holds is refused by the input schema, naming it.
+    too_long = _verdict(author_api, book, approval_id, thrust_id=other, not_chosen={sols: "x" * 10_001})
+    assert too_long.status_code == 422 and too_long.json()["field"].startswith("not_chosen"), too_long.content
     _nothing_decided(book, approval_id)
 
 

@@ -253,8 +253,7 @@ def _ratify_thrust(meta, card, decision) -> dict:
         chosen = open_ones.get(recommended or "")
         if chosen is None:
             raise Conflict("the thrust candidate this card names is no longer open", code="thrust_closed")
-    if not isinstance(decision.not_chosen, dict):
-        raise Invalid("not_chosen maps a thrust candidate's id to the reason it was not chosen", field="not_chosen")
+    # The reasons come validated (stripped, within the field's limit) by the verdict's input schema.
     reasons: dict[str, str] = {}
     for key, text in decision.not_chosen.items():
         thrust_key = _thrust_key(key)
@@ -263,10 +262,8 @@ def _ratify_thrust(meta, card, decision) -> dict:
                 f"not_chosen names {str(key)[:60]!r}, which is not an open thrust candidate left unchosen",
                 field="not_chosen",
             )
-        if not isinstance(text, str) or len(text.strip()) > 10_000 or "\x00" in text:
-            raise Invalid("a reason is text of at most 10000 characters", field="not_chosen")
-        if text.strip():
-            reasons[thrust_key] = text.strip()
+        if text:
+            reasons[thrust_key] = text
     generic = f"G1.5 ratified '{chosen.title}' instead: {decision.rationale}"[:10_000]
     not_chosen = []
     for key, thrust in open_ones.items():
