@@ -83,6 +83,8 @@ def approval_verdict(request: HttpRequest, approval_id: uuid.UUID, payload: Verd
         verdict=payload.verdict,
         rationale=payload.rationale,
         constraint=payload.constraint,
+        thrust_id=payload.thrust_id,
+        not_chosen=payload.not_chosen,
     )
     approval = Approval.objects.select_related("requested_by_user", "decided_by").get(pk=entry.approval_id)
     return {"approval": approval, "entry": entry}

@@ -11,7 +11,8 @@ from typing import Any
 
 from ninja import Field, Schema
 
-from novelgraph.schemas import LONG_TEXT, Text
+from discovery.models import ThrustCandidate
+from novelgraph.schemas import LONG_TEXT, Text, limit
 
 from .models import Approval, ApprovalStatus, Verdict
 from .selectors import withheld_line
@@ -120,7 +121,20 @@ class ApprovalDetailOut(ApprovalOut):
     log_entry: LogEntryOut | None = Field(None, description="the decision-log entry, once decided")
 
 
-class VerdictIn(Schema):
+class ThrustChoiceIn(Schema):
+    """What the author chooses when she approves a G1.5 gate card (refused with 422 on any other verdict)."""
+
+    thrust_id: uuid.UUID | None = Field(
+        None, description="G1.5 approve: the thrust candidate she chooses (default: the one the card recommends)"
+    )
+    not_chosen: dict[uuid.UUID, Text(limit(ThrustCandidate, "not_chosen_reason"), required=False)] = Field(
+        default_factory=dict,
+        description="G1.5 approve: thrust candidate id -> why it was not chosen (optional per thrust; a blank "
+        "reason falls back to the generic sentence naming the chosen thrust and the rationale)",
+    )
+
+
+class VerdictIn(ThrustChoiceIn):
     verdict: Text(40, required=False) = Field(description=f"one of {', '.join(Verdict.values)}")
     rationale: Text(LONG_TEXT, required=False) = Field(description="why: required, never blank")
     constraint: Text(LONG_TEXT, required=False) = Field(

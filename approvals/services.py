@@ -28,7 +28,7 @@ from novelgraph.errors import Conflict, Invalid, NotFound
 from .anchor import anchor_after_commit
 from .canon import APPROVING, canon_record
 from .chain import GENESIS_HASH, chain_fields, current_key_id, entry_hash, seal_of
-from .models import Approval, DecisionLogEntry, Reversibility, Verdict
+from .models import Approval, ApprovalKind, DecisionLogEntry, Reversibility, Verdict
 
 # Verdicts that need a text saying what they impose, steer or grant.
 VERDICT_NEEDS_CONSTRAINT = {
@@ -50,6 +50,10 @@ class Decision:
     constraint: str
     access: BookAccess
     detail: dict = field(default_factory=dict)  # the handler may add to what is logged
+    # G1.5: the thrust the author chooses (None: the one the card recommends) and, per thrust she does not
+    # choose, her reason (thrust id -> text). Only a gate card's handler takes them.
+    thrust_id: Any = None
+    not_chosen: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -75,6 +79,9 @@ class SubjectHandler:
     apply: Callable[[Decision], None]
     # Optional: resolve the subject for display (review page, API detail).
     describe: Callable[[Approval], dict] | None = None
+    # Optional: after the approval lapsed at the author's verdict, put the subject before her again as it is
+    # now; returns the approval that waits for her then (a loop card is raised afresh), or None.
+    renew: Callable[[Approval], Approval | None] | None = None
 
 
 HANDLERS: dict[str, SubjectHandler] = {}
@@ -237,6 +244,8 @@ def approval_decide(
     rationale: str,
     constraint: str = "",
     expected_kind: str | None = None,
+    thrust_id: Any = None,
+    not_chosen: dict | None = None,
 ) -> DecisionLogEntry:
     """The author's verdict on a pending approval of ``access.book``; returns the decision-log entry.
 
@@ -244,6 +253,8 @@ def approval_decide(
     one the subject accepts (422); a rationale is required (422); approve-with-constraint,
     redirect and extend need their text (422); a decided approval is a 409; so is one whose
     subject changed since it was requested, which is marked superseded and stays in history.
+    A thrust choice (``thrust_id``, ``not_chosen``) is taken by a gate card only (422 otherwise); the
+    gate handler checks it.
     """
     access.require_author()
     rationale = (rationale or "").strip()
@@ -279,6 +290,8 @@ def approval_decide(
                 f"{verdict} needs {VERDICT_NEEDS_CONSTRAINT[verdict]}",
                 field="constraint",
             )
+        if (thrust_id is not None or not_chosen) and approval.kind != ApprovalKind.GATE:
+            raise Invalid("only the G1.5 gate card takes a thrust choice", field="thrust_id")
         if approval.status != Approval.Status.PENDING:
             raise Conflict(f"this approval is already {approval.status}", code="not_pending")
         if handler.digest(approval) != approval.subject_digest:
@@ -293,7 +306,9 @@ def approval_decide(
             approval.decided_by = access.user
             approval.decided_at = timezone.now()
             approval.save()
-            decision = Decision(approval, verdict, rationale, constraint, access)
+            decision = Decision(
+                approval, verdict, rationale, constraint, access, thrust_id=thrust_id, not_chosen=dict(not_chosen or {})
+            )
             handler.apply(decision)
             detail = dict(decision.detail)
             if constraint:

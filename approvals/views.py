@@ -22,6 +22,7 @@ from discovery.agents.selectors import produced_by
 from discovery.selectors import approval_conflicts
 from novelgraph.auth import principal_for_user
 from novelgraph.errors import Conflict, Forbidden, Invalid
+from novelgraph.events import APPROVALS_CHANGED, announce
 from novelgraph.schemas import parse_form
 from novelgraph.words import AGENT_NAMES
 
@@ -35,11 +36,10 @@ from .selectors import (
     inbox_for,
     pending_count_for,
 )
-from .services import VERDICT_NEEDS_CONSTRAINT, approval_decide
+from .services import VERDICT_NEEDS_CONSTRAINT, approval_decide, handler_for
 from .wording import VERDICT_PAST, verdict_help
 
 PER_PAGE = 50
-APPROVALS_CHANGED = "approvals-changed"
 
 
 def _page_of(request: HttpRequest, items, count: int | None = None):
@@ -139,6 +139,7 @@ def subject_name(approval: Approval, proposal: dict) -> str:
 def _decision_context(request: HttpRequest, access: BookAccess, approval: Approval, **extra) -> dict:
     view = approval_view(access, approval)
     shown = {"title", "fields", "changes", "source_refs", "impact", "type", "id", "exists", "card", "verdicts"}
+    shown.add("thrusts")  # a G1.5 card's thrusts are offered on the form, not listed as details
     if view.proposal.get("fields"):
         shown.add("content")
     card = view.proposal.get("card") or {}
@@ -149,7 +150,9 @@ def _decision_context(request: HttpRequest, access: BookAccess, approval: Approv
         "subject_name": subject_name(approval, view.proposal),
         "card_fields": card_fields(card),
         "impact": impact_fields(view.impact),
-        "verdict_choices": [(v, Verdict(v).label, verdict_help(approval.kind, v, card.get("kind"))) for v in offered],
+        "verdict_choices": [
+            (v, Verdict(v).label, verdict_help(approval.kind, v, card.get("kind"), card.get("gate"))) for v in offered
+        ],
         "extras": [
             (k, v)
             for k, v in view.proposal.items()
@@ -170,7 +173,41 @@ def _decision_context(request: HttpRequest, access: BookAccess, approval: Approv
         **_contradictions(access, approval),
     }
     context.update(extra)
+    context["thrusts"] = _thrust_choices(view.proposal.get("thrusts") or [], context["form"])
     return context
+
+
+def _thrust_choices(thrusts: list[dict], form: dict) -> list[dict]:
+    """A G1.5 card's open thrusts as the form shows them: the one checked (the author's last choice, else the
+    recommended one) and the reason she wrote for each, kept when the form comes back with an error."""
+    chosen = form.get("thrust_id") or next((t["id"] for t in thrusts if t["recommended"]), "")
+    reasons = form.get("not_chosen") or {}
+    return [{**t, "checked": t["id"] == chosen, "reason": reasons.get(t["id"], "")} for t in thrusts]
+
+
+NOT_CHOSEN_PREFIX = "not_chosen-"
+
+
+def _thrust_form(post) -> dict:
+    """The G1.5 choice as the decision form sends it: the ``thrust_id`` radio and a ``not_chosen-<id>`` text per
+    thrust (blank ones left out; none for the chosen thrust itself, whatever was typed there)."""
+    thrust_id = post.get("thrust_id", "").strip()
+    if not thrust_id:
+        return {}
+    reasons = {
+        key[len(NOT_CHOSEN_PREFIX) :]: text
+        for key, text in post.items()
+        if key.startswith(NOT_CHOSEN_PREFIX) and text.strip() and key[len(NOT_CHOSEN_PREFIX) :] != thrust_id
+    }
+    return {"thrust_id": thrust_id, "not_chosen": reasons}
+
+
+def _renewed(approval: Approval) -> Approval | None:
+    """A lapsed approval whose subject is put before the author again (a loop card): the one to decide now."""
+    if approval.status != Approval.Status.SUPERSEDED:
+        return None
+    renew = handler_for(approval).renew
+    return renew(approval) if renew is not None else None
 
 
 def _stale_message(approval: Approval) -> str:
@@ -201,14 +238,18 @@ def decision(request: HttpRequest, approval_id: uuid.UUID) -> HttpResponse:
         return render(request, "approvals/decision.html", _decision_context(request, access, approval))
 
     form = {key: request.POST.get(key, "") for key in ("verdict", "rationale", "constraint")}
+    choice = _thrust_form(request.POST)
     try:
-        payload = parse_form(VerdictIn, form)
+        # The thrust choice counts only when she approves (the radios stay on the form whatever the verdict).
+        payload = parse_form(VerdictIn, {**form, **(choice if form["verdict"] == Verdict.APPROVE else {})})
         approval_decide(
             access=access,
             approval_id=approval.pk,
             verdict=payload.verdict,
             rationale=payload.rationale,
             constraint=payload.constraint,
+            thrust_id=payload.thrust_id,
+            not_chosen=payload.not_chosen,
         )
     except Forbidden as exc:
         context = _decision_context(request, access, approval, error=exc.message)
@@ -219,15 +260,16 @@ def decision(request: HttpRequest, approval_id: uuid.UUID) -> HttpResponse:
             request,
             access,
             approval,
-            form=form,
+            form={**form, **choice},
             error=_stale_message(approval) or exc.message,
             error_field=getattr(exc, "field", None),
             oob=bool(request.htmx),
+            renewed=_renewed(approval),
         )
         if request.htmx:
             response = render(request, "approvals/decision.html#decision-panel", context)
             if isinstance(exc, Conflict):
-                response["HX-Trigger"] = APPROVALS_CHANGED
+                announce(response, APPROVALS_CHANGED)
             return response
         return render(request, "approvals/decision.html", context, status=exc.status)
     if request.htmx:
@@ -235,8 +277,7 @@ def decision(request: HttpRequest, approval_id: uuid.UUID) -> HttpResponse:
         response = render(
             request, "approvals/decision.html#decision-panel", _decision_context(request, access, approval, oob=True)
         )
-        response["HX-Trigger"] = APPROVALS_CHANGED
-        return response
+        return announce(response, APPROVALS_CHANGED)
     return redirect(reverse("approvals:decision", args=[approval.pk]), permanent=False)
 
 

@@ -50,9 +50,18 @@ CARD_HELP: dict[tuple[str, str], str] = {
 }
 
 
-def verdict_help(kind: str, verdict: str, card_kind: str | None = None) -> str:
+# Where a gate card's verdict does more at one gate.
+GATE_HELP: dict[tuple[str, str], str] = {
+    ("G1.5", Verdict.APPROVE): "The thrust you choose below is ratified and the discovery moves on to G2; every "
+    "other thrust is kept, not chosen, with your reason for it.",
+}
+
+
+def verdict_help(kind: str, verdict: str, card_kind: str | None = None, gate: str | None = None) -> str:
     """One sentence saying what ``verdict`` does to a decision of ``kind`` (a gate card of ``card_kind``)."""
     if kind == ApprovalKind.GATE:
+        if card_kind == "gate" and (gate or "", verdict) in GATE_HELP:
+            return GATE_HELP[(gate or "", verdict)]
         return CARD_HELP.get((card_kind or "", verdict)) or LOOP_HELP.get(verdict, "")
     return PROPOSAL_HELP.get(kind, {}).get(verdict, "")
 

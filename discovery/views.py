@@ -33,10 +33,11 @@ from .access import BookAccess, Cap, books_visible_to, page_access
 from .agents.models import AgentRun
 from .agents.selectors import produced_by
 from .history import claim_history
-from .loop.models import LoopMeta
+from .loop.models import LoopMeta, LoopStatus
 from .loop.selectors import gate_steps
 from .models import (
     Book,
+    Chapter,
     KnowledgeClaim,
     Observation,
     ScratchpadEntry,
@@ -357,6 +358,10 @@ def _render_book(
             "research_counts": research,
             "loop": meta,
             "gates": gates,
+            # After G3: where drafting starts (the chapter the hand-off made from the decision brief).
+            "handoff_chapter": Chapter.objects.filter(book=book, number=1).first()
+            if meta is not None and meta.status == LoopStatus.HANDED_OFF
+            else None,
             "entry_count": len(view["scratchpad"]),
             "entries_more": view["more"]["scratchpad"],
             "more_urls": {

@@ -14,7 +14,8 @@ from django.views.decorators.http import require_POST
 from discovery.access import BookAccess, Cap, page_access, principal_capabilities, refusal
 from discovery.views import book_links
 from novelgraph.auth import principal_for_user
-from novelgraph.errors import DomainError, Invalid, NotFound
+from novelgraph.errors import Conflict, DomainError, Invalid, NotFound
+from novelgraph.events import APPROVALS_CHANGED, announce
 from novelgraph.schemas import parse_form
 
 from . import search as search_index
@@ -248,8 +249,11 @@ def research_decide(request: HttpRequest, book_id: uuid.UUID, item_id: uuid.UUID
         services.research_decide(access=access, item=item, verdict=payload.verdict, rationale=payload.rationale)
     except DomainError as exc:
         errors = {item.pk: {"message": exc.message, "rationale": form["rationale"]}}
-        return _render_research(request, access, errors=errors, status=exc.status)
+        response = _render_research(request, access, errors=errors, status=exc.status)
+        # Decided meanwhile (elsewhere): the counts moved even though this verdict was refused.
+        return announce(response, APPROVALS_CHANGED) if isinstance(exc, Conflict) else response
     if request.htmx:
-        # Both lists: the decided item moves from "Waiting" to "Decided" in place.
-        return _render_research(request, access)
+        # Both lists: the decided item moves from "Waiting" to "Decided" in place; the admission it decided
+        # leaves the review badge's count.
+        return announce(_render_research(request, access), APPROVALS_CHANGED)
     return redirect(f"{reverse('library:research', args=[access.book.pk])}#research-{item.pk}")

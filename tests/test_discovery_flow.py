@@ -555,11 +555,12 @@ def test_a_newer_charter_approved_while_the_g2_card_waits_makes_the_card_stale(
 
 
 def test_charter_approval_creates_no_chapter_and_g3_creates_chapter_1_once_from_the_brief(
-    author_api, sol_api, terra_api, luna_api, book
+    author_api, sol_api, terra_api, luna_api, author_browser, book
 ):
     start(author_api, book)
     resolve(author_api, propose(sol_api, book))
     assert not Chapter.objects.filter(book=book).exists()
+    assert 'data-testid="handoff"' not in author_browser.get(f"/books/{book.pk}/").content.decode()
     for gate in ("G0", "G1", "G1.5"):
         pass_gate(sol_api, author_api, book, gate)
     saturate(sol_api, luna_api, terra_api, book)
@@ -584,6 +585,10 @@ def test_charter_approval_creates_no_chapter_and_g3_creates_chapter_1_once_from_
     names = zipfile.ZipFile(io.BytesIO(author_api.get(f"/books/{book.pk}/loop/export").content)).namelist()
     assert [n for n in names if n.endswith("/decision-brief.json")]
     assert DiscoverySession.objects.get(book=book).status == "closed"
+    # The book page says so at the top: handed off, and where drafting starts.
+    page = author_browser.get(f"/books/{book.pk}/").content.decode()
+    handoff = page.split('data-testid="handoff"')[1].split("</section>")[0]
+    assert "Drafting starts at Chapter 1" in handoff and "The letter in the lamp room." in handoff
 
 
 # --- 9. The plan's edges -------------------------------------------------------------------------------

@@ -53,3 +53,31 @@ def test_a_verdict_from_a_second_tab_after_the_first_decided_says_so_and_records
         page, {"verdict": "reject", "rationale": "No.", "csrfmiddlewaretoken": second_token}, HTTP_HX_REQUEST="true"
     )
     assert "nothing was recorded" in htmx.content.decode() and 'hx-swap-oob="true"' in htmx.content.decode()
+
+
+def test_an_in_place_research_admission_tells_the_review_badge_and_the_badge_listens(author, book):
+    from discovery.access import book_access
+    from library.schemas import ResearchIn
+    from library.services import research_propose
+    from novelgraph.auth import principal_for_user
+
+    item = research_propose(
+        access=book_access(principal_for_user(author), book),
+        payload=ResearchIn(url="https://example.org/t", title="Tide tables", claim="06:12.", citation="Almanac"),
+    )
+    browser = csrf_browser(author)
+    page = f"/books/{book.pk}/research/"
+    html = browser.get(page).content.decode()
+    # The review badge in the nav counts the admission, and refreshes itself on a decision or a finished run.
+    assert 'aria-label="1 pending decision"' in html
+    assert 'hx-trigger="approvals-changed from:body, agents-finished from:body"' in html
+    token = TOKEN.search(html).group(1)
+    response = browser.post(
+        f"/books/{book.pk}/research/{item.pk}/decide/",
+        {"verdict": "approve", "rationale": "The almanac holds.", "csrfmiddlewaretoken": token},
+        HTTP_HX_REQUEST="true",
+    )
+    assert response.status_code == 200
+    assert response["HX-Trigger"] == "approvals-changed"
+    assert "pending decision" not in browser.get("/review/?nav=1", HTTP_HX_REQUEST="true").content.decode()
+    assert Approval.objects.get(pk=item.approval_id).status == "decided"

@@ -296,7 +296,8 @@ def test_a_gate_decision_page_offers_the_seven_loop_verdicts_and_decides_in_plac
 
 def test_the_nav_count_refreshes_after_a_decision(author_browser, approval):
     _, html = page(author_browser, "/review/")
-    assert 'id="review-nav" hx-get="/review/?nav=1" hx-trigger="approvals-changed from:body"' in html
+    listens = 'hx-trigger="approvals-changed from:body, agents-finished from:body"'
+    assert f'id="review-nav" hx-get="/review/?nav=1" {listens}' in html
     _, before = page(author_browser, "/review/?nav=1", **HX)
     assert before.startswith('<li id="review-nav"') and 'aria-label="1 pending decision"' in before
     decide(author_browser, approval, htmx=True, verdict="approve", rationale="Yes, this one.")

@@ -17,6 +17,7 @@ from django.views.decorators.http import require_POST
 from discovery.access import BookAccess, Cap, page_access
 from discovery.selectors import current_session
 from novelgraph.errors import DomainError
+from novelgraph.events import AGENTS_FINISHED, announce
 from novelgraph.schemas import parse_form
 
 from .models import AgentRun, AgentTask
@@ -81,7 +82,7 @@ def _runs_fragment(request: HttpRequest, access: BookAccess, *, error=None, stat
     context = agents_panel(request, access, error=error, limit=max(1, min(limit, 200)))
     response = render(request, "agents/_panel.html#runs", {"agents": context}, status=status)
     if _finished(request.GET.get("watch", ""), context["runs"]):
-        response["HX-Trigger"] = "agents-finished"
+        announce(response, AGENTS_FINISHED)
     return response
 
 

@@ -365,6 +365,8 @@ def verdict(request: HttpRequest, book_id: uuid.UUID, approval_id: uuid.UUID, pa
             verdict=payload.verdict,
             rationale=payload.rationale,
             constraint=payload.constraint,
+            thrust_id=payload.thrust_id,
+            not_chosen=payload.not_chosen,
             expected_kind="gate",
         )
     except Conflict as lapsed:

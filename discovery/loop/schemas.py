@@ -12,6 +12,7 @@ from ninja import Field, Schema
 from pydantic import AfterValidator, StrictBool
 
 from approvals.models import Approval, Gate, Reversibility, Verdict
+from approvals.schemas import ThrustChoiceIn
 from discovery.selectors import VIEW_PAGE
 from novelgraph.schemas import LIST_ITEM_TEXT, MAX_LIST_ITEMS, Text, TextList, default, input_error, limit
 
@@ -401,7 +402,7 @@ class ImpactOut(Schema):
     breaker: bool
 
 
-class LoopVerdictIn(Schema):
+class LoopVerdictIn(ThrustChoiceIn):
     verdict: Verdict
     rationale: Text(limit(Approval, "rationale"))
     constraint: Text(limit(Approval, "constraint"), required=False) = ""

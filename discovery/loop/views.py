@@ -27,6 +27,7 @@ from .models import CandidateStatus, QuestionStatus
 from .schemas import QuestionResolveIn, SelectIn
 from .services import candidate_select, question_resolve
 from .services.base import reader_book, trace_lint
+from .services.cards import g15_thrusts
 from .services.plan import WRITABLE_LIFECYCLE
 from .svg import plan_tree_svg, trace_svg
 
@@ -49,13 +50,17 @@ def _loop_context(access: BookAccess) -> dict:
         for node in nodes
         if node.lifecycle in WRITABLE_LIFECYCLE
     ]
+    card = view["pending_card"]
+    recommended = str(((card.payload or {}).get("thrust") or {}).get("id", "")) if card else ""
     return {
         "book": book,
         "role": access.role,
         "links": book_links(book),
         "meta": meta,
         "view": view,
-        "card": view["pending_card"],
+        "card": card,
+        # A G1.5 card: the open thrusts the author chooses among on its review page, Sol's recommendation marked.
+        "card_thrusts": [(t, str(t.pk) == recommended) for t in g15_thrusts(card)] if card else [],
         "steps": selectors.gate_steps(meta),
         "counters": [
             {"label": "Rounds", "value": meta.round, "bound": meta.round_cap},

@@ -23,6 +23,7 @@ ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "screenshot
 DOCS_SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 # The pictures the README's tour shows (docs/screenshots/, each well under 200 KB).
 README_TOUR = {
+    "first-sign-in",
     "new-book",
     "dashboard",
     "book",
@@ -33,6 +34,9 @@ README_TOUR = {
     "loop",
     "loop-trace",
     "charter-compare",
+    "thrust-pick",
+    "handoff",
+    "codex",
 }
 CHROMIUM_ARGS = [
     "--no-sandbox",

@@ -12,9 +12,9 @@ import re
 import pytest
 from django.test import Client
 
-from approvals.models import Approval
+from approvals.models import Approval, DecisionLogEntry
 from discovery.loop.models import LoopMeta
-from discovery.models import Book, Chapter, DiscoverySession, KnowledgeClaim, StoryCharter
+from discovery.models import Book, Chapter, DiscoverySession, KnowledgeClaim, StoryCharter, ThrustCandidate
 from novelgraph.services import api_key_create
 from tests.discovery_support import thrust_body
 from tests.factories import PASSWORD, UserFactory
@@ -47,7 +47,9 @@ def test_a_new_author_goes_from_an_empty_account_to_an_approved_charter_and_cano
 
     # The empty dashboard offers to start; she starts a series, then its first book.
     assert page.get_by_role("heading", name="No books yet").is_visible()
+    assert page.get_by_role("link", name="Start a new book").is_visible()
     assert_accessible_basics(page)
+    screenshot(page, "first-sign-in")
     check_phone(page)
     page.get_by_role("link", name="Start a new series").click()
     page.get_by_label("Title (required)").fill("Salt Roads")
@@ -186,9 +188,54 @@ def test_a_new_author_goes_from_an_empty_account_to_an_approved_charter_and_cano
     terra = api_key_create(owner=author, role="terra", books=[book])[1]
     luna = api_key_create(owner=author, role="luna", books=[book])[1]
     session = DiscoverySession.objects.get(book=book)
-    thrust = api(terra, f"/sessions/{session.pk}/thrusts", thrust_body(title="The wreck was no accident"))
+    thrust = api(
+        terra,
+        f"/sessions/{session.pk}/thrusts",
+        thrust_body(
+            title="The wreck was no accident",
+            main_thrust="Tova proves the pilot's boat was sunk on purpose.",
+            character_engine="Her need to be believed by men who never listen to her.",
+            central_conflict="The harbour wants the wreck forgotten.",
+        ),
+    )
+    ledger = api(
+        terra,
+        f"/sessions/{session.pk}/thrusts",
+        thrust_body(
+            title="The harbour's ledger",
+            kind="stretch",
+            main_thrust="Tova reads the harbour's ledger and finds her father's hand in every false entry.",
+            character_engine="Her loyalty to her father against her reading of the sea.",
+            central_conflict="The ledger protects the men who pay the harbour.",
+        ),
+    )
+    summers = api(
+        terra,
+        f"/sessions/{session.pk}/thrusts",
+        thrust_body(
+            title="Two summers",
+            kind="wild",
+            main_thrust="The wreck told twice, the summer it happened and twenty years on.",
+            character_engine="Tova at twelve and at thirty-two, each doubting the other.",
+            central_conflict="Memory against the ledger.",
+        ),
+    )
 
-    def gate_in_the_browser(gate: str, **extra) -> None:
+    def choose_the_ledger() -> None:
+        """At G1.5 she sees every thrust, Sol's marked and checked; she picks another, and says why not Sol's."""
+        choice = page.get_by_test_id("thrust-choice")
+        assert choice.get_by_test_id("thrust-option").count() == 3
+        recommended = choice.get_by_test_id("thrust-option").filter(has=page.get_by_test_id("recommended"))
+        assert "The wreck was no accident" in recommended.inner_text()
+        assert recommended.get_by_role("radio").is_checked(), "Sol's recommendation is the default"
+        choice.get_by_role("radio", name=re.compile("The harbour's ledger")).check()
+        page.get_by_label("If not chosen: why not “The wreck was no accident” (optional)").fill(
+            "An accident or not is a question; the ledger is a story."
+        )
+        choice.scroll_into_view_if_needed()
+        screenshot(page, "thrust-pick")
+
+    def gate_in_the_browser(gate: str, before=None, **extra) -> None:
         card = api(
             sol,
             f"/books/{book.pk}/loop/gates/{gate}/request",
@@ -208,6 +255,8 @@ def test_a_new_author_goes_from_an_empty_account_to_an_approved_charter_and_cano
         assert_accessible_basics(page)
         page.get_by_label("Verdict").select_option("approve")
         page.get_by_label("Rationale (required)").fill(f"{gate} holds for me.")
+        if before is not None:
+            before()
         page.get_by_role("button", name="Record the decision").click()
         page.locator("[data-testid=log-entry]").wait_for()
         assert Approval.objects.get(pk=card["approval_id"]).verdict == "approve"
@@ -216,7 +265,15 @@ def test_a_new_author_goes_from_an_empty_account_to_an_approved_charter_and_cano
 
     for gate in ("G0", "G1"):
         gate_in_the_browser(gate)
-    gate_in_the_browser("G1.5", thrust_id=thrust["id"])
+    gate_in_the_browser("G1.5", before=choose_the_ledger, thrust_id=thrust["id"])
+    chosen = {t.title: (t.status, t.not_chosen_reason) for t in ThrustCandidate.objects.filter(session=session)}
+    assert chosen["The harbour's ledger"] == ("selected", "")
+    why_not = "An accident or not is a question; the ledger is a story."
+    assert chosen["The wreck was no accident"] == ("rejected", why_not)
+    assert chosen["Two summers"][0] == "rejected" and "G1.5 holds for me." in chosen["Two summers"][1]
+    logged = DecisionLogEntry.objects.get(book=book, gate="G1.5").detail["effect"]["thrust"]
+    assert logged["selected"] == ledger["id"] and logged["recommended"] == thrust["id"]
+    assert {n["id"] for n in logged["not_chosen"]} == {thrust["id"], summers["id"]}
     # Saturation for G2: a clean traceability chain (Sol), both required lenses reviewed, a full round.
     for node_id, kind in (("premise", "premise"), ("sq", "story-question"), ("ch1", "chapter")):
         api(
@@ -240,7 +297,13 @@ def test_a_new_author_goes_from_an_empty_account_to_an_approved_charter_and_cano
     assert list(Chapter.objects.filter(book=book).values_list("number", "spec")) == [
         (1, "The pilot's boat comes in empty.")
     ]
+    # The book page says where she is: handed off, drafting starts at Chapter 1.
     page.goto(f"/books/{book.pk}/")
+    handoff = page.get_by_test_id("handoff")
+    assert "Drafting starts at Chapter 1" in handoff.inner_text()
+    assert "The pilot's boat comes in empty." in handoff.inner_text()
+    assert_no_serious_axe_violations(page)
+    screenshot(page, "handoff")
     page.get_by_role("navigation", name="This book").get_by_role("link", name="Loop").click()
     page.wait_for_url(f"**/books/{book.pk}/loop/")
     assert page.locator(".loop-status").inner_text() == "handed-off"
@@ -257,6 +320,8 @@ def test_a_new_author_goes_from_an_empty_account_to_an_approved_charter_and_cano
     assert "the harbour pilot" in page.get_by_test_id("claim-history").inner_text()
     assert KnowledgeClaim.objects.get(pk=claim["id"]).status == "revised"
     assert_accessible_basics(page)
+    page.evaluate("() => window.scrollTo(0, 0)")
+    screenshot(page, "codex")
     check_phone(page)
     # Its history is one click away: both versions, each decision with its rationale and its log entry.
     revision = KnowledgeClaim.objects.get(revises_id=claim["id"])

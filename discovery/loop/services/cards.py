@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from approvals.models import Approval, ApprovalKind
 from approvals.services import approval_request, fingerprint
+from discovery.models import ThrustCandidate
 
 from ..models import BlackboardArtifact, CardStatus, LoopMeta, OptionCard, PlanNode
 
@@ -37,7 +38,26 @@ def card_digest(card: OptionCard) -> str:
             # The impact preview the author is shown (what a cascade from the seed would touch): if it
             # changes, an edge added after the preview for instance, the approval lapses.
             "impact": card_impact(card),
+            # G1.5: the open thrust candidates she chooses among; one added or edited meanwhile lapses it.
+            "thrusts": [
+                (str(t.pk), t.status, t.title, t.main_thrust, t.character_engine, t.central_conflict)
+                for t in g15_thrusts(card)
+            ],
         }
+    )
+
+
+OPEN_THRUST = (ThrustCandidate.Status.PROPOSED, ThrustCandidate.Status.SELECTED)
+
+
+def g15_thrusts(card: OptionCard) -> list[ThrustCandidate]:
+    """The open thrust candidates a G1.5 gate card puts before the author (she chooses one of them)."""
+    if card.kind != "gate" or card.gate != "G1.5":
+        return []
+    return list(
+        ThrustCandidate.objects.filter(session__book_id=card.book_id, status__in=OPEN_THRUST).order_by(
+            "created_at", "id"
+        )
     )
 
 

@@ -20,6 +20,8 @@ verdict LOOP.md's effect and adds what it (and any cascade) did to
 
 from __future__ import annotations
 
+import uuid
+
 from approvals.models import Approval, Verdict
 from approvals.services import LOOP_VERDICTS, Decision, SubjectHandler
 from discovery.models import ThrustCandidate
@@ -41,9 +43,9 @@ from ..models import (
     TraceStatus,
 )
 from .artifacts import ratify_successor
-from .base import lock_meta, refresh, root_of
+from .base import card_renew_after_lapse, lock_meta, refresh, root_of
 from .bounds import apply_grant, subtree_ids
-from .cards import card_as_dict, card_digest, card_impact, raise_card
+from .cards import OPEN_THRUST, card_as_dict, card_digest, card_impact, g15_thrusts, raise_card
 from .cascade import cascade_apply
 from .charters import refuse_card_verdict
 from .gates import charter_ratified, governing_charter, handoff, next_gate
@@ -83,12 +85,31 @@ def describe(approval: Approval) -> dict:
         .order_by("slug")
         .values_list("slug", "version", "status", "content", "successor")
     ]
-    return {
+    described = {
         "card": card_as_dict(card),
         "slots": slots,
         "impact": impact,
         "verdicts": sorted(CARD_VERDICTS[card.kind]),
     }
+    if card.kind == "gate" and card.gate == "G1.5" and card.status == CardStatus.PENDING:
+        # The author chooses among every open thrust; the one Sol named on the card is the recommendation.
+        recommended = str((card.payload.get("thrust") or {}).get("id", ""))
+        described["thrusts"] = [
+            {
+                "id": str(t.pk),
+                "title": t.title,
+                "kind": t.kind,
+                "proposed_by": t.proposed_by,
+                "main_thrust": t.main_thrust,
+                "character_engine": t.character_engine,
+                "central_conflict": t.central_conflict,
+                "risks": t.risks,
+                "forecloses": t.forecloses,
+                "recommended": str(t.pk) == recommended,
+            }
+            for t in g15_thrusts(card)
+        ]
+    return described
 
 
 def _queue_reruns(meta: LoopMeta, slugs: list[str], reason: str) -> list[dict]:
@@ -195,8 +216,8 @@ def _approve(meta, card, node, decision) -> dict:
         node.lifecycle = Lifecycle.RATIFIED
         node.save(update_fields=["lifecycle", "updated_at"])
         effect["node_ratified"] = str(node.pk)
-    if card.kind == "gate" and card.gate == "G1.5" and card.payload.get("thrust"):
-        effect["thrust"] = _ratify_thrust(meta, card.payload["thrust"]["id"], decision.rationale)
+    if card.kind == "gate" and card.gate == "G1.5" and (card.payload.get("thrust") or decision.thrust_id is not None):
+        effect["thrust"] = _ratify_thrust(meta, card, decision)
     if card.kind == "gate" and card.gate == "G2":
         effect["charter"] = _ratify_charter(meta, card)
     if card.gate == "G3":
@@ -208,25 +229,61 @@ def _approve(meta, card, node, decision) -> dict:
     return effect
 
 
-def _ratify_thrust(meta, thrust_id: str, rationale: str) -> dict:
-    """G1.5: exactly one thrust candidate becomes selected; every other open one is rejected with the
-    reason it was not chosen, and stays visible."""
+def _thrust_key(value) -> str | None:
+    try:
+        return str(uuid.UUID(str(value)))
+    except ValueError:
+        return None
+
+
+def _ratify_thrust(meta, card, decision) -> dict:
+    """G1.5: exactly one open thrust candidate becomes selected: the author's choice (``thrust_id``; the one
+    the card recommends when she names none). Every other open one is rejected and stays visible, with her
+    reason for it (``not_chosen``) or, where she gave none, the generic sentence. A chosen id that is not an
+    open thrust of this book is a 422 naming ``thrust_id``; a reason for anything but an open thrust she did
+    not choose, a 422 naming ``not_chosen``. The log's detail records the choice and every reason."""
     thrusts = list(ThrustCandidate.objects.select_for_update().filter(session__book=meta.book).order_by("created_at"))
-    chosen = next((t for t in thrusts if str(t.pk) == str(thrust_id)), None)
-    if chosen is None or chosen.status not in (ThrustCandidate.Status.PROPOSED, ThrustCandidate.Status.SELECTED):
-        raise Conflict("the thrust candidate this card names is no longer open", code="thrust_closed")
+    open_ones = {str(t.pk): t for t in thrusts if t.status in OPEN_THRUST}
+    recommended = str((card.payload.get("thrust") or {}).get("id", "")) or None
+    if decision.thrust_id is not None:
+        chosen = open_ones.get(_thrust_key(decision.thrust_id) or "")
+        if chosen is None:
+            raise Invalid("choose one of this book's open thrust candidates", field="thrust_id")
+    else:
+        chosen = open_ones.get(recommended or "")
+        if chosen is None:
+            raise Conflict("the thrust candidate this card names is no longer open", code="thrust_closed")
+    # The reasons come validated (stripped, within the field's limit) by the verdict's input schema.
+    reasons: dict[str, str] = {}
+    for key, text in decision.not_chosen.items():
+        thrust_key = _thrust_key(key)
+        if thrust_key not in open_ones or thrust_key == str(chosen.pk):
+            raise Invalid(
+                f"not_chosen names {str(key)[:60]!r}, which is not an open thrust candidate left unchosen",
+                field="not_chosen",
+            )
+        if text:
+            reasons[thrust_key] = text
+    generic = f"G1.5 ratified '{chosen.title}' instead: {decision.rationale}"[:10_000]
     not_chosen = []
-    for thrust in thrusts:
+    for key, thrust in open_ones.items():
         if thrust.pk == chosen.pk:
             continue
-        if thrust.status in (ThrustCandidate.Status.PROPOSED, ThrustCandidate.Status.SELECTED):
-            thrust.status = ThrustCandidate.Status.REJECTED
-            thrust.not_chosen_reason = f"G1.5 ratified '{chosen.title}' instead: {rationale}"[:10_000]
-            thrust.save(update_fields=["status", "not_chosen_reason", "updated_at"])
-            not_chosen.append(str(thrust.pk))
+        thrust.status = ThrustCandidate.Status.REJECTED
+        thrust.not_chosen_reason = reasons.get(key, generic)
+        thrust.save(update_fields=["status", "not_chosen_reason", "updated_at"])
+        not_chosen.append(
+            {"id": key, "title": thrust.title, "reason": thrust.not_chosen_reason, "author_reason": key in reasons}
+        )
     chosen.status = ThrustCandidate.Status.SELECTED
     chosen.save(update_fields=["status", "updated_at"])
-    return {"selected": str(chosen.pk), "title": chosen.title, "not_chosen": not_chosen}
+    return {
+        "selected": str(chosen.pk),
+        "title": chosen.title,
+        "recommended": recommended,
+        "chose_the_recommended": str(chosen.pk) == recommended,
+        "not_chosen": not_chosen,
+    }
 
 
 def _ratify_charter(meta, card) -> dict:
@@ -348,6 +405,10 @@ def apply_verdict(decision: Decision) -> None:
             f"a {card.kind} card takes {', '.join(sorted(CARD_VERDICTS[card.kind]))}, not {decision.verdict}",
             field="verdict",
         )
+    if (decision.thrust_id is not None or decision.not_chosen) and (
+        card.kind != "gate" or card.gate != "G1.5" or decision.verdict != Verdict.APPROVE
+    ):
+        raise Invalid("a thrust is chosen only by approving the G1.5 gate card", field="thrust_id")
     node = card.node or root_of(meta.book)
     effect = EFFECTS[decision.verdict](meta, card, node, decision)
     card.status = CardStatus.DECIDED
@@ -364,10 +425,17 @@ def apply_verdict(decision: Decision) -> None:
     )
 
 
+def renew(approval: Approval) -> Approval | None:
+    """A lapsed card is put before the author again (the card now waiting, with its impact as it is now)."""
+    card = card_renew_after_lapse(book=approval.book)
+    return card.approval if card is not None and card.approval_id else None
+
+
 GATE_HANDLER = SubjectHandler(
     kind="gate",
     verdicts=frozenset(LOOP_VERDICTS),
     digest=digest,
     apply=apply_verdict,
     describe=describe,
+    renew=renew,
 )
