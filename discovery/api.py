@@ -54,6 +54,7 @@ from .schemas import (
     ObservationFilter,
     ObservationOut,
     ObservationResolveIn,
+    ObservationRevisionOut,
     QuestionSetIn,
     RequestApprovalIn,
     ScratchpadFilter,
@@ -313,6 +314,17 @@ def canon_list(request: HttpRequest, book_id: uuid.UUID):
 
 
 @router.get(
+    "/books/{book_id}/author-constraints",
+    response={200: list[dict], **ERRORS},
+    summary="Every constraint the author recorded (the charter's, then each approve-with-constraint and steer "
+    "in the decision log), each with the decision that set it, paged (a dossier's rest; book:read)",
+)
+@paginate
+def author_constraints_list(request: HttpRequest, book_id: uuid.UUID):
+    return services.author_constraints(_access(request, book_id, Cap.BOOK_READ).book)
+
+
+@router.get(
     "/books/{book_id}/knowledge-bases",
     response={200: list[ViewBase], **ERRORS},
     summary="The knowledge bases the book uses that the caller may read, with their relation, paged",
@@ -403,8 +415,11 @@ def thrust_propose(request: HttpRequest, session_id: uuid.UUID, payload: ThrustI
 
 
 def _observation_out(observation) -> dict:
+    """The observation with the first page of its history; ``next.revisions`` pages the rest."""
     row = observation_rows(type(observation).objects.filter(pk=observation.pk))[0]
-    return {**row, "revisions": services.observation_history(observation)}
+    revisions, more = bounded(services.observation_history(observation), VIEW_PAGE)
+    link = f"{reverse('api:api-root')}observations/{observation.pk}/revisions?limit={VIEW_PAGE}&offset={VIEW_PAGE}"
+    return {**row, "revisions": revisions, "next": {"revisions": link if more else None}}
 
 
 @router.post(
@@ -430,6 +445,18 @@ def observation_detail(request: HttpRequest, observation_id: uuid.UUID):
     observation = observation_get(observation_id)
     book_access(principal_of(request), observation.session.book, Cap.DISCOVERY_READ, missing="observation")
     return _observation_out(observation)
+
+
+@router.get(
+    "/observations/{observation_id}/revisions",
+    response={200: list[ObservationRevisionOut], **ERRORS},
+    summary="An observation's history, oldest first, paged (discovery:read)",
+)
+@paginate
+def observation_revisions(request: HttpRequest, observation_id: uuid.UUID):
+    observation = observation_get(observation_id)
+    book_access(principal_of(request), observation.session.book, Cap.DISCOVERY_READ, missing="observation")
+    return services.observation_history(observation)
 
 
 # --- Charters ----------------------------------------------------------------------

@@ -454,7 +454,10 @@ class ObservationDetailOut(Schema):
     provenance: str
     confidence: float | None
     status: str
-    revisions: list[ObservationRevisionOut]
+    revisions: list[ObservationRevisionOut] = Field(
+        description="the first page (VIEW_PAGE) of its history, oldest first"
+    )
+    next: dict[str, str | None] = Field(description="revisions: the paged route with the rest, or null")
 
 
 class BookObservationOut(Schema):

@@ -496,20 +496,75 @@ def codex_groups(rows: list[dict], bases: list[dict]) -> list[dict]:
     return groups
 
 
-def codex_retracted(bases: list[dict]) -> list[dict]:
-    """The newest retracted claims of these bases (a page of them, one query): no longer canon, each
-    still one click from its history."""
-    return [
-        {**row, "id": str(row["id"])}
-        for row in KnowledgeClaim.objects.filter(
-            base_id__in=[b["id"] for b in bases], status=KnowledgeClaim.Status.RETRACTED
-        )
+def codex_retracted(bases: list[dict], offset: int = 0) -> tuple[list[dict], bool]:
+    """The retracted claims of these bases, newest first: a page of them from ``offset`` (one query), and whether
+    more follow. No longer canon, each still one click from its history."""
+    rows, more = bounded(
+        KnowledgeClaim.objects.filter(base_id__in=[b["id"] for b in bases], status=KnowledgeClaim.Status.RETRACTED)
         .order_by("-updated_at", "-id")
-        .values("id", "subject", "predicate", "value")[:VIEW_PAGE]
+        .values("id", "subject", "predicate", "value"),
+        VIEW_PAGE,
+        offset,
+    )
+    return [{**row, "id": str(row["id"])} for row in rows], more
+
+
+def page_at(rows: list, offset: int, size: int = VIEW_PAGE) -> dict:
+    """A page of ``rows`` from ``offset`` (past the end: the last page), with the offsets of the previous and the
+    next page (None at either end) and which rows it shows (``first``, ``last``, 1-based) of ``count``."""
+    count = len(rows)
+    offset = min(max(offset, 0), max(count - 1, 0) // size * size)
+    items = rows[offset : offset + size]
+    return {
+        "items": items,
+        "offset": offset,
+        "first": offset + 1 if items else 0,
+        "last": offset + len(items),
+        "count": count,
+        "previous": max(offset - size, 0) if offset else None,
+        "next": offset + size if offset + size < count else None,
+    }
+
+
+def codex_groups_page(groups: list[dict], offset: int) -> tuple[list[dict], dict]:
+    """A page of the codex's story records in its reading order (knowledge base, subject, claim), grouped as the
+    whole is (a base or subject cut by the page boundary is named again on the next page), and the page's place."""
+    flat = [
+        (group["base"], subject["subject"], claim)
+        for group in groups
+        for subject in group["subjects"]
+        for claim in subject["claims"]
     ]
+    page = page_at(flat, offset)
+    grouped: list[dict] = []
+    for base, subject, claim in page["items"]:
+        if not grouped or grouped[-1]["base"] is not base:
+            grouped.append({"base": base, "subjects": []})
+        subjects = grouped[-1]["subjects"]
+        if not subjects or subjects[-1]["subject"] != subject:
+            subjects.append({"subject": subject, "claims": []})
+        subjects[-1]["claims"].append(claim)
+    return grouped, {**page, "items": [claim for _, _, claim in page["items"]]}
 
 
-def codex_view(access: BookAccess, as_of_chapter: int | None = None) -> dict:
+def codex_page(view: dict, *, offset: int = 0, findings_offset: int = 0) -> dict:
+    """The codex as its page shows it: a page of the story records (in the groups' reading order, from
+    ``offset``; the timeline draws the same page) and a page of the fair-play findings (from
+    ``findings_offset``), each with where the previous and next pages start. The API caps the same lists
+    (``GET /books/{id}/codex``) and pages them on their own routes."""
+    groups, claims = codex_groups_page(view["groups"], offset)
+    findings = page_at(view["fair_play"]["findings"], findings_offset)
+    return {
+        **view,
+        "groups": groups,
+        "claims": claims["items"],
+        "claims_page": claims,
+        "fair_play": {**view["fair_play"], "findings": findings["items"]},
+        "findings_page": findings,
+    }
+
+
+def codex_view(access: BookAccess, as_of_chapter: int | None = None, *, retracted_offset: int = 0) -> dict:
     """The book's canon on a chapter axis: story records, the fair-play findings, and what is
     withheld (by scope for the role; by chapter when ``as_of_chapter`` is given). ``groups`` holds the
     same claims by knowledge base and subject (:func:`codex_groups`)."""
@@ -536,13 +591,16 @@ def codex_view(access: BookAccess, as_of_chapter: int | None = None) -> dict:
         {"number": n, "title": t}
         for n, t in Chapter.objects.filter(book=access.book).order_by("number").values_list("number", "title")
     ]
+    # A page of the retracted claims (from ``retracted_offset``) and whether more follow.
+    retracted, retracted_more = codex_retracted(canon_bases(bases[0]), retracted_offset)
     return {
         "book_id": str(access.book.pk),
         "as_of_chapter": as_of_chapter,
         "chapters": chapters,
         "claims": rows,
         "groups": codex_groups(rows, canon_bases(bases[0])),
-        "retracted": codex_retracted(canon_bases(bases[0])),
+        "retracted": retracted,
+        "retracted_more": retracted_more,
         "withheld": withheld,
         "fair_play": {"ok": (not findings) if as_of_chapter is None else None, "findings": findings},
     }

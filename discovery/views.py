@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import uuid
 from itertools import chain
+from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -69,6 +70,7 @@ from .selectors import (
     book_turns,
     bounded,
     canon_bases,
+    codex_page,
     codex_view,
     current_session,
     discovery_view,
@@ -230,6 +232,8 @@ def recent_activity(book_ids: list) -> list[dict]:
 
 
 BOOK_SECTIONS = ("turns", "thrusts", "charters", "claims", "bases")
+# Sections paged with ``?more=``: the book page's, and the author's constraints (a dossier's "show more").
+MORE_SECTIONS = (*BOOK_SECTIONS, "constraints")
 CLAIM_COLUMNS = ("id", "base_id", "subject", "predicate", "value", "provenance")
 
 
@@ -273,6 +277,8 @@ def _section_page(access: BookAccess, section: str, offset: int) -> tuple[list, 
         if section == "claims":
             return _canon_claims(bases, offset)
         return bounded(bases, VIEW_PAGE, offset)
+    if section == "constraints":
+        return bounded(services.author_constraints(book), VIEW_PAGE, offset)
     if section == "charters":
         charters, more = bounded(book_charters(book), VIEW_PAGE, offset)
         return attribute(charters, "charter"), more
@@ -313,7 +319,7 @@ def _render_book(
 ) -> HttpResponse:
     book, role = access.book, access.role
     section = request.GET.get("more")
-    if section in BOOK_SECTIONS:
+    if section in MORE_SECTIONS:
         return _book_more(request, access, section, _offset(request.GET.get("offset")))
     view = discovery_view(access)
     _with_observations(view["turns"])
@@ -498,6 +504,8 @@ def dossier_detail(request: HttpRequest, book_id: uuid.UUID, dossier_id: uuid.UU
                 ),
                 "scratchpad": book_links(book)["scratchpad"],
                 "observations": book_links(book)["book"],
+                "author_constraints": _more_url(book, "constraints", len(content.get("author_constraints") or [])),
+                "knowledge_bases": _more_url(book, "bases", len(content.get("knowledge_bases") or [])),
             },
         },
     )
@@ -570,12 +578,18 @@ def _render_codex(
             as_of_chapter = parse_form(AsOfFilter, {"as_of_chapter": raw}).as_of_chapter
         except DomainError as exc:
             as_of_error = exc.message
-    view = codex_view(access, as_of_chapter)
+    offsets = {name: _offset(request.GET.get(name)) for name in ("offset", "findings_offset", "retracted_offset")}
+    view = codex_page(
+        codex_view(access, as_of_chapter, retracted_offset=offsets["retracted_offset"]),
+        offset=offsets["offset"],
+        findings_offset=offsets["findings_offset"],
+    )
     return render(
         request,
         "discovery/codex.html",
         {
             **view,
+            "pagers": _codex_pagers(book, as_of_chapter, view, offsets),
             "book": book,
             "role": access.role,
             "links": book_links(book),
@@ -587,6 +601,36 @@ def _render_codex(
         },
         status=422 if as_of_error else status,
     )
+
+
+def _codex_pagers(book: Book, as_of_chapter: int | None, view: dict, offsets: dict[str, int]) -> dict:
+    """The previous and next links of the codex page's paged lists (each keeps the others' places and the
+    chapter); a page of story records or findings past the end shows the last one."""
+    base = reverse("discovery:codex", args=[book.pk])
+
+    def link(at: int | None, param: str) -> str | None:
+        if at is None:
+            return None
+        query = {**offsets, param: at}
+        if as_of_chapter is not None:
+            query["as_of_chapter"] = as_of_chapter
+        return f"{base}?{urlencode({k: v for k, v in query.items() if v})}"
+
+    pagers = {}
+    for name, param in (("claims", "offset"), ("findings", "findings_offset")):
+        page = view[f"{name}_page"]
+        pagers[name] = {**page, "previous_url": link(page["previous"], param), "next_url": link(page["next"], param)}
+    # The retracted claims are read a page at a time (newest first), not counted.
+    at = offsets["retracted_offset"]
+    shown = len(view["retracted"])
+    pagers["retracted"] = {
+        "first": at + 1 if shown else 0,
+        "last": at + shown,
+        "count": None,
+        "previous_url": link(max(at - VIEW_PAGE, 0) if at else None, "retracted_offset"),
+        "next_url": link(at + VIEW_PAGE if view["retracted_more"] else None, "retracted_offset"),
+    }
+    return pagers
 
 
 # --- Writes: turns, discovery start, dossier snapshots --------------------------------

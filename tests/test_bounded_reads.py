@@ -267,7 +267,8 @@ def test_a_dossier_of_a_small_book_holds_everything_and_links_nowhere(author_api
     ScratchpadEntryFactory(session=session, sequence=1)
     content = author_api.post(f"/books/{book.pk}/dossiers", {"agent_role": "sol"}).json()["content"]
     assert len(content["scratchpad"]) == 1
-    assert content["more"] == {"claims": None, "scratchpad": None, "observations": None}
+    collections = ("claims", "scratchpad", "observations", "author_constraints", "knowledge_bases")
+    assert content["more"] == dict.fromkeys(collections)
 
 
 def test_a_dossier_stored_before_the_bound_is_read_capped_with_its_links(author_api, author, book):

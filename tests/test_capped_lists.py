@@ -274,3 +274,359 @@ def test_the_codex_gives_a_page_of_chapters_and_claims_and_links_to_the_rest(aut
         whole = author_api.get(f"/books/{book.pk}/codex/claims", limit=MORE, **query).json()["items"]
         assert whole == every["claims"], "the rest is the codex's own claims, in its order, with the same fields"
         assert codex["next"]["withheld"] is None and codex["next"]["findings"] is None
+
+
+# --- an observation's revisions -----------------------------------------------------------------
+
+
+def test_an_observation_gives_a_page_of_its_revisions_and_a_link_to_the_rest(author_api, luna_api, book):
+    from .factories import ObservationFactory, TurnFactory
+
+    observation = ObservationFactory(turn=TurnFactory(session=current_session_of(book)), value="v0")
+    for n in range(1, MORE + 1):
+        # Confirm and correct in turn: every step of the author's is one revision, through the route she uses.
+        body = {"action": "correct", "value": f"v{n}", "rationale": f"step {n}"}
+        if n % 2:
+            body = {"action": "confirm", "rationale": f"step {n}"} if n == 1 else body
+        r = author_api.post(f"/observations/{observation.pk}/resolve", body)
+        assert r.status_code == 200, r.json()
+        assert len(r.json()["revisions"]) == min(n, VIEW_PAGE), "the resolve answer is capped the same way"
+    for api in (author_api, luna_api):
+        detail = api.get(f"/observations/{observation.pk}").json()
+        assert detail["value"] == f"v{MORE}"
+        assert len(detail["revisions"]) == VIEW_PAGE
+        rest = _follow(api, detail["next"]["revisions"])
+        assert rest["count"] == MORE
+        every = detail["revisions"] + rest["items"]
+        assert [r["sequence"] for r in every] == list(range(1, MORE + 1))
+        assert [r["rationale"] for r in every] == [f"step {n}" for n in range(1, MORE + 1)]
+        assert every[-1]["value"] == f"v{MORE}" and every[-1]["previous_value"] == f"v{MORE - 1}"
+
+
+def test_an_observation_with_few_revisions_has_no_link(author_api, book, outsider):
+    from django.test import Client
+
+    from novelgraph.services import api_key_create
+
+    from .conftest import Api
+    from .factories import ObservationFactory, TurnFactory
+
+    observation = ObservationFactory(turn=TurnFactory(session=current_session_of(book)))
+    author_api.post(f"/observations/{observation.pk}/resolve", {"action": "confirm", "rationale": "Yes."})
+    detail = author_api.get(f"/observations/{observation.pk}").json()
+    assert len(detail["revisions"]) == 1 and detail["next"] == {"revisions": None}
+    stranger = Api(Client(), api_key_create(owner=outsider, role="author")[1])
+    assert stranger.get(f"/observations/{observation.pk}/revisions").status_code == 404
+
+
+# --- the author's constraints: the loop's meta, a dossier's author_constraints ------------------
+
+
+def _constrain(sol_api, author_api, book, count: int) -> list[str]:
+    """``count`` approve-with-constraint verdicts at G0, each through the loop's verdict route; their texts."""
+    from .loop_scenes import ask_gate, decide
+
+    texts = []
+    for n in range(count):
+        asked = ask_gate(sol_api, book, "G0")
+        assert asked.status_code == 201, asked.json()
+        text = f"constraint {n:03}"
+        r = decide(author_api, book, asked.json()["approval_id"], "approve-with-constraint", constraint=text)
+        assert r.status_code == 200, r.json()
+        texts.append(text)
+    return texts
+
+
+def test_the_loops_constraints_and_a_dossiers_are_capped_with_links_to_the_rest(
+    author_api, sol_api, luna_api, author_browser, book
+):
+    from discovery.loop.models import LoopMeta
+
+    texts = _constrain(sol_api, author_api, book, MORE)
+    assert len(LoopMeta.objects.get(book=book).constraints) == MORE, "the state keeps them all"
+
+    # The loop's meta, wherever a response carries it (the loop, a round, a verdict): a page, the count, the link.
+    meta = author_api.get(url(book)).json()["meta"]
+    assert meta["constraints_count"] == MORE and len(meta["constraints"]) == VIEW_PAGE
+    rest = _follow(author_api, meta["next"]["constraints"])
+    assert rest["count"] == MORE
+    assert [c["text"] for c in meta["constraints"] + rest["items"]] == texts
+    rounds = sol_api.post(url(book, "/rounds"), {}).json()
+    assert rounds["constraints"] == meta["constraints"] and rounds["next"] == meta["next"]
+
+    # A dossier (any role's: the author's constraints bind every agent) holds a page and links the rest.
+    for api, role in ((author_api, "sol"), (luna_api, "luna")):
+        created = api.post(f"/books/{book.pk}/dossiers", {"agent_role": role})
+        assert created.status_code == 201, created.json()
+        content = api.get(f"/dossiers/{created.json()['id']}").json()["content"]
+        assert len(content["author_constraints"]) == VIEW_PAGE
+        rest = _follow(api, content["more"]["author_constraints"])
+        assert rest["count"] == MORE
+        every = content["author_constraints"] + rest["items"]
+        assert [c["text"] for c in every] == texts
+        assert [c["decision"]["sequence"] for c in every] == sorted(c["decision"]["sequence"] for c in every)
+        assert len({c["decision"]["sequence"] for c in every}) == MORE
+
+    # The dossier page shows the snapshot's page and a "show more" that works without JavaScript.
+    html = author_browser.get(f"/books/{book.pk}/dossiers/{created.json()['id']}/").content.decode()
+    assert html.count("<li><strong>constraint ") == VIEW_PAGE
+    more = f"/books/{book.pk}/?more=constraints&amp;offset={VIEW_PAGE}"
+    assert more in html
+    page = author_browser.get(more.replace("&amp;", "&")).content.decode()
+    assert [f"constraint {n:03}" in page for n in range(MORE)] == [n >= VIEW_PAGE for n in range(MORE)]
+    partial = author_browser.get(more.replace("&amp;", "&"), headers={"HX-Request": "true"}).content.decode()
+    assert "<html" not in partial and partial.count("<li><strong>constraint ") == EXTRA
+
+
+def test_a_loop_with_few_constraints_has_no_link(author_api, sol_api, book):
+    _constrain(sol_api, author_api, book, 1)
+    meta = author_api.get(url(book)).json()["meta"]
+    assert meta["constraints_count"] == 1 and meta["next"] == {"constraints": None}
+    assert author_api.get(url(book, "/constraints")).json()["count"] == 1
+
+
+def test_a_dossier_stored_before_its_constraints_were_capped_is_read_capped(author_api, book):
+    from .factories import ContextDossierFactory
+
+    constraints = [{"kind": "constraint", "text": f"old {n:03}", "decision": {}} for n in range(MORE)]
+    stored = {"more": {"claims": None, "scratchpad": None, "observations": None}, "author_constraints": constraints}
+    dossier = ContextDossierFactory(book=book, agent_role="sol", content=stored)
+    content = author_api.get(f"/dossiers/{dossier.pk}").json()["content"]
+    assert content["author_constraints"] == constraints[:VIEW_PAGE]
+    assert content["more"]["author_constraints"].endswith(
+        f"/books/{book.pk}/author-constraints?limit={VIEW_PAGE}&offset={VIEW_PAGE}"
+    )
+    dossier.refresh_from_db()
+    assert len(dossier.content["author_constraints"]) == MORE, "the stored snapshot is never changed"
+
+
+# --- a re-run's artifacts ------------------------------------------------------------------------
+
+
+def test_a_reruns_artifacts_are_capped_with_a_link_to_the_rest(author_api, luna_api, book):
+    slots = [f"slot-{n:03}" for n in range(MORE)]
+    rerun = LensRerun.objects.create(book=book, lens="reader-trust", artifacts=slots, reason="a big cascade")
+    for api in (author_api, luna_api):
+        listed = api.get(url(book, "/reruns")).json()["items"][0]
+        queued = api.get(url(book)).json()["queued_reruns"][0]
+        for got in (listed, queued):
+            assert got["artifacts_count"] == MORE and len(got["artifacts"]) == VIEW_PAGE
+            rest = _follow(api, got["next"]["artifacts"])
+            assert rest["count"] == MORE
+            assert got["artifacts"] + rest["items"] == slots
+    assert author_api.get(url(book, f"/reruns/{rerun.pk}/artifacts"), limit=1, offset=MORE - 1).json()["items"] == [
+        slots[-1]
+    ]
+
+
+def test_a_small_rerun_has_no_link_and_another_books_rerun_is_not_found(author_api, book, author):
+    from .loop_scenes import start_discovery
+
+    other = BookFactory(owner=author)
+    start_discovery(other)
+    theirs = LensRerun.objects.create(book=other, lens="reader-trust", artifacts=["a"], reason="stale")
+    LensRerun.objects.create(book=book, lens="reader-trust", artifacts=["a", "b"], reason="stale")
+    got = author_api.get(url(book, "/reruns")).json()["items"][0]
+    assert got["artifacts"] == ["a", "b"] and got["artifacts_count"] == 2 and got["next"] == {"artifacts": None}
+    assert author_api.get(url(book, f"/reruns/{theirs.pk}/artifacts")).status_code == 404
+
+
+# --- the breaker's decision-log row ----------------------------------------------------------------
+
+
+def test_a_tripped_breaker_logs_a_page_of_the_affected_nodes_the_count_and_where_the_rest_is(author_api, sol_api, book):
+    from approvals.models import DecisionLogEntry
+    from approvals.selectors import decision_log_verify
+
+    from .loop_scenes import ask_gate, decide
+
+    TraceNode.objects.create(book=book, node_id="premise", kind="premise")
+    TraceNode.objects.bulk_create([TraceNode(book=book, node_id=f"ch-{n:03}", kind="chapter") for n in range(MORE)])
+    TraceEdge.objects.bulk_create([TraceEdge(book=book, from_id="premise", to_id=f"ch-{n:03}") for n in range(MORE)])
+    asked = ask_gate(sol_api, book, "G0", trace_seed="premise")
+    r = decide(author_api, book, asked.json()["approval_id"], "redirect", constraint="another premise")
+    assert r.status_code == 200, r.json()
+
+    row = DecisionLogEntry.objects.filter(book=book).order_by("-sequence").first()
+    cascade = row.detail["effect"]["cascade"]
+    assert cascade["surfaced"] is True and cascade["affected_count"] == MORE
+    assert len(cascade["affected"]) == VIEW_PAGE, "capped when written: the row is hashed and never rewritten"
+    assert r.json()["detail"] == row.detail
+    rest = _follow(author_api, cascade["affected_rest"])
+    assert rest["count"] == MORE
+    ids = cascade["affected"] + [a["node_id"] for a in rest["items"]]
+    assert sorted(ids) == [f"ch-{n:03}" for n in range(MORE)] and len(set(ids)) == MORE
+    assert decision_log_verify(book).ok, "the capped row verifies by the unchanged recipe"
+    assert author_api.get(f"/books/{book.pk}/decision-log/verify").json()["ok"] is True
+
+
+def test_the_loop_page_shows_a_page_of_each_reruns_slots_and_links_the_rest(author_browser, author_api, book):
+    slots = [f"slot-{n:03}" for n in range(MORE)]
+    LensRerun.objects.create(book=book, lens="reader-trust", artifacts=slots, reason="a big cascade")
+    html = author_browser.get(f"/books/{book.pk}/loop/").content.decode()
+    assert "slot-049" in html and "slot-050" not in html
+    link = html.split('data-testid="rerun-more"')[0].rsplit('href="', 1)[1].split('"')[0].replace("&amp;", "&")
+    rest = _follow(author_api, link)
+    assert rest["items"] == slots[VIEW_PAGE:]
+
+
+# --- the codex page ---------------------------------------------------------------------------------
+
+
+def _pages(browser, url: str, testid: str, pattern: str) -> list[list[str]]:
+    """Follow a codex pager's "Next" links from ``url``; the ids ``pattern`` finds on each page, page by page."""
+    import re
+
+    pages = []
+    while url:
+        response = browser.get(url)
+        assert response.status_code == 200, url
+        html = response.content.decode()
+        pages.append(re.findall(pattern, html))
+        pager = html.split(f'data-testid="{testid}"', 1)[1].split("</nav>", 1)[0] if testid in html else ""
+        found = re.search(r'<a href="([^"]+)" rel="next"', pager)
+        url = found.group(1).replace("&amp;", "&") if found else None
+    return pages
+
+
+def test_the_codex_page_pages_its_story_records_and_findings_with_links_that_need_no_javascript(
+    author_browser, author, book
+):
+    from django.utils import timezone
+
+    from discovery.models import KnowledgeBase
+
+    from .factories import ApprovalFactory, ChapterFactory, KnowledgeClaimFactory
+
+    base = KnowledgeBase.objects.get(scope=KnowledgeBase.Scope.BOOK, owner_id=str(book.pk))
+    approval = ApprovalFactory(
+        book=book,
+        kind="canon-promotion",
+        subject_type="claim",
+        status="decided",
+        verdict="approve",
+        rationale="Canon.",
+        decided_by=author,
+        decided_at=timezone.now(),
+    )
+    ChapterFactory(book=book, number=MORE)
+    # A twist each, with no decisive evidence: every claim is a story record and a fair-play finding.
+    claims = [
+        KnowledgeClaimFactory(
+            base=base,
+            subject=f"Subject {n:03}",
+            status="approved",
+            approval=approval,
+            reveal="twist",
+            first_shown_chapter=n + 1,
+        )
+        for n in range(MORE)
+    ]
+    codex = f"/books/{book.pk}/codex/"
+    records = _pages(author_browser, codex, "claims-pager", r'<tr id="claim-([0-9a-f-]+)"')
+    assert [len(p) for p in records] == [VIEW_PAGE, EXTRA]
+    every = [pk for page in records for pk in page]
+    assert every == [str(c.pk) for c in claims], "every story record once, in the codex's order"
+    findings = _pages(author_browser, codex, "findings-pager", r'href="#tl-[0-9a-f-]+">Subject (\d{3})')
+    assert [len(p) for p in findings] == [VIEW_PAGE, EXTRA]
+    assert [int(n) for page in findings for n in page] == list(range(MORE))
+
+    # The second page of one list keeps the other's place, and a "Previous" link leads back.
+    second = author_browser.get(codex, {"offset": VIEW_PAGE, "findings_offset": VIEW_PAGE}).content.decode()
+    assert f'href="{codex}?findings_offset={VIEW_PAGE}" rel="prev"' in second
+    assert f'href="{codex}?offset={VIEW_PAGE}" rel="prev"' in second
+    # A page past the end, or a bad offset, shows a page: never an error.
+    for offset in ("9999", "-3", "two"):
+        assert author_browser.get(codex, {"offset": offset}).status_code == 200
+
+
+def test_the_codex_page_as_of_a_chapter_pages_with_the_chapter_kept(author_browser, author, book):
+    from django.utils import timezone
+
+    from discovery.models import KnowledgeBase
+
+    from .factories import ApprovalFactory, KnowledgeClaimFactory
+
+    base = KnowledgeBase.objects.get(scope=KnowledgeBase.Scope.BOOK, owner_id=str(book.pk))
+    approval = ApprovalFactory(
+        book=book,
+        kind="canon-promotion",
+        subject_type="claim",
+        status="decided",
+        verdict="approve",
+        rationale="Canon.",
+        decided_by=author,
+        decided_at=timezone.now(),
+    )
+    claims = [
+        KnowledgeClaimFactory(base=base, subject=f"Subject {n:03}", status="approved", approval=approval)
+        for n in range(MORE)
+    ]
+    pages = _pages(
+        author_browser, f"/books/{book.pk}/codex/?as_of_chapter=2", "claims-pager", r'<tr id="claim-([0-9a-f-]+)"'
+    )
+    assert [pk for page in pages for pk in page] == [str(c.pk) for c in claims]
+    assert len(pages) == 2
+
+
+def test_a_dossier_names_a_page_of_its_knowledge_bases_and_links_the_rest(author_api, sol_api, author_browser, book):
+    from .factories import KnowledgeBaseFactory, KnowledgeLinkFactory
+
+    for n in range(MORE):
+        base = KnowledgeBaseFactory(scope="series", name=f"Series base {n:03}")
+        KnowledgeLinkFactory(book=book, base=base, relation="series-canon")
+    created = author_api.post(f"/books/{book.pk}/dossiers", {"agent_role": "sol"})
+    assert created.status_code == 201, created.json()
+    content = sol_api.get(f"/dossiers/{created.json()['id']}").json()["content"]
+
+    assert len(content["knowledge_bases"]) == VIEW_PAGE
+    rest = _follow(sol_api, content["more"]["knowledge_bases"])
+    every = [b["id"] for b in content["knowledge_bases"] + rest["items"]]
+    whole = sol_api.get(f"/books/{book.pk}/knowledge-bases", limit=MORE + 5).json()
+    assert every == [b["id"] for b in whole["items"]] and len(set(every)) == rest["count"] >= MORE
+
+    html = author_browser.get(f"/books/{book.pk}/dossiers/{created.json()['id']}/").content.decode()
+    link = html.split('data-testid="dossier-bases-more"')[0].rsplit('href="', 1)[1].split('"')[0]
+    assert link == f"/books/{book.pk}/?more=bases&amp;offset={VIEW_PAGE}"
+    page = author_browser.get(link.replace("&amp;", "&")).content.decode()
+    names = [b["name"] for b in rest["items"]]
+    assert all(name in page for name in names) and names
+
+
+def test_a_codex_subject_cut_by_the_page_boundary_is_named_again_on_the_next_page(author_browser, author, book):
+    import re
+
+    from django.utils import timezone
+
+    from discovery.models import KnowledgeBase
+
+    from .factories import ApprovalFactory, KnowledgeClaimFactory
+
+    base = KnowledgeBase.objects.get(scope=KnowledgeBase.Scope.BOOK, owner_id=str(book.pk))
+    approval = ApprovalFactory(
+        book=book,
+        kind="canon-promotion",
+        subject_type="claim",
+        status="decided",
+        verdict="approve",
+        rationale="Canon.",
+        decided_by=author,
+        decided_at=timezone.now(),
+    )
+    # One subject, its claims by the chapter they become true from (the codex's order within a subject).
+    claims = [
+        KnowledgeClaimFactory(
+            base=base,
+            subject="Mara",
+            predicate=f"fact {n:03}",
+            status="approved",
+            approval=approval,
+            true_from_chapter=MORE - n,
+        )
+        for n in range(MORE)
+    ]
+    pages = _pages(author_browser, f"/books/{book.pk}/codex/", "claims-pager", r'<tr id="claim-([0-9a-f-]+)"')
+    assert [pk for page in pages for pk in page] == [str(c.pk) for c in reversed(claims)]
+    second = author_browser.get(f"/books/{book.pk}/codex/", {"offset": VIEW_PAGE}).content.decode()
+    assert re.findall(r'data-testid="codex-subject">([^<]+)<', second) == ["Mara"]
+    assert second.count('data-testid="codex-base"') == 1

@@ -103,10 +103,15 @@ def _list_routes() -> list[str]:
 REQUIRED_QUERY = {"node": "premise"}
 
 
-def _trace_premise(book, sol_api) -> None:
-    """The traceability node the cascade routes start from (``REQUIRED_QUERY``)."""
+def _trace_premise(book, sol_api) -> dict:
+    """The traceability node the cascade routes start from (``REQUIRED_QUERY``), and a queued re-run (the route
+    of its slots names it): the ids they add to the scene."""
+    from discovery.loop.models import LensRerun
+
     made = sol_api.post(f"/books/{book.pk}/loop/trace/nodes", {"node_id": "premise", "kind": "premise"})
     assert made.status_code == 201, made.content
+    rerun = LensRerun.objects.create(book=book, lens="reader-trust", artifacts=["premise"], reason="stale")
+    return {"rerun_id": rerun.pk}
 
 
 def _required(route: str) -> dict:
@@ -141,7 +146,7 @@ def test_every_list_route_refuses_a_page_larger_than_200(author_api, book, sol_a
     from .security_scene import build_scene
 
     ids = build_scene(book, sol_api)
-    _trace_premise(book, sol_api)
+    ids.update(_trace_premise(book, sol_api))
     checked = []
     for route in _list_routes():
         path = route
@@ -168,7 +173,7 @@ def test_every_list_route_answers_a_huge_offset_with_a_422_naming_it(author_api,
     from .security_scene import build_scene
 
     ids = build_scene(book, sol_api)
-    _trace_premise(book, sol_api)
+    ids.update(_trace_premise(book, sol_api))
     for route in _list_routes():
         path = route
         for name, value in ids.items():

@@ -302,6 +302,24 @@ def reruns_list(request: HttpRequest, book_id: uuid.UUID, status: RerunStatus | 
     return reruns.filter(status=status) if status else reruns
 
 
+@router.get(f"{BASE}/reruns/{{rerun_id}}/artifacts", response={200: list[str], **ERRORS})
+@paginate
+def rerun_artifacts(request: HttpRequest, book_id: uuid.UUID, rerun_id: uuid.UUID):
+    """Every slot a re-run's lens re-runs, paged, in the order the re-run holds them."""
+    rerun = selectors.reruns_of(_book(request, book_id)).filter(pk=rerun_id).first()
+    if rerun is None:
+        raise NotFound("re-run not found")
+    return list(rerun.artifacts or [])
+
+
+@router.get(f"{BASE}/constraints", response={200: list[dict], **ERRORS})
+@paginate
+def constraints_list(request: HttpRequest, book_id: uuid.UUID):
+    """Every constraint and steer the author recorded in the loop (approve-with-constraint, redirect), oldest
+    first, paged: the rest of ``meta.constraints``."""
+    return list(selectors.loop_meta(_book(request, book_id)).constraints or [])
+
+
 @router.post(f"{BASE}/reruns/{{rerun_id}}/done", response={200: RerunOut, **ERRORS})
 def reruns_done(request: HttpRequest, book_id: uuid.UUID, rerun_id: uuid.UUID):
     return loop.rerun_done(access=_access(request, book_id), rerun_id=rerun_id)

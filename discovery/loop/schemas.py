@@ -13,6 +13,7 @@ from pydantic import AfterValidator, StrictBool
 
 from approvals.models import Approval, Gate, Reversibility, Verdict
 from approvals.schemas import ThrustChoiceIn
+from discovery.selectors import VIEW_PAGE
 from novelgraph.schemas import LIST_ITEM_TEXT, MAX_LIST_ITEMS, Text, TextList, default, input_error, limit
 
 from .models import (
@@ -24,6 +25,7 @@ from .models import (
     Candidate,
     CandidateStatus,
     DataClass,
+    LensRerun,
     LensReview,
     Lifecycle,
     LoopMeta,
@@ -41,6 +43,7 @@ from .models import (
     ValidationPlanItem,
     ValidationStatus,
 )
+from .selectors import loop_link, meta_constraints_page
 from .serializers import (
     ArtifactFields,
     CandidateFields,
@@ -96,7 +99,25 @@ def NodeId(max_length: int) -> Any:
 
 
 class MetaOut(MetaFields):
-    """The loop's counters and bounds (the file also carries round_invalidated and last_round_clean)."""
+    """The loop's counters and bounds (the file also carries round_invalidated and last_round_clean).
+    ``constraints`` is capped at a page: ``constraints_count`` counts them all, ``next.constraints`` pages the rest
+    (the export's meta.json carries them all: it is the state, not a response)."""
+
+    constraints: list[Any] = Field(description="the first page (VIEW_PAGE) of the recorded constraints, oldest first")
+    constraints_count: int
+    next: dict[str, str | None] = Field(description="constraints: the paged route with the rest, or null")
+
+    @staticmethod
+    def resolve_constraints(meta: LoopMeta) -> list:
+        return meta_constraints_page(meta)[0]
+
+    @staticmethod
+    def resolve_constraints_count(meta: LoopMeta) -> int:
+        return len(meta.constraints or [])
+
+    @staticmethod
+    def resolve_next(meta: LoopMeta) -> dict[str, str | None]:
+        return {"constraints": meta_constraints_page(meta)[2]}
 
 
 class CardOut(CardFields):
@@ -327,7 +348,26 @@ class CostIn(Schema):
 
 
 class RerunOut(RerunFields):
+    """A queued or done re-run. ``artifacts`` is capped at a page: ``artifacts_count`` counts them all,
+    ``next.artifacts`` pages the rest."""
+
     id: uuid.UUID
+    artifacts: list[str] = Field(description="the first page (VIEW_PAGE) of the slots the lens re-runs")
+    artifacts_count: int
+    next: dict[str, str | None] = Field(description="artifacts: the paged route with the rest, or null")
+
+    @staticmethod
+    def resolve_artifacts(rerun: LensRerun) -> list[str]:
+        return list(rerun.artifacts or [])[:VIEW_PAGE]
+
+    @staticmethod
+    def resolve_artifacts_count(rerun: LensRerun) -> int:
+        return len(rerun.artifacts or [])
+
+    @staticmethod
+    def resolve_next(rerun: LensRerun) -> dict[str, str | None]:
+        more = len(rerun.artifacts or []) > VIEW_PAGE
+        return {"artifacts": loop_link(rerun.book_id, f"reruns/{rerun.pk}/artifacts") if more else None}
 
 
 class GateIn(Schema):

@@ -96,8 +96,10 @@ def loop_view(book: Book) -> dict:
         if meta.status == LoopStatus.AWAITING_HUMAN:
             meta.status = LoopStatus.WORKING  # shown, not saved
     queued, more = bounded(
-        reruns_of(book).filter(status=RerunStatus.QUEUED).values("lens", "artifacts", "cost"), VIEW_PAGE
+        reruns_of(book).filter(status=RerunStatus.QUEUED).values("id", "lens", "artifacts", "cost"), VIEW_PAGE
     )
+    # Each re-run's slots are capped too (a cascade the author confirmed past the breaker may queue many).
+    queued = [rerun_capped(book.pk, rerun) for rerun in queued]
     return {
         "book_id": book.pk,
         "meta": meta,
@@ -151,6 +153,37 @@ def cards_of(book: Book) -> QuerySet[OptionCard]:
 
 def reruns_of(book: Book) -> QuerySet[LensRerun]:
     return LensRerun.objects.filter(book=book).order_by("created_at", "id")
+
+
+def loop_link(book_id, route: str, **query) -> str:
+    """The URL of a paged loop route from its second page (``limit`` and ``offset`` one page each)."""
+    from urllib.parse import urlencode
+
+    from django.urls import reverse
+
+    params = urlencode({**query, "limit": VIEW_PAGE, "offset": VIEW_PAGE})
+    return f"{reverse('api:api-root')}books/{book_id}/loop/{route}?{params}"
+
+
+def meta_constraints_page(meta: LoopMeta) -> tuple[list, int, str | None]:
+    """The first ``VIEW_PAGE`` constraints the author recorded in the loop (oldest first), how many there are,
+    and the paged route with the rest (``GET .../loop/constraints``), or None."""
+    recorded = list(meta.constraints or [])
+    link = loop_link(meta.book_id, "constraints") if len(recorded) > VIEW_PAGE else None
+    return recorded[:VIEW_PAGE], len(recorded), link
+
+
+def rerun_capped(book_id, rerun: dict) -> dict:
+    """A re-run as a response carries it: the first ``VIEW_PAGE`` of its ``artifacts``, ``artifacts_count`` and
+    ``next.artifacts``, the paged route with the rest (``GET .../loop/reruns/{id}/artifacts``)."""
+    artifacts = list(rerun.get("artifacts") or [])
+    more = len(artifacts) > VIEW_PAGE
+    return {
+        **rerun,
+        "artifacts": artifacts[:VIEW_PAGE],
+        "artifacts_count": len(artifacts),
+        "next": {"artifacts": loop_link(book_id, f"reruns/{rerun['id']}/artifacts") if more else None},
+    }
 
 
 def impact_capped(book_id, impact: dict | None) -> dict | None:

@@ -13,6 +13,7 @@ from .claims import (
     claim_target,
 )
 from .dossiers import (
+    author_constraints,
     book_observations,
     canon_claims,
     dossier_capped,
@@ -29,6 +30,7 @@ from .scratchpad import scratchpad_append
 from .sessions import discovery_start, question_set, thrust_propose, turn_add
 
 __all__ = [
+    "author_constraints",
     "book_create",
     "book_editor_add",
     "book_editor_remove",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from approvals.models import DecisionLogEntry
@@ -51,12 +51,19 @@ def dossier_more_links(
     dossier does not hold (the same order), or None when the dossier holds all of it. An as-of dossier's
     claims are the canon as of its chapter: their rest is the codex's claims as of that chapter, paged (the paged
     canon route is the canon now, a different list)."""
+    # The author's constraints bind every role, and the bases name what the role reads, as of a chapter too:
+    # their rest is always their paged route.
+    always = {
+        name: f"/api/v1/books/{book_id}/{route}?limit={limit}&offset={limit}" if more.get(name) else None
+        for name, route in (("author_constraints", "author-constraints"), ("knowledge_bases", "knowledge-bases"))
+    }
     if as_of_chapter is not None:
         codex = f"/api/v1/books/{book_id}/codex/claims?as_of_chapter={as_of_chapter}&limit={limit}&offset={limit}"
         return {
             "claims": codex if more.get("claims") else None,
             "scratchpad": None,
             "observations": None,
+            **always,
         }
     routes = {
         "claims": f"/api/v1/books/{book_id}/canon",
@@ -67,7 +74,7 @@ def dossier_more_links(
     for name, route in routes.items():
         joiner = "&" if route and "?" in route else "?"
         links[name] = f"{route}{joiner}limit={limit}&offset={limit}" if route and more.get(name) else None
-    return links
+    return {**links, **always}
 
 
 def canon_claims(bases: list[dict]):
@@ -227,16 +234,19 @@ def dossier_content(
             )
         charter, scratchpad, observations = None, [], []
         more["scratchpad"] = more["observations"] = False
+    constraints, more["author_constraints"] = bounded(author_constraints(book), limit)
+    # The claims above are read from every given base; the dossier names the first ``limit`` of them.
+    bases_page, more["knowledge_bases"] = bounded(given, limit)
     return {
         "schema": DOSSIER_SCHEMA,
-        "author_constraints": author_constraints(book),
+        "author_constraints": constraints,
         "book": {"id": str(book.pk), "title": book.title},
         "agent_role": agent_role,
         "as_of_chapter": as_of_chapter,
         "session_id": str(session.pk) if session else None,
         "capabilities": sorted(c.value for c in caps),
         "charter": charter,
-        "knowledge_bases": [{k: base[k] for k in ("id", "name", "scope", "relation")} for base in given],
+        "knowledge_bases": [{k: base[k] for k in ("id", "name", "scope", "relation")} for base in bases_page],
         "claims": claims,
         "scratchpad": scratchpad,
         "observations": observations,
@@ -255,94 +265,142 @@ def dossier_content(
 CONSTRAINT_VERDICTS = ("approve-with-constraint", "redirect")
 
 
-def author_constraints(book: Book) -> list[dict]:
-    """Every constraint the author recorded, each with the decision that set it (two queries).
-
-    The governing (latest approved) charter's ``constraints``, and every approve-with-constraint
-    verdict and steer (redirect) in the book's decision log (gate cards and any other subject).
+class AuthorConstraints:
+    """Every constraint the author recorded, each with the decision that set it, in one order: the governing
+    (latest approved) charter's ``constraints`` (at most a charter's list), then every approve-with-constraint
+    verdict and steer (redirect) in the book's decision log (gate cards and any other subject), by sequence.
     Given to every role: the author's constraints bind every agent, whatever it may read.
-    """
+
+    A page (a slice) reads the charter and its decision (two queries, once) and only the log rows of the page
+    (LIMIT in SQL); ``len`` counts in SQL. So a dossier holds a page and the paged route gives the rest."""
+
+    def __init__(self, book: Book):
+        self.book = book
+        self._charter_items: list[dict] | None = None
+
+    def _log(self):
+        # By verdict alone (``detail`` is text on PostgreSQL: no JSON lookups): these verdicts are logged only by
+        # ``approval_decide``, which refuses them without their text and records it as ``detail.constraint``.
+        return DecisionLogEntry.objects.filter(book=self.book, decision__in=CONSTRAINT_VERDICTS).order_by("sequence")
+
+    def charter_items(self) -> list[dict]:
+        if self._charter_items is None:
+            self._charter_items = _charter_constraints(self.book)
+        return self._charter_items
+
+    def __len__(self) -> int:
+        return len(self.charter_items()) + self._log().count()
+
+    def __iter__(self):
+        return iter(self[0:])
+
+    def __getitem__(self, index: slice) -> list[dict]:
+        if not isinstance(index, slice) or index.step is not None:
+            raise TypeError("author constraints are read a page (a slice) at a time")
+        start, stop = index.start or 0, index.stop
+        charter = self.charter_items()
+        found = charter[start:stop]
+        log_start = max(start - len(charter), 0)
+        log_stop = None if stop is None else max(stop - len(charter), 0)
+        if log_stop is None or log_stop > log_start:
+            rows = self._log().values(
+                "sequence", "decision", "gate", "subject_type", "subject_id", "approval_id", "rationale", "detail"
+            )[log_start:log_stop]
+            found += [_logged_constraint(row) for row in rows]
+        return found
+
+
+def _charter_constraints(book: Book) -> list[dict]:
     charter = (
         StoryCharter.objects.filter(book=book, status=StoryCharter.Status.APPROVED)
         .order_by("-version")
         .values("id", "version", "content", "approval_id")
         .first()
     )
-    entries = list(
-        DecisionLogEntry.objects.filter(book=book)
-        .filter(Q(decision__in=CONSTRAINT_VERDICTS) | Q(approval_id=charter["approval_id"] if charter else None))
-        .order_by("sequence")
-        .values(
-            "sequence", "decision", "gate", "subject_type", "subject_id", "approval_id", "rationale", "ts", "detail"
+    texts = ((charter or {}).get("content") or {}).get("constraints") or []
+    if not texts:
+        return []
+    entry = None
+    if charter["approval_id"]:
+        entry = (
+            DecisionLogEntry.objects.filter(book=book, approval_id=charter["approval_id"])
+            .order_by("sequence")
+            .values("sequence", "rationale")
+            .first()
         )
-    )
-    found: list[dict] = []
-    if charter:
-        entry = next(
-            (e for e in entries if charter["approval_id"] and e["approval_id"] == charter["approval_id"]), None
-        )
-        for text in (charter["content"] or {}).get("constraints") or []:
-            found.append(
-                {
-                    "kind": "charter-constraint",
-                    "text": text,
-                    "decision": {
-                        "what": f"Story charter v{charter['version']} approved",
-                        "charter_id": str(charter["id"]),
-                        "charter_version": charter["version"],
-                        "approval_id": str(charter["approval_id"]) if charter["approval_id"] else None,
-                        "sequence": entry["sequence"] if entry else None,
-                        "rationale": entry["rationale"] if entry else None,
-                    },
-                }
-            )
-    for entry in entries:
-        if entry["decision"] not in CONSTRAINT_VERDICTS:
-            continue
-        text = (entry["detail"] or {}).get("constraint")
-        if not text:
-            continue
-        found.append(
-            {
-                "kind": "constraint" if entry["decision"] == "approve-with-constraint" else "steer",
-                "text": text,
-                "decision": {
-                    "what": f"{entry['decision']} on {entry['subject_type']}"
-                    + (f" at {entry['gate']}" if entry["gate"] else ""),
-                    "verdict": entry["decision"],
-                    "gate": entry["gate"],
-                    "subject_type": entry["subject_type"],
-                    "subject_id": entry["subject_id"],
-                    "approval_id": str(entry["approval_id"]) if entry["approval_id"] else None,
-                    "sequence": entry["sequence"],
-                    "rationale": entry["rationale"],
-                },
-            }
-        )
-    return found
+    return [
+        {
+            "kind": "charter-constraint",
+            "text": text,
+            "decision": {
+                "what": f"Story charter v{charter['version']} approved",
+                "charter_id": str(charter["id"]),
+                "charter_version": charter["version"],
+                "approval_id": str(charter["approval_id"]) if charter["approval_id"] else None,
+                "sequence": entry["sequence"] if entry else None,
+                "rationale": entry["rationale"] if entry else None,
+            },
+        }
+        for text in texts
+    ]
+
+
+def _logged_constraint(entry: dict) -> dict:
+    at_gate = f" at {entry['gate']}" if entry["gate"] else ""
+    return {
+        "kind": "constraint" if entry["decision"] == "approve-with-constraint" else "steer",
+        "text": (entry["detail"] or {}).get("constraint") or "",
+        "decision": {
+            "what": f"{entry['decision']} on {entry['subject_type']}{at_gate}",
+            "verdict": entry["decision"],
+            "gate": entry["gate"],
+            "subject_type": entry["subject_type"],
+            "subject_id": entry["subject_id"],
+            "approval_id": str(entry["approval_id"]) if entry["approval_id"] else None,
+            "sequence": entry["sequence"],
+            "rationale": entry["rationale"],
+        },
+    }
+
+
+def author_constraints(book: Book) -> AuthorConstraints:
+    """The author's constraints for ``book`` (see :class:`AuthorConstraints`), read a page at a time."""
+    return AuthorConstraints(book)
+
+
+# Collections a dossier caps that stored snapshots may hold whole: all of them before dossiers were bounded (no
+# ``more``), the later ones (LATER_CAPPED) before they were.
+FIRST_CAPPED = ("claims", "scratchpad", "observations")
+LATER_CAPPED = ("author_constraints", "knowledge_bases")
 
 
 def dossier_capped(dossier: ContextDossier) -> dict:
-    """A dossier's content as read: a snapshot stored before dossiers were bounded may hold more than
-    ``DOSSIER_PAGE`` of a collection; it is read with the first page and a ``more`` link, as a new one is.
-    (The stored row is never changed: the snapshot is immutable.)"""
+    """A dossier's content as read: a snapshot stored before dossiers were bounded (or before the author's
+    constraints and the bases were) may hold more than ``DOSSIER_PAGE`` of a collection; it is read with the first
+    page and a ``more`` link, as a new one is. (The stored row is never changed: the snapshot is immutable.)"""
     content = dossier.content or {}
-    if "more" in content:
+    stored_more = content.get("more")
+    if stored_more is not None and all(name in stored_more for name in LATER_CAPPED):
         return content
     capped = dict(content)
     more = {}
-    for name in ("claims", "scratchpad", "observations"):
-        items = content.get(name) or []
-        capped[name] = items[:DOSSIER_PAGE]
-        more[name] = len(items) > DOSSIER_PAGE
-    capped["limit"] = DOSSIER_PAGE
-    capped["more"] = dossier_more_links(
+    for name in (*FIRST_CAPPED, *LATER_CAPPED) if stored_more is None else LATER_CAPPED:
+        items = content.get(name)  # None: the snapshot predates the collection (the page says so)
+        if items is not None:
+            capped[name] = items[:DOSSIER_PAGE]
+        more[name] = items is not None and len(items) > DOSSIER_PAGE
+    links = dossier_more_links(
         book_id=dossier.book_id,
         session_id=content.get("session_id"),
         more=more,
         limit=DOSSIER_PAGE,
         as_of_chapter=content.get("as_of_chapter"),
     )
+    if stored_more is None:
+        capped["limit"] = DOSSIER_PAGE
+        capped["more"] = links
+    else:
+        capped["more"] = {**stored_more, **{name: links[name] for name in LATER_CAPPED}}
     return capped
 
 

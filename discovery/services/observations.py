@@ -83,19 +83,6 @@ REVISION_COLUMNS = (
 )
 
 
-def observation_history(observation: Observation) -> list[dict]:
-    return list(
-        ObservationRevision.objects.filter(observation=observation)
-        .order_by("sequence")
-        .values(
-            "id",
-            "sequence",
-            "action",
-            "previous_value",
-            "value",
-            "previous_status",
-            "status",
-            "rationale",
-            "created_at",
-        )
-    )
+def observation_history(observation: Observation):
+    """The observation's revisions, oldest first, as rows (a queryset: a response slices a page of it in SQL)."""
+    return ObservationRevision.objects.filter(observation=observation).order_by("sequence").values(*REVISION_COLUMNS)

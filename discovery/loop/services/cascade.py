@@ -15,10 +15,13 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from urllib.parse import urlencode
 
 from django.db.models import F, Q
+from django.urls import reverse
 
 from discovery.models import Book
+from discovery.selectors import VIEW_PAGE
 from novelgraph.errors import NotFound
 
 from ..models import (
@@ -113,11 +116,19 @@ def cascade_apply(
     if preview["already_applied"]:
         return {"applied": False, "noop": True, "seed": seed}
     if preview["breaker"] and not override_breaker:
+        # This result goes into the decision-log row, which is hashed and never rewritten: it holds the first
+        # page of the affected nodes, their count, and where the whole list is (the breaker changed nothing,
+        # so the preview from the same seed lists them all, in this order).
+        affected = [a["node_id"] for a in preview["affected"]]
+        query = urlencode({"node": seed, "limit": VIEW_PAGE, "offset": VIEW_PAGE})
+        rest = f"{reverse('api:api-root')}books/{book.pk}/loop/cascade-preview/affected?{query}"
         return {
             "applied": False,
             "surfaced": True,
             "seed": seed,
-            "affected": [a["node_id"] for a in preview["affected"]],
+            "affected": affected[:VIEW_PAGE],
+            "affected_count": len(affected),
+            "affected_rest": rest if len(affected) > VIEW_PAGE else None,
             "limit": preview["limit"],
         }
     affected_ids = [a["node_id"] for a in preview["affected"]]

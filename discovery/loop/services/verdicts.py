@@ -142,7 +142,7 @@ def _cascade(meta: LoopMeta, card: OptionCard, reason: str, seed_status: str, ve
         follow = raise_card(
             meta=meta,
             kind="cascade",
-            summary=f"the cascade from {card.trace_seed} would touch {len(result['affected'])} slots "
+            summary=f"the cascade from {card.trace_seed} would touch {result['affected_count']} slots "
             f"(more than {result['limit']:g}): confirm it",
             decisions_requested=["approve: confirm the cascade", "park: not now"],
             recommended="look at the impact before confirming",
