@@ -182,9 +182,12 @@ class Burst:
         self.threads: list[threading.Thread] = []
 
     def _ack(self, kind: str, value) -> None:
+        # The kill comes once every kind of write is under way (on a loaded machine the heavier turns can lag
+        # behind the notes and decisions), and enough of them in all were acknowledged.
         with self.lock:
             self.acknowledged[kind].append(value)
-            if sum(len(v) for v in self.acknowledged.values()) >= self.signal_after:
+            acked = self.acknowledged.values()
+            if all(len(v) >= 3 for v in acked) and sum(len(v) for v in acked) >= self.signal_after:
                 self.enough.set()
 
     def _loop(self, kind: str, calls) -> None:
