@@ -12,7 +12,16 @@ from ninja import Field, Schema
 from pydantic import AfterValidator, StrictBool
 
 from approvals.models import Approval, Gate, Reversibility, Verdict
-from novelgraph.schemas import LIST_ITEM_TEXT, MAX_LIST_ITEMS, Text, TextList, default, input_error, limit
+from novelgraph.schemas import (
+    LIST_ITEM_TEXT,
+    MAX_LIST_ITEMS,
+    Text,
+    TextList,
+    bounded,
+    default,
+    input_error,
+    limit,
+)
 
 from .models import (
     WRITER_ROLES,
@@ -130,7 +139,7 @@ class NodeOut(NodeFields):
 
 # A plan node's fields, taken by NodeIn, NodePatch and the imported PlanNodeRecord.
 Intent = Text(limit(PlanNode, "intent"))
-RoundCap = Annotated[int, Field(ge=1, le=1000)]
+RoundCap = bounded(PlanNode, "round_cap")
 Assumption = Text(limit(PlanNode, "assumption"), required=False)
 KillCondition = Text(limit(PlanNode, "kill_condition"), required=False)
 Activity = Text(limit(PlanNode, "activity"), required=False)
@@ -359,6 +368,24 @@ class ImpactOut(Schema):
     active_count: int
     limit: float
     breaker: bool
+
+
+class LoopBounds(Schema):
+    """The bounds a book's loop runs within, each in the range its LoopMeta field declares: what an imported
+    meta file may set. A caller names only what it sets (read with ``model_dump(exclude_unset=True)``)."""
+
+    round_cap: bounded(LoopMeta, "round_cap") = default(LoopMeta, "round_cap")
+    cost_budget: bounded(LoopMeta, "cost_budget") = default(LoopMeta, "cost_budget")
+    max_depth: bounded(LoopMeta, "max_depth") = default(LoopMeta, "max_depth")
+    max_breadth: bounded(LoopMeta, "max_breadth") = default(LoopMeta, "max_breadth")
+    concentration: bounded(LoopMeta, "concentration") = default(LoopMeta, "concentration")
+
+
+class BoundsGrant(LoopBounds):
+    """What an extend verdict grants, written in its text (``round_cap=8 cost_budget=150``): the loop's bounds,
+    or the round cap of the node the card is about (in PlanNode.round_cap's range)."""
+
+    node_round_cap: RoundCap = default(PlanNode, "round_cap")
 
 
 class LoopVerdictIn(Schema):
