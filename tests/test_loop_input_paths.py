@@ -203,7 +203,7 @@ def _reason(body: dict) -> str:
     ],
 )
 def test_a_bound_out_of_its_range_is_refused_alike_when_granted_and_when_imported(
-    book, sol_api, author, author_api, bound, value, reason
+    book, sol_api, author, author_api, author_browser, bound, value, reason
 ):
     card = _stalled_at_the_round_cap(book, sol_api)
     before = LoopMeta.objects.filter(book=book).values(bound, "status").get()
@@ -218,6 +218,12 @@ def test_a_bound_out_of_its_range_is_refused_alike_when_granted_and_when_importe
     )
     assert generic.status_code == 422
     assert (generic.json()["field"], _reason(generic.json())) == (f"constraint.{bound}", reason)
+    form = author_browser.post(
+        f"/review/{card.approval_id}/",
+        {"verdict": "extend", "rationale": "More room.", "constraint": f"{bound}={value}"},
+    )
+    assert form.status_code == 422
+    assert escape(granted.json()["detail"]) in form.content.decode()
     assert LoopMeta.objects.filter(book=book).values(bound, "status").get() == before
     assert OptionCard.objects.get(pk=card.pk).status == "pending"
 

@@ -391,7 +391,12 @@ class BoundsGrant(LoopBounds):
 class LoopVerdictIn(Schema):
     verdict: Verdict
     rationale: Text(limit(Approval, "rationale"))
-    constraint: Text(limit(Approval, "constraint"), required=False) = ""
+    constraint: Text(limit(Approval, "constraint"), required=False) = Field(
+        "",
+        description="approve-with-constraint: the constraint; redirect: the steer; extend: what is granted, as "
+        f"name=number ({', '.join(BoundsGrant.model_fields)}), each in its bound's range (else 422 naming "
+        "constraint.<name>)",
+    )
 
 
 class LoopVerdictOut(Schema):
