@@ -224,6 +224,8 @@ def test_a_bound_out_of_its_range_is_refused_alike_when_granted_and_when_importe
     )
     assert form.status_code == 422
     assert escape(granted.json()["detail"]) in form.content.decode()
+    marked = 'aria-describedby="constraint-help decision-error" aria-invalid="true"'
+    assert marked in form.content.decode(), "the constraint box is marked as the one to mend"
     assert LoopMeta.objects.filter(book=book).values(bound, "status").get() == before
     assert OptionCard.objects.get(pk=card.pk).status == "pending"
 
