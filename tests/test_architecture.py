@@ -228,3 +228,33 @@ def test_a_hand_check_of_choices_or_a_range_in_a_service_fails_the_rule(name, so
 def test_a_sign_check_or_a_count_is_not_a_range():
     assert _input_checks("discovery.loop.services.bounds", "if amount <= 0:\n    return meta") == []
     assert _input_checks("discovery.loop.services.gates", "if len(slugs) > 1:\n    pass") == []
+
+
+def test_no_form_writes_its_own_text_limit():
+    """A form's ``maxlength`` comes from the input schema that validates it (``{% input_limit %}``), which takes it
+    from the model: no template writes a number, so the browser's limit cannot drift from the server's."""
+    import re
+
+    written = []
+    for path in sorted(ROOT.glob("*/**/templates/**/*.html")):
+        if ".venv" in path.parts:
+            continue
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            if re.search(r'maxlength="\d', line):
+                written.append(f"{path.relative_to(ROOT)}:{number}")
+    assert written == []
+
+
+def test_a_forms_limit_is_the_schemas_and_the_columns():
+    from approvals.models import Approval
+    from discovery.models import ThrustCandidate, Turn
+    from novelgraph.templatetags.limits import schema_limit
+
+    assert schema_limit("discovery.schemas.TurnIn", "content") == Turn._meta.get_field("content").max_length
+    assert schema_limit("approvals.schemas.VerdictIn", "rationale") == Approval._meta.get_field("rationale").max_length
+    # A dict of texts (thrust id -> why not): one box per value, each the reason's column.
+    assert schema_limit("approvals.schemas.VerdictIn", "not_chosen") == (
+        ThrustCandidate._meta.get_field("not_chosen_reason").max_length
+    )
+    with pytest.raises(ValueError, match="declares no text limit"):
+        schema_limit("discovery.schemas.CharterIn", "reader_promise")
