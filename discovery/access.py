@@ -21,7 +21,7 @@ from django.db.models import Q, QuerySet
 from novelgraph.auth import Principal, principal_for_user
 from novelgraph.errors import Forbidden, NotFound
 from novelgraph.roles import AgentRole, PersonRole
-from novelgraph.rows import RowModel
+from novelgraph.rows import RowModel, per_vendor
 
 from .models import Book, Series
 
@@ -149,13 +149,8 @@ class _BookLookup:
     owner: RowModel
 
 
-_book_lookups: dict[str, _BookLookup] = {}
-
-
+@per_vendor
 def _book_lookup_for(connection) -> _BookLookup:
-    lookup = _book_lookups.get(connection.vendor)
-    if lookup is not None:
-        return lookup
     qn = connection.ops.quote_name
     user_model = get_user_model()
     book, series, owner = RowModel(Book, connection), RowModel(Series, connection), RowModel(user_model, connection)
@@ -171,9 +166,7 @@ def _book_lookup_for(connection) -> _BookLookup:
         f" JOIN {qn(user_model._meta.db_table)} u ON u.{qn(user_model._meta.pk.column)} = b.{qn('owner_id')}"
         f" WHERE b.{qn('id')} = %s"
     )
-    lookup = _BookLookup(sql, book, series, owner)
-    _book_lookups[connection.vendor] = lookup
-    return lookup
+    return _BookLookup(sql, book, series, owner)
 
 
 def _load_book(principal: Principal, book_id: Any) -> tuple[Book, bool]:

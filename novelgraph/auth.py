@@ -22,7 +22,7 @@ from ninja.security import HttpBearer, SessionAuth
 
 from .models import ApiKey, hash_api_key
 from .roles import PERSONAL_KEY_ROLE, AgentRole
-from .rows import RowModel
+from .rows import RowModel, per_vendor
 
 
 @dataclass(frozen=True)
@@ -87,13 +87,8 @@ class _KeyLookup:
     last_used_index: int
 
 
-_lookups: dict[str, _KeyLookup] = {}
-
-
+@per_vendor
 def _lookup_for(connection) -> _KeyLookup:
-    lookup = _lookups.get(connection.vendor)
-    if lookup is not None:
-        return lookup
     qn = connection.ops.quote_name
     user_model = get_user_model()
     key = RowModel(ApiKey, connection)
@@ -111,9 +106,7 @@ def _lookup_for(connection) -> _KeyLookup:
         f" JOIN {qn(user_model._meta.db_table)} u ON u.{user_pk} = k.{qn('owner_id')}"
         f" WHERE k.{qn('key_hash')} = %s AND k.{qn('revoked_at')} IS NULL AND {active}"
     )
-    lookup = _KeyLookup(sql, key, user, key.attnames.index("last_used_at"))
-    _lookups[connection.vendor] = lookup
-    return lookup
+    return _KeyLookup(sql, key, user, key.attnames.index("last_used_at"))
 
 
 def principal_for_key(raw_key: str) -> Principal | None:

@@ -9,9 +9,28 @@ once per database vendor from the models' own metadata (``novelgraph.auth._KeyLo
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from django.db import models
+
+T = TypeVar("T")
+
+
+def per_vendor(build: Callable[..., T]) -> Callable[..., T]:
+    """``build(connection)`` runs once per database vendor; later calls return what it built (a statement's
+    text and its ``RowModel``s depend on the vendor only)."""
+    built: dict[str, T] = {}
+
+    @functools.wraps(build)
+    def get(connection) -> T:
+        found = built.get(connection.vendor)
+        if found is None:
+            found = built[connection.vendor] = build(connection)
+        return found
+
+    return get
 
 
 class RowModel:
