@@ -325,6 +325,8 @@ API_EXPECTED: dict[str, tuple[int, ...]] = {
     "GET /books/{book_id}/loop/lint/findings": (401, 401, 404, 404, 404, 404, 404, 404, 200, 200, 200, 200, 200),
     "GET /books/{book_id}/loop/cascade-preview": (401, 401, 422, 422, 422, 422, 422, 422, 422, 422, 422, 422, 422),
     "GET /books/{book_id}/loop/cascade-preview/affected": (401, 401, 422, 422, 422, 422, 422, 422, 422, 422, 422, 422, 422),
+    "GET /books/{book_id}/loop/cascade-stale": (401, 401, 422, 422, 422, 422, 422, 422, 422, 422, 422, 422, 422),
+    "GET /books/{book_id}/loop/cascade-stale/artifacts": (401, 401, 422, 422, 422, 422, 422, 422, 422, 422, 422, 422, 422),
     "GET /books/{book_id}/loop/artifacts": (401, 401, 404, 404, 404, 404, 404, 404, 200, 200, 200, 200, 200),
     "POST /books/{book_id}/loop/artifacts": (401, 401, 404, 404, 404, 404, 404, 404, 201, 201, 201, 403, 201),
     "GET /books/{book_id}/loop/reviews": (401, 401, 404, 404, 404, 404, 404, 404, 200, 200, 200, 200, 200),

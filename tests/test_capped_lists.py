@@ -460,6 +460,76 @@ def test_a_tripped_breaker_logs_a_page_of_the_affected_nodes_the_count_and_where
     assert author_api.get(f"/books/{book.pk}/decision-log/verify").json()["ok"] is True
 
 
+def test_a_confirmed_cascade_logs_a_page_of_its_stale_nodes_slots_and_reruns_and_where_the_rest_is(
+    author_api, sol_api, book
+):
+    from approvals.models import DecisionLogEntry
+    from approvals.selectors import decision_log_verify
+    from discovery.loop.models import BlackboardArtifact
+
+    from .loop_scenes import ask_gate, decide
+
+    TraceNode.objects.create(book=book, node_id="premise", kind="premise")
+    slots = BlackboardArtifact.objects.bulk_create(
+        [
+            BlackboardArtifact(book=book, slug=f"slot-{n:03}", type="beat", produced_by="luna", lens="reader-trust")
+            for n in range(MORE)
+        ]
+    )
+    nodes = [f"ch-{n:03}" for n in range(MORE)]
+    TraceNode.objects.bulk_create(
+        [TraceNode(book=book, node_id=n, kind="chapter", artifact=a) for n, a in zip(nodes, slots, strict=True)]
+    )
+    TraceEdge.objects.bulk_create([TraceEdge(book=book, from_id="premise", to_id=n) for n in nodes])
+    asked = ask_gate(sol_api, book, "G0", trace_seed="premise")
+    surfaced = decide(author_api, book, asked.json()["approval_id"], "redirect", constraint="another premise")
+    follow = surfaced.json()["detail"]["effect"]["cascade"]["approval_id"]
+    assert author_api.get(url(book, "/cascade-stale"), node="premise").json()["count"] == 0, "not cascaded yet"
+    confirmed = decide(author_api, book, follow, "approve", rationale="Yes, all of it.")
+    assert confirmed.status_code == 200, confirmed.json()
+
+    row = DecisionLogEntry.objects.filter(book=book).order_by("-sequence").first()
+    cascade = row.detail["effect"]["cascade"]
+    assert confirmed.json()["detail"] == row.detail
+    assert cascade["applied"] is True and cascade["stale_count"] == MORE and len(cascade["stale"]) == VIEW_PAGE
+    rest = _follow(author_api, cascade["stale_rest"])
+    assert rest["count"] == MORE
+    assert cascade["stale"] + [n["node_id"] for n in rest["items"]] == nodes, "every stale node once, in order"
+
+    assert cascade["stale_artifacts_count"] == MORE and len(cascade["stale_artifacts"]) == VIEW_PAGE
+    rest = _follow(author_api, cascade["stale_artifacts_rest"])
+    assert cascade["stale_artifacts"] + rest["items"] == [s.slug for s in slots]
+
+    [rerun] = cascade["reruns"]
+    assert rerun["lens"] == "reader-trust" and rerun["slots_count"] == MORE and len(rerun["slots"]) == VIEW_PAGE
+    rest = _follow(author_api, rerun["slots_rest"])
+    assert rerun["slots"] + [n["slot"] for n in rest["items"]] == [s.slug for s in slots]
+    assert LensRerun.objects.get(book=book).artifacts == [s.slug for s in slots], "the re-run itself holds them all"
+    assert decision_log_verify(book).ok, "the capped row verifies by the unchanged recipe"
+
+    # Still true after the fact: the re-run rewrote its slots, the route lists what the cascade staled.
+    BlackboardArtifact.objects.filter(book=book).update(status="proposed", stale_reason="")
+    again = author_api.get(url(book, "/cascade-stale"), node="premise", limit=MORE).json()
+    assert [n["node_id"] for n in again["items"]] == nodes
+    assert author_api.get(url(book, "/cascade-stale"), node="premise", lens="another-lens").json()["count"] == 0
+    assert author_api.get(url(book, "/cascade-stale"), node="nowhere").status_code == 404
+
+
+def test_a_small_confirmed_cascade_has_no_links(author_api, sol_api, book):
+    from .loop_scenes import ask_gate, decide
+
+    TraceNode.objects.create(book=book, node_id="premise", kind="premise")
+    TraceNode.objects.create(book=book, node_id="arc", kind="arc", produced_by="reader-trust")
+    TraceNode.objects.bulk_create([TraceNode(book=book, node_id=f"x{n}", kind="note") for n in range(6)])
+    TraceEdge.objects.create(book=book, from_id="premise", to_id="arc")
+    asked = ask_gate(sol_api, book, "G0", trace_seed="premise")
+    cascade = decide(author_api, book, asked.json()["approval_id"], "redirect", constraint="another").json()
+    cascade = cascade["detail"]["effect"]["cascade"]
+    assert cascade["stale"] == ["arc"] and cascade["stale_count"] == 1 and cascade["stale_rest"] is None
+    assert cascade["stale_artifacts"] == [] and cascade["stale_artifacts_rest"] is None
+    assert cascade["reruns"][0]["slots"] == ["arc"] and cascade["reruns"][0]["slots_rest"] is None
+
+
 def test_the_loop_page_shows_a_page_of_each_reruns_slots_and_links_the_rest(author_browser, author_api, book):
     slots = [f"slot-{n:03}" for n in range(MORE)]
     LensRerun.objects.create(book=book, lens="reader-trust", artifacts=slots, reason="a big cascade")

@@ -17,7 +17,7 @@ from ninja.responses import Status
 from approvals.models import Gate
 from approvals.services import approval_decide
 from discovery.access import BookAccess, Cap, book_access
-from discovery.selectors import VIEW_PAGE
+from discovery.selectors import VIEW_PAGE, MappedRows
 from novelgraph.auth import principal_of
 from novelgraph.errors import Conflict, Invalid, NotFound
 from novelgraph.schemas import ERRORS
@@ -267,6 +267,24 @@ def cascade_preview(request: HttpRequest, book_id: uuid.UUID, node: str):
 def cascade_affected(request: HttpRequest, book_id: uuid.UUID, node: str):
     """Every slot invalidating ``node`` would touch, paged, in the order ``GET cascade-preview`` gives them."""
     return loop.cascade_preview(book=_book(request, book_id), seed=node)["affected"]
+
+
+@router.get(f"{BASE}/cascade-stale", response={200: list[dict], **ERRORS})
+@paginate
+def cascade_stale(request: HttpRequest, book_id: uuid.UUID, node: str, lens: str | None = None):
+    """Every node a confirmed cascade from ``node`` made stale (``lens``: those its re-run was queued for), paged,
+    by node id: the rest of the lists its decision-log row names (``stale``, a re-run's ``slots``)."""
+    from .services.cascade import stale_node_row
+
+    return MappedRows(loop.cascade_stale(book=_book(request, book_id), seed=node, lens=lens), stale_node_row)
+
+
+@router.get(f"{BASE}/cascade-stale/artifacts", response={200: list[str], **ERRORS})
+@paginate
+def cascade_stale_artifacts(request: HttpRequest, book_id: uuid.UUID, node: str):
+    """Every slot bound to a node the cascade from ``node`` made stale, paged, by slug: the rest of the row's
+    ``stale_artifacts``."""
+    return loop.cascade_stale_artifacts(book=_book(request, book_id), seed=node)
 
 
 # --- Blackboard, reviews, rounds and cost ---------------------------------------------
