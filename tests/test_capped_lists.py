@@ -378,11 +378,50 @@ def test_the_loops_constraints_and_a_dossiers_are_capped_with_links_to_the_rest(
     assert "<html" not in partial and partial.count("<li><strong>constraint ") == EXTRA
 
 
+def test_the_scope_boundary_names_a_page_of_the_constraints_and_links_the_rest(author_api, sol_api, book):
+    from discovery.loop.models import LoopMeta
+
+    from .loop_scenes import ask_gate
+
+    texts = _constrain(sol_api, author_api, book, MORE)
+    # A redirect's steer is recorded in the loop's meta, not in the scope boundary: the rest skips it.
+    LoopMeta.objects.filter(book=book).update(
+        constraints=[{"kind": "steer", "text": "a steer"}, *LoopMeta.objects.get(book=book).constraints]
+    )
+    slots = author_api.get(url(book, "/artifacts"), limit=200).json()["items"]
+    [boundary] = [a for a in slots if a["slug"] == "scope-boundary"]
+    asked = ask_gate(sol_api, book, "G0", artifacts=["scope-boundary"])
+    assert asked.status_code == 201, asked.json()
+    proposal = author_api.get(f"/approvals/{asked.json()['approval_id']}").json()["proposal"]
+    [shown] = proposal["slots"]
+    for content in (boundary["content"], shown["content"]):
+        assert content["constraints_count"] == MORE and len(content["constraints"]) == VIEW_PAGE
+        rest = _follow(author_api, content["constraints_rest"])
+        assert rest["count"] == MORE
+        assert [c["text"] for c in content["constraints"] + rest["items"]] == texts, "each once, in order"
+
+    # A lens rewriting the slot keeps the author's record as it is (page, count and link).
+    written = sol_api.post(
+        url(book, "/artifacts"), {"slug": "scope-boundary", "type": "scope-boundary", "content": {"note": "x"}}
+    )
+    assert written.status_code in (200, 201), written.json()
+    from discovery.loop.models import BlackboardArtifact
+
+    stored = BlackboardArtifact.objects.get(book=book, slug="scope-boundary")
+    kept = stored.successor["content"] if stored.successor else stored.content
+    assert {k: kept[k] for k in ("constraints", "constraints_count", "constraints_rest")} == {
+        k: boundary["content"][k] for k in ("constraints", "constraints_count", "constraints_rest")
+    }
+
+
 def test_a_loop_with_few_constraints_has_no_link(author_api, sol_api, book):
     _constrain(sol_api, author_api, book, 1)
     meta = author_api.get(url(book)).json()["meta"]
     assert meta["constraints_count"] == 1 and meta["next"] == {"constraints": None}
     assert author_api.get(url(book, "/constraints")).json()["count"] == 1
+    [boundary] = [a for a in author_api.get(url(book, "/artifacts")).json()["items"] if a["slug"] == "scope-boundary"]
+    assert boundary["content"]["constraints_count"] == 1 and boundary["content"]["constraints_rest"] is None
+    assert author_api.get(url(book, "/constraints"), kind="nonsense").status_code == 422
 
 
 def test_a_dossier_stored_before_its_constraints_were_capped_is_read_capped(author_api, book):

@@ -6,6 +6,7 @@ reviews; only the author gives verdicts (``approval_decide``).
 """
 
 import uuid
+from typing import Literal
 from urllib.parse import urlencode
 
 from django.http import HttpRequest, HttpResponse
@@ -332,10 +333,11 @@ def rerun_artifacts(request: HttpRequest, book_id: uuid.UUID, rerun_id: uuid.UUI
 
 @router.get(f"{BASE}/constraints", response={200: list[dict], **ERRORS})
 @paginate
-def constraints_list(request: HttpRequest, book_id: uuid.UUID):
+def constraints_list(request: HttpRequest, book_id: uuid.UUID, kind: Literal["constraint", "steer"] | None = None):
     """Every constraint and steer the author recorded in the loop (approve-with-constraint, redirect), oldest
-    first, paged: the rest of ``meta.constraints``."""
-    return list(selectors.loop_meta(_book(request, book_id)).constraints or [])
+    first, paged: the rest of ``meta.constraints`` (``kind=constraint``: the rest of the scope boundary's)."""
+    recorded = list(selectors.loop_meta(_book(request, book_id)).constraints or [])
+    return [c for c in recorded if c.get("kind") == kind] if kind else recorded
 
 
 @router.post(f"{BASE}/reruns/{{rerun_id}}/done", response={200: RerunOut, **ERRORS})
