@@ -16,7 +16,7 @@ from novelgraph.schemas import ERRORS
 
 from . import services
 from .access import BookAccess, Cap, book_access, books_visible_to, principal_capabilities
-from .history import claim_history
+from .history import ClaimVersions, claim_decisions, claim_history
 from .schemas import (
     ApprovalRefOut,
     AsOfFilter,
@@ -31,6 +31,7 @@ from .schemas import (
     CharterOut,
     CharterResolveIn,
     ClaimDecisionIn,
+    ClaimDecisionLogOut,
     ClaimDecisionOut,
     ClaimHistoryOut,
     ClaimIn,
@@ -38,6 +39,7 @@ from .schemas import (
     ClaimRetractIn,
     ClaimStoryIn,
     ClaimSupersedeIn,
+    ClaimVersionOut,
     CodexOut,
     ConflictOut,
     DiscoveryViewOut,
@@ -685,6 +687,26 @@ def codex_findings(request: HttpRequest, book_id: uuid.UUID, filters: Query[AsOf
 )
 def codex_claim_history(request: HttpRequest, book_id: uuid.UUID, claim_id: uuid.UUID):
     return claim_history(_access(request, book_id, Cap.BOOK_READ), claim_id)
+
+
+@router.get(
+    "/books/{book_id}/codex/claims/{claim_id}/versions",
+    response={200: list[ClaimVersionOut], **ERRORS},
+    summary="Every version of a claim, oldest first, paged: the rest of its history's versions (book:read)",
+)
+@paginate
+def codex_claim_versions(request: HttpRequest, book_id: uuid.UUID, claim_id: uuid.UUID):
+    return ClaimVersions(_access(request, book_id, Cap.BOOK_READ), claim_id)
+
+
+@router.get(
+    "/books/{book_id}/codex/claims/{claim_id}/decisions",
+    response={200: list[ClaimDecisionLogOut], **ERRORS},
+    summary="Every decision naming one version of a claim, oldest first, paged: the rest of its decisions",
+)
+@paginate
+def codex_claim_decisions(request: HttpRequest, book_id: uuid.UUID, claim_id: uuid.UUID):
+    return claim_decisions(_access(request, book_id, Cap.BOOK_READ), claim_id)
 
 
 # --- Handoffs ----------------------------------------------------------------------

@@ -662,7 +662,9 @@ class ClaimVersionOut(Schema):
     revised_by_numbers: list[int]
     approval_id: uuid.UUID | None
     source_refs: list[dict] = Field(description="each resolved for the reader (withheld when her role may not read it)")
-    decisions: list[ClaimDecisionLogOut]
+    decisions: list[ClaimDecisionLogOut] = Field(description="the first page (VIEW_PAGE) of its decisions")
+    decisions_count: int = Field(description="how many decisions name this version")
+    next: dict[str, str | None] = Field(description="decisions: the paged route with the rest, or null")
     requested: bool = Field(description="the version the history was asked for")
 
 
@@ -673,7 +675,10 @@ class ClaimHistoryOut(Schema):
     subject: str
     predicate: str
     canon: ClaimVersionOut | None = Field(description="the version that is canon now, or null")
-    versions: list[ClaimVersionOut]
+    versions: list[ClaimVersionOut] = Field(description="the first page (VIEW_PAGE) of the versions, oldest first")
+    versions_count: int = Field(description="how many versions the claim has")
+    offset: int = Field(description="the number of versions before this page")
+    next: dict[str, str | None] = Field(description="versions: the paged route with the rest, or null")
 
 
 class ApprovalRefOut(Schema):

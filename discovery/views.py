@@ -364,9 +364,7 @@ def _render_book(
             else None,
             "entry_count": len(view["scratchpad"]),
             "entries_more": view["more"]["scratchpad"],
-            "more_urls": {
-                name: _more_url(book, name, VIEW_PAGE) if more.get(name) else None for name in BOOK_SECTIONS
-            },
+            "more_urls": {name: _more_url(book, name, VIEW_PAGE) if more.get(name) else None for name in BOOK_SECTIONS},
             "asked": asked,
             "question_run": question_run,
             "prompted_by": prompted_by,
@@ -526,10 +524,31 @@ def codex_claim(request: HttpRequest, book_id: uuid.UUID, claim_id: uuid.UUID) -
     """One claim's history from the codex (``history.claim_history``): every version, its sources and
     the decisions that made it canon, replaced or retracted it; 404 for a claim the reader may not read."""
     access = page_access(request, book_id, Cap.BOOK_READ)
-    history = claim_history(access, claim_id)
-    for version in history["versions"]:
+    raw = request.GET.get("offset")
+    # Without ``?offset=`` the newest page (the canon now, the last decisions), with links to older versions.
+    history = claim_history(access, claim_id, None if raw is None else _offset(raw))
+    here = reverse("discovery:codex-claim", args=[access.book.pk, claim_id])
+    at, total = history["offset"], history["versions_count"]
+    shown = {v["number"] for v in history["versions"]}
+
+    def version_href(number: int) -> str:
+        if number in shown:
+            return f"#version-{number}"
+        return f"{here}?offset={(number - 1) // VIEW_PAGE * VIEW_PAGE}#version-{number}"
+
+    every = {v["id"]: v for v in [*history["versions"], *([history["canon"]] if history["canon"] else [])]}
+    for version in every.values():
         version["source_refs"] = [{**ref, "href": ref_url(access.book, ref)} for ref in version["source_refs"]]
-    context = {**history, "book": access.book, "role": access.role, "links": book_links(access.book)}
+        version["revises_href"] = version_href(version["revises_number"]) if version["revises_number"] else None
+        version["revised_by"] = [(n, version_href(n)) for n in version["revised_by_numbers"]]
+    pager = {
+        "first": at + 1 if history["versions"] else 0,
+        "last": at + len(history["versions"]),
+        "count": total,
+        "older_url": f"{here}?offset={max(at - VIEW_PAGE, 0)}" if at else None,
+        "newer_url": f"{here}?offset={at + VIEW_PAGE}" if at + VIEW_PAGE < total else None,
+    }
+    context = {**history, "pager": pager, "book": access.book, "role": access.role, "links": book_links(access.book)}
     return render(request, "discovery/codex_claim.html", context)
 
 

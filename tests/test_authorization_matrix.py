@@ -294,6 +294,8 @@ API_EXPECTED: dict[str, tuple[int, ...]] = {
     "GET /books/{book_id}/codex/withheld": (401, 401, 404, 404, 404, 404, 404, 404, 200, 200, 200, 200, 200),
     "GET /books/{book_id}/codex/findings": (401, 401, 404, 404, 404, 404, 404, 404, 200, 200, 200, 200, 200),
     "GET /books/{book_id}/codex/claims/{claim_id}/history": (401, 401, 404, 404, 404, 404, 404, 404, 200, 200, 200, 200, 200),
+    "GET /books/{book_id}/codex/claims/{claim_id}/versions": (401, 401, 404, 404, 404, 404, 404, 404, 200, 200, 200, 200, 200),
+    "GET /books/{book_id}/codex/claims/{claim_id}/decisions": (401, 401, 404, 404, 404, 404, 404, 404, 200, 200, 200, 200, 200),
     "POST /books/{book_id}/handoffs": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 201, 403, 201),
     "POST /handoffs/{handoff_id}/result": (401, 401, 404, 404, 404, 404, 404, 404, 422, 422, 422, 422, 422),
     "GET /handoffs/{handoff_id}": (401, 401, 404, 404, 404, 404, 404, 404, 200, 200, 200, 200, 200),

@@ -276,6 +276,97 @@ def test_the_codex_gives_a_page_of_chapters_and_claims_and_links_to_the_rest(aut
         assert codex["next"]["withheld"] is None and codex["next"]["findings"] is None
 
 
+# --- a claim's history ---------------------------------------------------------------------------
+
+
+def _superseded(author_api, book, times: int) -> list[str]:
+    """A canon claim superseded ``times`` times through the API: its versions' ids, oldest first."""
+    made = author_api.post(
+        "/claims",
+        {
+            "scope": "book",
+            "scope_id": str(book.pk),
+            "subject": "Tova",
+            "predicate": "lives in",
+            "value": "v000",
+            "provenance": "author-stated",
+        },
+    )
+    assert made.status_code == 201, made.content
+    ids = [made.json()["id"]]
+    assert (
+        author_api.post(f"/claims/{ids[0]}/promote", {"book_id": str(book.pk), "rationale": "So."}).status_code == 200
+    )
+    for n in range(1, times + 1):
+        new = author_api.post(
+            f"/claims/{ids[-1]}/supersede", {"book_id": str(book.pk), "value": f"v{n:03}", "rationale": f"r{n}"}
+        )
+        assert new.status_code == 200, new.content
+        ids.append(new.json()["id"])
+    return ids
+
+
+def test_a_claims_history_gives_a_page_of_versions_and_decisions_and_links_to_the_rest(
+    author, author_api, author_browser, book
+):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from approvals.services import decision_log_append
+    from discovery.services.claims import CLAIM_SUBJECT
+
+    ids = _superseded(author_api, book, MORE)  # MORE + 1 versions
+    for n in range(MORE):
+        decision_log_append(
+            book=book,
+            decision="approve",
+            subject_type=CLAIM_SUBJECT,
+            subject_id=ids[0],
+            rationale=f"again {n:03}",
+            ratified_by_user=author,
+        )
+    history = f"/books/{book.pk}/codex/claims/{{}}/history"
+    got = author_api.get(history.format(ids[-1])).json()
+    assert got["versions_count"] == MORE + 1 and len(got["versions"]) == VIEW_PAGE
+    assert got["canon"]["id"] == ids[-1], "the canon now is named even when it is not on the page"
+    rest = _follow(author_api, got["next"]["versions"])
+    assert rest["count"] == MORE + 1
+    assert [v["id"] for v in got["versions"] + rest["items"]] == ids, "every version once, oldest first"
+    assert [v["number"] for v in rest["items"]] == list(range(VIEW_PAGE + 1, MORE + 2))
+    assert rest["items"][-1] == {**got["canon"], "requested": True}
+
+    first = got["versions"][0]
+    assert first["decisions_count"] == MORE + 1 and len(first["decisions"]) == VIEW_PAGE  # promote, and MORE
+    more = _follow(author_api, first["next"]["decisions"])
+    every = first["decisions"] + more["items"]
+    assert more["count"] == MORE + 1 and len({d["sequence"] for d in every}) == MORE + 1
+    assert [d["sequence"] for d in every] == sorted(d["sequence"] for d in every)
+    assert got["versions"][1]["next"] == {"decisions": None}
+
+    # As many statements for this history as for a claim with one version.
+    lone = _superseded(author_api, book, 0)[0]
+    counts = []
+    for pk in (lone, lone, ids[-1]):
+        with CaptureQueriesContext(connection) as ctx:
+            assert author_api.get(history.format(pk)).status_code == 200
+        counts.append(len(ctx.captured_queries))
+    assert counts[1] == counts[2], counts
+
+    # The page: the newest versions first shown, "Older versions" links back, each version once.
+    page = f"/books/{book.pk}/codex/claims/{ids[0]}/"
+    html = author_browser.get(page).content.decode()
+    seen = []
+    while True:
+        numbers = [int(n.split('"')[0]) for n in html.split('<li id="version-')[1:]]
+        seen = numbers + seen
+        if 'rel="prev">Older versions' not in html:
+            break
+        older = html.split('rel="prev">Older versions')[0].rsplit('href="', 1)[1].split('"')[0]
+        html = author_browser.get(older.replace("&amp;", "&")).content.decode()
+    assert seen == list(range(1, MORE + 2))
+    assert "Newer versions" in html and "the rest</a> (JSON)" in html
+
+
 # --- an observation's revisions -----------------------------------------------------------------
 
 
