@@ -593,7 +593,9 @@ class Command(BaseCommand):
             ("subplot-harbour", "subplot", "The harbour master's debt"),  # no producer, no consumer: the orphan
         ]
         for node_id, kind, label in nodes:
-            trace_node_add(access=sol, payload=TraceNodeIn(node_id=node_id, kind=kind, label=label, produced_by="sol"))
+            trace_node_add(
+                access=sol, payload=TraceNodeIn(node_id=node_id, kind=kind, label=label, produced_by="sol")
+            )
         trace_settings(access=sol, payload=TraceSettingsIn(root="premise", leaf_kind="chapter"))
         for source, target in [
             ("premise", "story-question"),
