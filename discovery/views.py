@@ -79,7 +79,7 @@ from .selectors import (
     scratchpad_for,
 )
 from .templatetags.discovery_pages import as_list
-from .timeline import timeline_svg
+from .timeline import timeline_svg, timeline_window
 
 RECENT_ACTIVITY = 12
 # A decision's subject in words (the log stores the type's internal name).
@@ -603,18 +603,21 @@ def _render_codex(
         offset=offsets["offset"],
         findings_offset=offsets["findings_offset"],
     )
+    # The timeline draws a window of chapters (from ``?chapters_from=``, else where the page's claims start).
+    window = timeline_window(view["claims"], view["chapters"], _offset(request.GET.get("chapters_from")) or None)
+    offsets["chapters_from"] = window["first"] if request.GET.get("chapters_from") else 0
     return render(
         request,
         "discovery/codex.html",
         {
             **view,
-            "pagers": _codex_pagers(book, as_of_chapter, view, offsets),
+            "pagers": _codex_pagers(book, as_of_chapter, view, offsets, window),
             "book": book,
             "role": access.role,
             "links": book_links(book),
             "as_of_raw": raw,
             "as_of_error": as_of_error,
-            "timeline": timeline_svg(view["claims"], view["chapters"], view["fair_play"]["findings"]),
+            "timeline": timeline_svg(view["claims"], view["chapters"], view["fair_play"]["findings"], window),
             "may_change_canon": access.is_author and not as_of_chapter,
             "supersede_error": supersede_error,
         },
@@ -622,7 +625,7 @@ def _render_codex(
     )
 
 
-def _codex_pagers(book: Book, as_of_chapter: int | None, view: dict, offsets: dict[str, int]) -> dict:
+def _codex_pagers(book: Book, as_of_chapter: int | None, view: dict, offsets: dict[str, int], window: dict) -> dict:
     """The previous and next links of the codex page's paged lists (each keeps the others' places and the
     chapter); a page of story records or findings past the end shows the last one."""
     base = reverse("discovery:codex", args=[book.pk])
@@ -648,6 +651,14 @@ def _codex_pagers(book: Book, as_of_chapter: int | None, view: dict, offsets: di
         "count": None,
         "previous_url": link(max(at - VIEW_PAGE, 0) if at else None, "retracted_offset"),
         "next_url": link(at + VIEW_PAGE if view["retracted_more"] else None, "retracted_offset"),
+    }
+    # The timeline's window of chapters: earlier and later windows.
+    pagers["timeline"] = {
+        "first": window["first"],
+        "last": window["last"],
+        "count": window["chapters"],
+        "previous_url": link(window["earlier"], "chapters_from"),
+        "next_url": link(window["later"], "chapters_from"),
     }
     return pagers
 

@@ -367,6 +367,57 @@ def test_a_claims_history_gives_a_page_of_versions_and_decisions_and_links_to_th
     assert "Newer versions" in html and "the rest</a> (JSON)" in html
 
 
+def test_the_codex_timeline_draws_a_window_of_chapters_with_links_to_the_others(author_browser, author, book):
+    import re
+
+    from django.utils import timezone
+
+    from discovery.models import KnowledgeBase
+
+    from .factories import ApprovalFactory, ChapterFactory, KnowledgeClaimFactory
+
+    base = KnowledgeBase.objects.get(scope=KnowledgeBase.Scope.BOOK, owner_id=str(book.pk))
+    approval = ApprovalFactory(
+        book=book,
+        kind="canon-promotion",
+        subject_type="claim",
+        status="decided",
+        verdict="approve",
+        rationale="Canon.",
+        decided_by=author,
+        decided_at=timezone.now(),
+    )
+    KnowledgeClaimFactory(base=base, subject="Ada", status="approved", approval=approval)
+    for n in range(MORE):
+        ChapterFactory(book=book, number=n + 1)
+    codex = f"/books/{book.pk}/codex/"
+
+    def drawn(html: str) -> list[int]:
+        svg = html.split('id="codex-timeline"')[1].split("</svg>")[0]
+        return [int(n) for n in re.findall(r'class="tl-chapter"[^>]*>ch (\d+)<', svg)]
+
+    html = author_browser.get(codex).content.decode()
+    seen = drawn(html)
+    assert seen == list(range(1, VIEW_PAGE + 1)), "a window of chapters, from where the page's claims start"
+    pager = html.split('data-testid="timeline-pager"')[1].split("</nav>")[0]
+    later = pager.split('rel="next"')[0].rsplit('href="', 1)[1].split('"')[0].replace("&amp;", "&")
+    html = author_browser.get(later).content.decode()
+    seen += drawn(html)
+    assert seen == list(range(1, MORE + 1)), "every chapter once, in order"
+    pager = html.split('data-testid="timeline-pager"')[1].split("</nav>")[0]
+    assert 'rel="next"' not in pager and f"{VIEW_PAGE + 1}–{MORE} of {MORE}" in pager
+    earlier = pager.split('rel="prev"')[0].rsplit('href="', 1)[1].split('"')[0].replace("&amp;", "&")
+    assert drawn(author_browser.get(earlier).content.decode()) == list(range(1, VIEW_PAGE + 1))
+
+    # A page whose claims start late opens on their chapters; a bad window start is the default one.
+    from discovery.models import KnowledgeClaim
+
+    KnowledgeClaim.objects.filter(base=base).update(true_from_chapter=40)
+    assert drawn(author_browser.get(codex).content.decode())[0] == 40
+    assert drawn(author_browser.get(codex + "?chapters_from=abc").content.decode())[0] == 40
+    assert drawn(author_browser.get(codex + "?chapters_from=99999").content.decode()) == [MORE]
+
+
 # --- an observation's revisions -----------------------------------------------------------------
 
 
