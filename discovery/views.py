@@ -636,7 +636,8 @@ def _codex_pagers(book: Book, as_of_chapter: int | None, view: dict, offsets: di
         query = {**offsets, param: at}
         if as_of_chapter is not None:
             query["as_of_chapter"] = as_of_chapter
-        return f"{base}?{urlencode({k: v for k, v in query.items() if v})}"
+        query = urlencode({k: v for k, v in query.items() if v})
+        return f"{base}?{query}" if query else base
 
     pagers = {}
     for name, param in (("claims", "offset"), ("findings", "findings_offset")):
@@ -651,6 +652,9 @@ def _codex_pagers(book: Book, as_of_chapter: int | None, view: dict, offsets: di
         "count": None,
         "previous_url": link(max(at - VIEW_PAGE, 0) if at else None, "retracted_offset"),
         "next_url": link(at + VIEW_PAGE if view["retracted_more"] else None, "retracted_offset"),
+        # An offset past the end shows no claim: the page says so and links the first page.
+        "past_end": bool(at and not shown),
+        "first_url": link(0, "retracted_offset"),
     }
     # The timeline's window of chapters: earlier and later windows.
     pagers["timeline"] = {

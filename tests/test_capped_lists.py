@@ -418,6 +418,27 @@ def test_the_codex_timeline_draws_a_window_of_chapters_with_links_to_the_others(
     assert drawn(author_browser.get(codex + "?chapters_from=99999").content.decode()) == [MORE]
 
 
+def test_a_retracted_offset_past_the_end_says_so_and_links_the_first_page(author_browser, book):
+    from discovery.models import KnowledgeBase
+
+    from .factories import ChapterFactory, KnowledgeClaimFactory
+
+    base = KnowledgeBase.objects.get(scope=KnowledgeBase.Scope.BOOK, owner_id=str(book.pk))
+    KnowledgeClaimFactory(base=base, subject="Gone", status="retracted")
+    ChapterFactory(book=book, number=1)
+    codex = f"/books/{book.pk}/codex/"
+    html = author_browser.get(codex + f"?retracted_offset={VIEW_PAGE}&as_of_chapter=1").content.decode()
+    assert 'data-testid="codex-retracted"' not in html
+    line = html.split('data-testid="retracted-past-end"')[1].split("</p>")[0]
+    assert f"from number {VIEW_PAGE + 1}" in line
+    first = line.split('href="')[1].split('"')[0].replace("&amp;", "&")
+    assert first == codex + "?as_of_chapter=1", "the first page, the chapter kept"
+    page = author_browser.get(first).content.decode()
+    assert 'data-testid="codex-retracted"' in page and "<strong>Gone</strong>" in page
+    assert 'data-testid="retracted-past-end"' not in page
+    assert 'data-testid="retracted-past-end"' not in author_browser.get(codex).content.decode()
+
+
 # --- an observation's revisions -----------------------------------------------------------------
 
 
