@@ -526,8 +526,9 @@ def claim_story_set(request: HttpRequest, claim_id: uuid.UUID, payload: ClaimSto
 @router.get(
     "/books/{book_id}/claims/{claim_id}/conflicts",
     response={200: list[ConflictOut], **ERRORS},
-    summary="The approved canon a proposed claim contradicts, both sides named (book:read)",
+    summary="The approved canon a proposed claim contradicts, both sides named, paged (book:read)",
 )
+@paginate
 def claim_conflicts_list(request: HttpRequest, claim_id: uuid.UUID, book_id: uuid.UUID):
     access = _access(request, book_id, Cap.BOOK_READ)
     return claim_conflicts(access, services.claim_for_book(access, claim_id))

@@ -194,7 +194,8 @@ def _versions(access: BookAccess, rows: list[dict], number: dict, revised_by: di
                 "number": number[pk],
                 "revises_id": str(row["revises_id"]) if row["revises_id"] else None,
                 "revises_number": number.get(str(row["revises_id"])) if row["revises_id"] else None,
-                "revised_by_numbers": revised_by.get(pk, []),
+                # Capped: each version names what it revises, so the versions route lists every revision.
+                "revised_by_numbers": revised_by.get(pk, [])[:VIEW_PAGE],
                 "approval_id": str(row["approval_id"]) if row["approval_id"] else None,
                 "source_refs": [next(resolved) for _ in cited[pk]],
                 "decisions": decisions.get(pk, []),

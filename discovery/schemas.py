@@ -659,7 +659,9 @@ class ClaimVersionOut(Schema):
     true_until_chapter: int | None
     revises_id: uuid.UUID | None
     revises_number: int | None
-    revised_by_numbers: list[int]
+    revised_by_numbers: list[int] = Field(
+        description="the first VIEW_PAGE versions that revise it (each version names its revises_number)"
+    )
     approval_id: uuid.UUID | None
     source_refs: list[dict] = Field(description="each resolved for the reader (withheld when her role may not read it)")
     decisions: list[ClaimDecisionLogOut] = Field(description="the first page (VIEW_PAGE) of its decisions")

@@ -439,6 +439,23 @@ def test_a_retracted_offset_past_the_end_says_so_and_links_the_first_page(author
     assert 'data-testid="retracted-past-end"' not in author_browser.get(codex).content.decode()
 
 
+def test_a_book_holds_at_most_a_page_of_open_thrusts_so_a_g15_card_names_them_all(sol_api, terra_api, book):
+    from discovery.models import ThrustCandidate
+    from discovery.services.sessions import MAX_OPEN_THRUSTS
+
+    from .discovery_support import thrust_body
+    from .factories import ThrustCandidateFactory
+
+    session = current_session_of(book)
+    ThrustCandidateFactory.create_batch(MAX_OPEN_THRUSTS - 1, session=session)
+    ThrustCandidateFactory(session=session, status="rejected")
+    assert sol_api.post(f"/sessions/{session.pk}/thrusts", thrust_body()).status_code == 201, "a rejected one is closed"
+    refused = terra_api.post(f"/sessions/{session.pk}/thrusts", thrust_body())
+    assert refused.status_code == 409 and refused.json()["code"] == "too_many_open_thrusts", refused.json()
+    assert ThrustCandidate.objects.filter(session__book=book, status="proposed").count() == MAX_OPEN_THRUSTS
+    assert MAX_OPEN_THRUSTS == VIEW_PAGE
+
+
 # --- an observation's revisions -----------------------------------------------------------------
 
 
