@@ -62,6 +62,7 @@ from .schemas import (
     ScratchpadFilter,
     SeriesIn,
     SeriesOut,
+    SessionOut,
     SessionQuestionOut,
     StartOut,
     ThrustIn,
@@ -79,6 +80,7 @@ from .selectors import (
     VIEW_PAGE,
     book_bases,
     book_charters,
+    book_sessions,
     book_thrusts,
     book_turns,
     bounded,
@@ -204,6 +206,7 @@ def discovery_get(request: HttpRequest, book_id: uuid.UUID):
     # The view reads the book's sessions as one record, so the rest of each collection is the book's own
     # paged route (across its sessions, in the view's order).
     routes = {
+        "sessions": f"books/{book_id}/sessions",
         "turns": f"books/{book_id}/turns",
         "observations": f"books/{book_id}/observations",
         "thrusts": f"books/{book_id}/thrusts",
@@ -217,6 +220,16 @@ def discovery_get(request: HttpRequest, book_id: uuid.UUID):
         for name, route in routes.items()
     }
     return view
+
+
+@router.get(
+    "/books/{book_id}/sessions",
+    response={200: list[SessionOut], **ERRORS},
+    summary="The book's discovery sessions, oldest first, paged (discovery:read)",
+)
+@paginate
+def book_session_list(request: HttpRequest, book_id: uuid.UUID):
+    return book_sessions(_access(request, book_id, Cap.DISCOVERY_READ).book)
 
 
 @router.get(

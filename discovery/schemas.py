@@ -792,6 +792,7 @@ class DiscoveryNext(Schema):
     """Where the rest of each collection is: its paged route from the first item not given, or null when
     everything was given."""
 
+    sessions: str | None
     turns: str | None
     observations: str | None
     thrusts: str | None

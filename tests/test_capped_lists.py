@@ -456,6 +456,26 @@ def test_a_book_holds_at_most_a_page_of_open_thrusts_so_a_g15_card_names_them_al
     assert MAX_OPEN_THRUSTS == VIEW_PAGE
 
 
+def test_the_discovery_view_gives_a_page_of_sessions_and_a_link_to_the_rest(author_api, book):
+    from discovery.models import DiscoverySession
+
+    from .factories import DiscoverySessionFactory
+
+    DiscoverySessionFactory.create_batch(MORE, book=book, status=DiscoverySession.Status.CLOSED)
+    view = author_api.get(f"/books/{book.pk}/discovery").json()
+    assert len(view["sessions"]) == VIEW_PAGE and view["session"] is not None
+    rest = _follow(author_api, view["next"]["sessions"])
+    assert rest["count"] == MORE + 1
+    ids = [s["id"] for s in view["sessions"] + rest["items"]]
+    every = DiscoverySession.objects.filter(book=book).order_by("created_at", "id").values_list("id", flat=True)
+    assert ids == [str(pk) for pk in every], "every session once, oldest first"
+
+
+def test_a_book_with_one_session_has_no_sessions_link(author_api, book):
+    view = author_api.get(f"/books/{book.pk}/discovery").json()
+    assert len(view["sessions"]) == 1 and view["next"]["sessions"] is None
+
+
 # --- an observation's revisions -----------------------------------------------------------------
 
 
