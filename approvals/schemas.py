@@ -135,7 +135,7 @@ class ThrustChoiceIn(Schema):
 
 
 class VerdictIn(ThrustChoiceIn):
-    verdict: Text(40, required=False) = Field(description=f"one of {', '.join(Verdict.values)}")
+    verdict: Verdict = Field(description="the verdict; each kind of approval takes some (its detail's verdicts)")
     rationale: Text(LONG_TEXT, required=False) = Field(description="why: required, never blank")
     constraint: Text(LONG_TEXT, required=False) = Field(
         "",

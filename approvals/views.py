@@ -262,7 +262,8 @@ def decision(request: HttpRequest, approval_id: uuid.UUID) -> HttpResponse:
             approval,
             form={**form, **choice},
             error=_stale_message(approval) or exc.message,
-            error_field=getattr(exc, "field", None),
+            # The form's box, for a field inside it ("constraint.round_cap" is the constraint box's text).
+            error_field=(getattr(exc, "field", None) or "").split(".", 1)[0] or None,
             oob=bool(request.htmx),
             renewed=_renewed(approval),
         )

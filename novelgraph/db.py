@@ -5,7 +5,9 @@ from __future__ import annotations
 import uuid
 
 from django.core.exceptions import ImproperlyConfigured
+from django.core.validators import BaseValidator
 from django.db import connections, migrations, models
+from django.utils.deconstruct import deconstructible
 
 
 class TimeStampedModel(models.Model):
@@ -27,6 +29,18 @@ def enum_check(field: str, choices: type[models.TextChoices], name: str) -> mode
 def choices_check(field: str, choices: list[tuple[str, str]], name: str) -> models.CheckConstraint:
     """A CheckConstraint restricting ``field`` to the values of a list of (value, label) pairs."""
     return models.CheckConstraint(condition=models.Q(**{f"{field}__in": [value for value, _ in choices]}), name=name)
+
+
+@deconstructible
+class AboveValidator(BaseValidator):
+    """``value > limit_value``: an exclusive lower bound (a budget or a share that must be positive), beside
+    Django's inclusive ``MinValueValidator``. Input schemas read it with ``novelgraph.schemas.bounded``."""
+
+    message = "Ensure this value is greater than %(limit_value)s."
+    code = "above_value"
+
+    def compare(self, a, b) -> bool:
+        return a <= b
 
 
 # --- Append-only tables ------------------------------------------------------

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any, TypeVar
 
-from django.db.models import Model
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db.models import FloatField, Model
 from ninja import Schema
 from pydantic import AfterValidator, BeforeValidator, Field, StringConstraints
 from pydantic import ValidationError as PydanticValidationError
 from pydantic_core import PydanticCustomError
 
+from .db import AboveValidator
 from .errors import Invalid
 
 # Lengths of free text that has no model column of its own (JSON content: charter fields,
@@ -29,6 +31,28 @@ MAX_JSON_CHARS = 20_000
 def limit(model: type[Model], field: str) -> int:
     """The ``max_length`` of ``model.field``: the one place a column's limit is written."""
     return model._meta.get_field(field).max_length
+
+
+def bounded(model: type[Model], field: str) -> Any:
+    """The number ``model.field`` holds, within the range its validators declare (``MinValueValidator``,
+    ``MaxValueValidator``, ``AboveValidator``): the one place a bound's range is written. Strict: a number,
+    never a string or a boolean; a float is finite."""
+    model_field = model._meta.get_field(field)
+    kind = float if isinstance(model_field, FloatField) else int
+    # ``validators`` also holds the column's own integer range; the tightest of each kind wins.
+    ge = [v.limit_value for v in model_field.validators if isinstance(v, MinValueValidator)]
+    le = [v.limit_value for v in model_field.validators if isinstance(v, MaxValueValidator)]
+    gt = [v.limit_value for v in model_field.validators if isinstance(v, AboveValidator)]
+    return Annotated[
+        kind,
+        Field(
+            strict=True,
+            ge=max(ge) if ge else None,
+            le=min(le) if le else None,
+            gt=max(gt) if gt else None,
+            **({"allow_inf_nan": False} if kind is float else {}),
+        ),
+    ]
 
 
 def default(model: type[Model], field: str) -> Any:

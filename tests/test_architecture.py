@@ -13,6 +13,8 @@ import inspect
 from collections import defaultdict
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("novelgraph", "discovery", "library", "approvals")
 
@@ -154,24 +156,105 @@ def _is_len_against_a_literal(node: ast.Compare) -> bool:
     return measured and literal
 
 
+def _is_range_against_literals(node: ast.Compare) -> bool:
+    """``value < 1``, ``0 < value <= 1``, ``low <= value <= high``: a range written by hand, where the model field's
+    validators declare it once (a sign check against 0 is not a range; lengths are the rule above)."""
+    if not all(isinstance(op, ast.Gt | ast.GtE | ast.Lt | ast.LtE) for op in node.ops):
+        return False
+    sides = [node.left, *node.comparators]
+    if any(isinstance(s, ast.Call) and isinstance(s.func, ast.Name) and s.func.id == "len" for s in sides):
+        return False
+    numbers = [s for s in sides if isinstance(s, ast.Constant) and isinstance(s.value, int | float)]
+    return len(node.ops) > 1 or any(s.value != 0 and not isinstance(s.value, bool) for s in numbers)
+
+
+def _input_checks(name: str, source: str) -> list[str]:
+    """What a service module validates by hand that the input schemas validate (see the test below)."""
+    found = []
+    loop_service = name.startswith("discovery.loop.services")
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.FunctionDef) and (
+            node.name in {"check_text", "text", "_text"} or node.name.endswith("_or_422")
+        ):
+            found.append(f"{name}:{node.lineno} defines {node.name}()")
+        elif isinstance(node, ast.Compare) and _is_len_against_a_literal(node):
+            found.append(f"{name}:{node.lineno} checks a length against a literal")
+        elif isinstance(node, ast.Compare) and any(_is_choices(c) for c in node.comparators):
+            found.append(f"{name}:{node.lineno} checks a value against {ast.unparse(node.comparators[0])}")
+        elif isinstance(node, ast.Compare) and _is_range_against_literals(node):
+            found.append(f"{name}:{node.lineno} checks a range by hand: {ast.unparse(node)}")
+        elif loop_service and isinstance(node, ast.Call) and ast.unparse(node.func) == "re.compile":
+            found.append(f"{name}:{node.lineno} compiles an input format (the schemas hold them)")
+    return found
+
+
 def test_no_service_validates_input_text_itself():
-    """Input is validated once, by the input schemas (limits and choices from the models): a service takes
-    the validated schema, so no service defines its own text or length validator, and no loop service checks
-    a value against an enumeration's choices by hand (issue 14)."""
+    """Input is validated once, by the input schemas (limits, ranges and choices from the models): a service
+    takes the validated schema, so no service defines its own text or length validator, checks a value against
+    an enumeration's choices by hand (``Verdict.values``), or a number against a range written in literals
+    (issue 14)."""
     found = []
     for name, path in _modules().items():
-        if not name.startswith(SERVICE_MODULES):
-            continue
-        loop_service = name.startswith("discovery.loop.services")
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.FunctionDef) and (
-                node.name in {"check_text", "text", "_text"} or node.name.endswith("_or_422")
-            ):
-                found.append(f"{name}:{node.lineno} defines {node.name}()")
-            elif isinstance(node, ast.Compare) and _is_len_against_a_literal(node):
-                found.append(f"{name}:{node.lineno} checks a length against a literal")
-            elif loop_service and isinstance(node, ast.Compare) and any(_is_choices(c) for c in node.comparators):
-                found.append(f"{name}:{node.lineno} checks a value against {ast.unparse(node.comparators[0])}")
-            elif loop_service and isinstance(node, ast.Call) and ast.unparse(node.func) == "re.compile":
-                found.append(f"{name}:{node.lineno} compiles an input format (the schemas hold them)")
+        if name.startswith(SERVICE_MODULES):
+            found += _input_checks(name, path.read_text())
     assert found == []
+
+
+# Hand checks that were in the services before their ranges and choices moved to the models and schemas.
+EARLIER_HAND_CHECKS = {
+    "approvals.services": [
+        "if decision not in Verdict.values:\n    raise Invalid('unknown decision', field='decision')",
+        "if reversibility_class not in Reversibility.values:\n    raise Invalid('bad', field='reversibility_class')",
+    ],
+    "discovery.services.scratchpad": ["if access.role not in AgentRole.values:\n    raise refusal()"],
+    "discovery.loop.services.bounds": [
+        "if key == 'concentration' and not (0 < value <= 1):\n    raise Invalid('concentration must be in (0, 1]')",
+        "if key in {'round_cap', 'max_depth'} and value < 1:\n    raise Invalid(f'{key} must be at least 1')",
+    ],
+    "discovery.loop.services.transfer": [
+        "if isinstance(value, bool) or not (low <= value <= high):\n    self.fail(name, 'must be a number')",
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    ("name", "source"), [(name, source) for name, sources in EARLIER_HAND_CHECKS.items() for source in sources]
+)
+def test_a_hand_check_of_choices_or_a_range_in_a_service_fails_the_rule(name, source):
+    assert name.startswith(SERVICE_MODULES)
+    assert len(_input_checks(name, source)) == 1, source
+
+
+def test_a_sign_check_or_a_count_is_not_a_range():
+    assert _input_checks("discovery.loop.services.bounds", "if amount <= 0:\n    return meta") == []
+    assert _input_checks("discovery.loop.services.gates", "if len(slugs) > 1:\n    pass") == []
+
+
+def test_no_form_writes_its_own_text_limit():
+    """A form's ``maxlength`` comes from the input schema that validates it (``{% input_limit %}``), which takes it
+    from the model: no template writes a number, so the browser's limit cannot drift from the server's."""
+    import re
+
+    written = []
+    for path in sorted(ROOT.glob("*/**/templates/**/*.html")):
+        if ".venv" in path.parts:
+            continue
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            if re.search(r'maxlength="\d', line):
+                written.append(f"{path.relative_to(ROOT)}:{number}")
+    assert written == []
+
+
+def test_a_forms_limit_is_the_schemas_and_the_columns():
+    from approvals.models import Approval
+    from discovery.models import ThrustCandidate, Turn
+    from novelgraph.templatetags.limits import schema_limit
+
+    assert schema_limit("discovery.schemas.TurnIn", "content") == Turn._meta.get_field("content").max_length
+    assert schema_limit("approvals.schemas.VerdictIn", "rationale") == Approval._meta.get_field("rationale").max_length
+    # A dict of texts (thrust id -> why not): one box per value, each the reason's column.
+    assert schema_limit("approvals.schemas.VerdictIn", "not_chosen") == (
+        ThrustCandidate._meta.get_field("not_chosen_reason").max_length
+    )
+    with pytest.raises(ValueError, match="declares no text limit"):
+        schema_limit("discovery.schemas.CharterIn", "reader_promise")

@@ -113,6 +113,9 @@ FIELD_VALUES = {
     "provenance": "agent-inferred",
     "url": "https://example.org/tides",
     "protagonist": {"name": "Mara"},
+    # A verdict (typed: the first choice would be approve) that the scene's charter approval does not take: the
+    # author's 422 writes nothing, where approve would decide (or lapse) the approval in the middle of the matrix.
+    "verdict": "extend",
 }
 
 

@@ -131,6 +131,8 @@ def test_each_book_has_its_own_chain(book, other_book, author, outsider):
 
 
 def test_an_entry_needs_a_rationale_a_known_decision_and_a_ratifier(book, author):
+    from django.db import IntegrityError
+
     from novelgraph.errors import Invalid
 
     with pytest.raises(Invalid) as blank:
@@ -138,12 +140,12 @@ def test_an_entry_needs_a_rationale_a_known_decision_and_a_ratifier(book, author
             book=book, decision="approve", subject_type="x", subject_id=1, rationale="  ", ratified_by_user=author
         )
     assert blank.value.field == "rationale"
-    with pytest.raises(Invalid) as free_text:
+    # The decision and the reversibility class come typed from the input schemas; the table refuses any other.
+    with pytest.raises(IntegrityError), transaction.atomic():
         decision_log_append(
             book=book, decision="yes please", subject_type="x", subject_id=1, rationale="r", ratified_by_user=author
         )
-    assert free_text.value.field == "decision"
-    with pytest.raises(Invalid) as reversibility:
+    with pytest.raises(IntegrityError), transaction.atomic():
         decision_log_append(
             book=book,
             decision="approve",
@@ -153,7 +155,6 @@ def test_an_entry_needs_a_rationale_a_known_decision_and_a_ratifier(book, author
             ratified_by_user=author,
             reversibility_class="maybe",
         )
-    assert reversibility.value.field == "reversibility_class"
     with pytest.raises(ValueError):
         decision_log_append(book=book, decision="approve", subject_type="x", subject_id=1, rationale="r")
     assert not DecisionLogEntry.objects.filter(book=book).exists()

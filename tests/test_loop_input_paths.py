@@ -12,11 +12,12 @@ import pytest
 from django.utils.html import escape
 
 from approvals.models import DecisionLogEntry
-from discovery.loop.models import Candidate, OpenQuestion, PlanNode
+from discovery.loop.models import Candidate, LoopMeta, OpenQuestion, OptionCard, PlanNode
 from novelgraph.schemas import limit
 
 from .factories import BookFactory
 from .loop_scenes import (
+    decide,
     start_discovery,
     started_book,  # noqa: F401 (the book, its discovery started)
     trace,
@@ -175,3 +176,90 @@ def test_an_imported_record_is_refused_as_the_api_refuses_the_same_value(
     assert r.json()["detail"] == f"{where}.{api.json()['detail']}"
     assert not DecisionLogEntry.objects.filter(book=fresh).exists()
     assert not OpenQuestion.objects.filter(book=fresh).exists()
+
+
+# --- A bound: granted by an extend verdict, or set by an imported meta file ---------------------------------
+
+
+def _stalled_at_the_round_cap(book, sol_api) -> OptionCard:
+    LoopMeta.objects.filter(book=book).update(round_cap=2)
+    for _ in range(2):
+        assert sol_api.post(url(book, "/rounds"), {}).status_code == 200
+    return OptionCard.objects.get(book=book, kind="bound", status="pending")
+
+
+def _reason(body: dict) -> str:
+    """A refusal's reason without the field it names (``constraint.round_cap: <reason>``)."""
+    return body["detail"].split(": ", 1)[1]
+
+
+@pytest.mark.parametrize(
+    ("bound", "value", "reason"),
+    [
+        ("round_cap", 5000, "Input should be less than or equal to 1000"),
+        ("max_breadth", 0, "Input should be greater than or equal to 1"),
+        ("concentration", 1.5, "Input should be less than or equal to 1"),
+        ("cost_budget", 2_000_000_000, "Input should be less than or equal to 1000000000"),
+    ],
+)
+def test_a_bound_out_of_its_range_is_refused_alike_when_granted_and_when_imported(
+    book, sol_api, author, author_api, author_browser, bound, value, reason
+):
+    card = _stalled_at_the_round_cap(book, sol_api)
+    before = LoopMeta.objects.filter(book=book).values(bound, "status").get()
+    granted = decide(author_api, book, str(card.approval_id), "extend", constraint=f"{bound}={value}")
+    assert granted.status_code == 422, granted.json()
+    assert granted.json()["field"] == f"constraint.{bound}"
+    assert _reason(granted.json()) == reason
+    # The generic verdict route reaches the same service, and the same schema.
+    generic = author_api.post(
+        f"/approvals/{card.approval_id}/verdict",
+        {"verdict": "extend", "rationale": "More room.", "constraint": f"{bound}={value}"},
+    )
+    assert generic.status_code == 422
+    assert (generic.json()["field"], _reason(generic.json())) == (f"constraint.{bound}", reason)
+    form = author_browser.post(
+        f"/review/{card.approval_id}/",
+        {"verdict": "extend", "rationale": "More room.", "constraint": f"{bound}={value}"},
+    )
+    assert form.status_code == 422
+    assert escape(granted.json()["detail"]) in form.content.decode()
+    marked = 'aria-describedby="constraint-help decision-error" aria-invalid="true"'
+    assert marked in form.content.decode(), "the constraint box is marked as the one to mend"
+    assert LoopMeta.objects.filter(book=book).values(bound, "status").get() == before
+    assert OptionCard.objects.get(pk=card.pk).status == "pending"
+
+    exported = author_api.get(url(book, "/export"))
+    assert exported.status_code == 200
+    fresh = BookFactory(owner=author, title="Book two")
+    start_discovery(fresh)
+    kept = LoopMeta.objects.filter(book=fresh).values(bound).get()
+    r = author_api.client.post(
+        f"/api/v1{url(fresh, '/import')}",
+        {"file": io.BytesIO(_edited(exported.content, "meta", lambda doc: doc.update({bound: value})))},
+        HTTP_AUTHORIZATION=f"Bearer {author_api.key}",
+    )
+    assert r.status_code == 422
+    assert r.json()["field"] == f"file:meta.{bound}"
+    assert _reason(r.json()) == reason
+    assert LoopMeta.objects.filter(book=fresh).values(bound).get() == kept
+    assert not DecisionLogEntry.objects.filter(book=fresh).exists()
+
+
+def test_a_bound_in_its_range_is_granted_and_imported(book, sol_api, author, author_api):
+    card = _stalled_at_the_round_cap(book, sol_api)
+    granted = decide(author_api, book, str(card.approval_id), "extend", constraint="round_cap=1000 concentration=1")
+    assert granted.status_code == 200, granted.json()
+    assert granted.json()["detail"]["effect"]["granted"] == {"round_cap": 1000, "concentration": 1.0}
+
+    exported = author_api.get(url(book, "/export"))
+    fresh = BookFactory(owner=author, title="Book two")
+    start_discovery(fresh)
+    r = author_api.client.post(
+        f"/api/v1{url(fresh, '/import')}",
+        {"file": io.BytesIO(_edited(exported.content, "meta", lambda doc: doc.update(max_depth=1000)))},
+        HTTP_AUTHORIZATION=f"Bearer {author_api.key}",
+    )
+    assert r.status_code == 200, r.json()
+    meta = LoopMeta.objects.get(book=fresh)
+    assert (meta.round_cap, meta.concentration, meta.max_depth) == (1000, 1.0, 1000)

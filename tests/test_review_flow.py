@@ -11,6 +11,7 @@ import uuid
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.utils.html import escape
 
 from approvals.models import Approval, DecisionLogEntry
 from approvals.services import approval_request
@@ -156,6 +157,26 @@ def test_an_unknown_verdict_in_the_form_is_an_inline_error(author_browser, book,
     response = decide(author_browser, approval, htmx=True, verdict="park", rationale="Later.")
     assert response.status_code == 200 and "takes approve, reject, not park" in response.content.decode()
     assert Approval.objects.get(pk=approval.pk).status == Approval.Status.PENDING
+
+
+@pytest.mark.parametrize("word", ["approve it all", "APPROVE", ""])
+def test_a_verdict_outside_the_choices_is_refused_alike_by_the_api_and_the_form(
+    word, author_browser, author_api, book, charter, approval
+):
+    api = author_api.post(f"/approvals/{approval.pk}/verdict", {"verdict": word, "rationale": "Reads true."})
+    assert api.status_code == 422 and api.json()["field"] == "verdict"
+    assert api.json()["detail"].startswith("verdict: Input should be 'approve', 'reject', ")
+    for htmx in (False, True):
+        response = decide(author_browser, approval, htmx=htmx, verdict=word, rationale="Reads true.")
+        html = response.content.decode()
+        assert response.status_code == (200 if htmx else 422)
+        alert = html[html.index('id="decision-error">') + len('id="decision-error">') :]
+        assert alert.startswith(escape(api.json()["detail"]) + "</p>")
+        assert '<select id="verdict"' in html and 'aria-invalid="true"' in html
+    approval.refresh_from_db()
+    charter.refresh_from_db()
+    assert approval.status == Approval.Status.PENDING and charter.status == StoryCharter.Status.PROPOSED
+    assert not DecisionLogEntry.objects.filter(book=book).exists()
 
 
 def test_an_editor_reads_the_decision_page_without_a_form_and_may_not_post(editor_browser, book, charter, approval):

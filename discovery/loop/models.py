@@ -10,12 +10,13 @@ Writes and rules live in ``discovery.loop.services``.
 
 from __future__ import annotations
 
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 
 from approvals.models import Gate, Reversibility, Verdict
 from discovery.models import CandidateStatus
-from novelgraph.db import TimeStampedModel, choices_check, enum_check
+from novelgraph.db import AboveValidator, TimeStampedModel, choices_check, enum_check
 from novelgraph.roles import choices_of
 
 SCHEMA_VERSION = "0.1"
@@ -180,24 +181,33 @@ class RosterEntry(models.Model):
 # --- Meta ---------------------------------------------------------------------
 
 
+# A round cap, a depth or a breadth: at least one, at most a thousand.
+ROUNDS_RANGE = [MinValueValidator(1), MaxValueValidator(1000)]
+
+
 class LoopMeta(models.Model):
-    """The counters and state of one book's loop, with its bounds."""
+    """The counters and state of one book's loop, with its bounds.
+
+    Each bound's range is declared once, by its field's validators; every input that sets a bound (an extend
+    verdict's grant, an imported meta file) reads it through ``novelgraph.schemas.bounded``.
+    """
 
     Status = LoopStatus
 
     book = models.OneToOneField("discovery.Book", on_delete=models.CASCADE, primary_key=True, related_name="loop")
     schema_version = schema_version_field()
     round = models.PositiveIntegerField(default=0)  # completed rounds
-    round_cap = models.PositiveIntegerField(default=6)
-    cost_budget = models.FloatField(default=100.0)
+    round_cap = models.PositiveIntegerField(default=6, validators=ROUNDS_RANGE)
+    cost_budget = models.FloatField(default=100.0, validators=[AboveValidator(0), MaxValueValidator(1e9)])
     cost_spent = models.FloatField(default=0.0)
     gate = models.CharField(max_length=4, choices=Gate.choices, default=Gate.G0)
     status = models.CharField(max_length=16, choices=LoopStatus.choices, default=LoopStatus.WORKING)
     saturation = models.BooleanField(default=False)
     # Bounds (settings per book).
-    max_depth = models.PositiveIntegerField(default=4)
-    max_breadth = models.PositiveIntegerField(default=6)
-    concentration = models.FloatField(default=0.4)
+    max_depth = models.PositiveIntegerField(default=4, validators=ROUNDS_RANGE)
+    max_breadth = models.PositiveIntegerField(default=6, validators=ROUNDS_RANGE)
+    # The share of the budget one subtree may spend.
+    concentration = models.FloatField(default=0.4, validators=[AboveValidator(0), MaxValueValidator(1.0)])
     # The bound that paused or stalled the loop ("" when none).
     bound = models.CharField(max_length=20, blank=True)
     # Traceability: the root node id and the leaf kind.
@@ -390,7 +400,7 @@ class PlanNode(TimeStampedModel):
     )
     sub_idea = models.CharField(max_length=8, choices=SubIdea.choices, default=SubIdea.OPEN)
     round = models.PositiveIntegerField(default=0)
-    round_cap = models.PositiveIntegerField(default=3)
+    round_cap = models.PositiveIntegerField(default=3, validators=ROUNDS_RANGE)
     cost_spent = models.FloatField(default=0)
     selection = models.ForeignKey(
         "Candidate", null=True, blank=True, on_delete=models.SET_NULL, related_name="selected_for"

@@ -14,7 +14,16 @@ from pydantic import AfterValidator, StrictBool
 from approvals.models import Approval, Gate, Reversibility, Verdict
 from approvals.schemas import ThrustChoiceIn
 from discovery.selectors import VIEW_PAGE
-from novelgraph.schemas import LIST_ITEM_TEXT, MAX_LIST_ITEMS, Text, TextList, default, input_error, limit
+from novelgraph.schemas import (
+    LIST_ITEM_TEXT,
+    MAX_LIST_ITEMS,
+    Text,
+    TextList,
+    bounded,
+    default,
+    input_error,
+    limit,
+)
 
 from .models import (
     WRITER_ROLES,
@@ -152,7 +161,7 @@ class NodeOut(NodeFields):
 
 # A plan node's fields, taken by NodeIn, NodePatch and the imported PlanNodeRecord.
 Intent = Text(limit(PlanNode, "intent"))
-RoundCap = Annotated[int, Field(ge=1, le=1000)]
+RoundCap = bounded(PlanNode, "round_cap")
 Assumption = Text(limit(PlanNode, "assumption"), required=False)
 KillCondition = Text(limit(PlanNode, "kill_condition"), required=False)
 Activity = Text(limit(PlanNode, "activity"), required=False)
@@ -402,10 +411,33 @@ class ImpactOut(Schema):
     breaker: bool
 
 
+class LoopBounds(Schema):
+    """The bounds a book's loop runs within, each in the range its LoopMeta field declares: what an imported
+    meta file may set. A caller names only what it sets (read with ``model_dump(exclude_unset=True)``)."""
+
+    round_cap: bounded(LoopMeta, "round_cap") = default(LoopMeta, "round_cap")
+    cost_budget: bounded(LoopMeta, "cost_budget") = default(LoopMeta, "cost_budget")
+    max_depth: bounded(LoopMeta, "max_depth") = default(LoopMeta, "max_depth")
+    max_breadth: bounded(LoopMeta, "max_breadth") = default(LoopMeta, "max_breadth")
+    concentration: bounded(LoopMeta, "concentration") = default(LoopMeta, "concentration")
+
+
+class BoundsGrant(LoopBounds):
+    """What an extend verdict grants, written in its text (``round_cap=8 cost_budget=150``): the loop's bounds,
+    or the round cap of the node the card is about (in PlanNode.round_cap's range)."""
+
+    node_round_cap: RoundCap = default(PlanNode, "round_cap")
+
+
 class LoopVerdictIn(ThrustChoiceIn):
     verdict: Verdict
     rationale: Text(limit(Approval, "rationale"))
-    constraint: Text(limit(Approval, "constraint"), required=False) = ""
+    constraint: Text(limit(Approval, "constraint"), required=False) = Field(
+        "",
+        description="approve-with-constraint: the constraint; redirect: the steer; extend: what is granted, as "
+        f"name=number ({', '.join(BoundsGrant.model_fields)}), each in its bound's range (else 422 naming "
+        "constraint.<name>)",
+    )
 
 
 class LoopVerdictOut(Schema):

@@ -7,7 +7,7 @@ import uuid
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from approvals.models import DecisionLogEntry
+from approvals.models import DecisionLogEntry, Verdict
 from novelgraph.errors import Conflict, Forbidden
 
 from ..access import BookAccess, Cap, capabilities_of
@@ -262,7 +262,7 @@ def dossier_content(
     }
 
 
-CONSTRAINT_VERDICTS = ("approve-with-constraint", "redirect")
+CONSTRAINT_VERDICTS = (Verdict.APPROVE_WITH_CONSTRAINT, Verdict.REDIRECT)
 
 
 class AuthorConstraints:

@@ -9,7 +9,6 @@ from django.db.models import Max
 from django.utils import timezone
 
 from novelgraph.errors import Conflict, Invalid
-from novelgraph.roles import AgentRole
 
 from ..access import BookAccess, Cap, refusal
 from ..models import DiscoverySession, Handoff, Provenance, ScratchpadEntry
@@ -24,7 +23,7 @@ def scratchpad_writer_role(access: BookAccess) -> str:
     Terra and Luna hold scratchpad:write; Sol's discovery:write covers discovery records, so it
     may append too. People write turns, not scratchpad entries.
     """
-    if access.role not in AgentRole.values:
+    if not access.is_agent:
         raise refusal(access.role, Cap.SCRATCHPAD_WRITE, "people write turns; agents write the scratchpad")
     access.require(Cap.SCRATCHPAD_WRITE, Cap.DISCOVERY_WRITE)
     return access.role

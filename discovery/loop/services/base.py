@@ -158,7 +158,7 @@ def saturation_check(book: Book) -> dict:
     report = trace_lint(book, strict=True)
     if not report.ok:
         reasons.append(f"the strict lint fails ({len(report.failures)} finding(s))")
-    if meta.round < 1 or not meta.last_round_clean:
+    if meta.round == 0 or not meta.last_round_clean:
         reasons.append("no full round has yet completed without invalidating anything")
     elif meta.round_invalidated:
         reasons.append("the current round invalidated slots")

@@ -11,6 +11,7 @@ grants and logs the new bound.
 
 from __future__ import annotations
 
+import json
 import re
 
 from django.db import transaction
@@ -18,21 +19,14 @@ from django.db.models import Sum
 
 from discovery.access import BookAccess
 from novelgraph.errors import Invalid, NotFound
+from novelgraph.schemas import parse_input
 
 from ..models import CardStatus, LoopMeta, LoopStatus, OptionCard, PlanNode
-from ..schemas import CostIn
+from ..schemas import BoundsGrant, CostIn
 from .base import controller_book, lock_meta, loop_ensure, refresh, refuse_when_paused
 from .cards import raise_card
 
 BOUND_DECISIONS = ["extend", "approve-with-constraint (narrow)", "park", "abandon"]
-GRANTABLE = {
-    "round_cap": int,
-    "cost_budget": float,
-    "max_depth": int,
-    "max_breadth": int,
-    "concentration": float,
-    "node_round_cap": int,
-}
 
 
 def proposed_extension(meta: LoopMeta, bound: str, node: PlanNode | None) -> dict:
@@ -164,19 +158,26 @@ def cost_spend(*, access: BookAccess, payload: CostIn) -> LoopMeta:
         return meta
 
 
-def parse_grant(text: str) -> dict:
-    """``round_cap=8 cost_budget=150`` -> {"round_cap": 8, "cost_budget": 150.0}; unknown keys are a 422."""
-    grant: dict = {}
+def parse_grant(text: str, proposed: dict | None = None) -> BoundsGrant:
+    """What an extend grants: ``round_cap=8 cost_budget=150`` -> round_cap 8, cost_budget 150.0, else the
+    card's ``proposed`` extension; read through ``BoundsGrant``, so each value is in its field's range (422
+    naming ``constraint.<bound>``). An unknown name is a 422."""
+    named: dict = {}
     for key, value in re.findall(r"([a-z_]+)\s*=\s*([0-9]+(?:\.[0-9]+)?)", text or ""):
-        if key not in GRANTABLE:
-            raise Invalid(f"cannot grant {key!r}; grant one of {', '.join(GRANTABLE)}", field="constraint")
-        grant[key] = GRANTABLE[key](float(value)) if GRANTABLE[key] is int else float(value)
-    return grant
+        if key not in BoundsGrant.model_fields:
+            grantable = ", ".join(BoundsGrant.model_fields)
+            raise Invalid(f"cannot grant {key!r}; grant one of {grantable}", field="constraint")
+        named[key] = json.loads(value)  # a JSON number: 8 is an int, 8.5 a float (refused for a round cap)
+    return parse_input(BoundsGrant, named or dict(proposed or {}), at="constraint")
 
 
 def apply_grant(meta: LoopMeta, card: OptionCard, text: str) -> dict:
-    """Extend: grant what the text names, else the card's proposed extension. Returns {previous, granted}."""
-    grant = parse_grant(text) or dict(card.proposed_extension or {}) or {"round_cap": meta.round_cap + 1}
+    """Extend: grant what the text names, else the card's proposed extension (else one more round). The ranges
+    are the schema's; the rules here are the loop's own: a cap beyond what is already used, never a shrink,
+    and a node's round cap only on a card about a node. Returns {previous, granted}."""
+    grant = parse_grant(text, card.proposed_extension).model_dump(exclude_unset=True) or {
+        "round_cap": meta.round_cap + 1
+    }
     previous: dict = {}
     node = card.node
     for key, value in grant.items():
@@ -190,10 +191,6 @@ def apply_grant(meta: LoopMeta, card: OptionCard, text: str) -> dict:
             node.save(update_fields=["round_cap", "updated_at"])
             continue
         previous[key] = getattr(meta, key)
-        if key == "concentration" and not (0 < value <= 1):
-            raise Invalid("concentration must be in (0, 1]", field="constraint")
-        if key in {"round_cap", "max_depth", "max_breadth"} and value < 1:
-            raise Invalid(f"{key} must be at least 1", field="constraint")
         if key == "round_cap" and value <= meta.round:
             raise Invalid(f"round_cap must exceed the completed rounds ({meta.round})", field="constraint")
         if key == "cost_budget" and value <= meta.cost_spent:

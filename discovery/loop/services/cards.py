@@ -5,6 +5,7 @@ from __future__ import annotations
 from approvals.models import Approval, ApprovalKind
 from approvals.services import approval_request, fingerprint
 from discovery.models import ThrustCandidate
+from novelgraph.schemas import limit
 
 from ..models import BlackboardArtifact, CardStatus, LoopMeta, OptionCard, PlanNode
 
@@ -117,10 +118,10 @@ def raise_card(
         kind=ApprovalKind.GATE,
         subject_type=SUBJECT_TYPE,
         subject_id=card.pk,
-        summary=f"{meta.gate} · {summary}"[:500],
+        summary=f"{meta.gate} · {summary}"[: limit(Approval, "summary")],
         requested_by_role="author" if raised_by == "author" else "sol",
         requested_by_user=requested_by_user,
-        note=recommended[:10_000],
+        note=recommended[: limit(Approval, "note")],
         gate=meta.gate,
         reversibility_class=reversibility_class,
     )

@@ -55,6 +55,7 @@ from ..models import (
 from ..schemas import (
     ArtifactRecord,
     CandidateRecord,
+    LoopBounds,
     PlanNodeRecord,
     QuestionRecord,
     TraceEdgeRecord,
@@ -205,18 +206,6 @@ def _wipe(book: Book) -> None:
 
 
 # --- Validation of imported records: the same rules as every other write, 422 naming the field --------------
-# Bounds the import may carry (settings of the book's loop). Counters (round, cost spent), the gate, the
-# status, saturation and the author's constraints are never taken from a file: they come from this
-# book's own decisions.
-IMPORTED_BOUNDS = {
-    "round_cap": (int, 1, 1000),
-    "cost_budget": (float, 0.000001, 1e9),
-    "max_depth": (int, 1, 1000),
-    "max_breadth": (int, 1, 1000),
-    "concentration": (float, 0.000001, 1.0),
-}
-
-
 def _record(schema: type[S], item: dict, where: str) -> S:
     """One record of the file, validated by the schema of the write that makes such a record in a book
     (``schemas.ArtifactRecord``...): a 422 names ``file:<where>.<field>`` with the API's reason."""
@@ -224,19 +213,13 @@ def _record(schema: type[S], item: dict, where: str) -> S:
 
 
 class _Check:
-    """Where in the file a record is, to name it in a refusal; the meta file's numeric bounds."""
+    """Where in the file a record is, to name it in a refusal."""
 
     def __init__(self, file: str, index: int | None = None):
         self.where = file if index is None else f"{file}[{index}]"
 
     def fail(self, name: str, message: str):
         raise Invalid(f"{self.where}.{name}: {message}", field=f"file:{self.where}.{name}")
-
-    def number(self, item: dict, name: str, kind, low, high, default=None):
-        value = item.get(name, default)
-        if isinstance(value, bool) or not isinstance(value, int | float) or not (low <= value <= high):
-            self.fail(name, f"must be a number from {low:g} to {high:g}")
-        return kind(value)
 
 
 def _require_unstarted(book: Book, meta: LoopMeta) -> None:
@@ -290,9 +273,11 @@ def loop_import(*, access: BookAccess, data: bytes) -> dict:
         _wipe(book)
         if ok["meta"]:
             check = _Check("meta")
-            for name, (kind, low, high) in IMPORTED_BOUNDS.items():
-                if name in files["meta"]:
-                    setattr(meta, name, check.number(files["meta"], name, kind, low, high))
+            # Only the bounds are the file's (LoopBounds: each in its field's range); the counters (round, cost
+            # spent), the gate, the status, saturation and the author's constraints come from this book's own
+            # decisions.
+            for name, value in _record(LoopBounds, files["meta"], check.where).model_dump(exclude_unset=True).items():
+                setattr(meta, name, value)
             if meta.round_cap <= meta.round:
                 check.fail("round_cap", f"must exceed the book's completed rounds ({meta.round})")
             if meta.cost_budget <= meta.cost_spent:

@@ -26,6 +26,7 @@ from approvals.models import Approval, Verdict
 from approvals.services import LOOP_VERDICTS, Decision, SubjectHandler
 from discovery.models import ThrustCandidate
 from novelgraph.errors import Conflict, Invalid
+from novelgraph.schemas import limit
 
 from ..models import (
     ArtifactStatus,
@@ -262,7 +263,8 @@ def _ratify_thrust(meta, card, decision) -> dict:
             )
         if text:
             reasons[thrust_key] = text
-    generic = f"G1.5 ratified '{chosen.title}' instead: {decision.rationale}"[:10_000]
+    generic = f"G1.5 ratified '{chosen.title}' instead: {decision.rationale}"
+    generic = generic[: limit(ThrustCandidate, "not_chosen_reason")]
     not_chosen = []
     for key, thrust in open_ones.items():
         if thrust.pk == chosen.pk:
