@@ -16,7 +16,7 @@ from novelgraph.schemas import ERRORS
 
 from . import services
 from .access import BookAccess, Cap, book_access, books_visible_to, principal_capabilities
-from .history import claim_history
+from .history import ClaimVersions, claim_decisions, claim_history
 from .schemas import (
     ApprovalRefOut,
     AsOfFilter,
@@ -31,6 +31,7 @@ from .schemas import (
     CharterOut,
     CharterResolveIn,
     ClaimDecisionIn,
+    ClaimDecisionLogOut,
     ClaimDecisionOut,
     ClaimHistoryOut,
     ClaimIn,
@@ -38,6 +39,7 @@ from .schemas import (
     ClaimRetractIn,
     ClaimStoryIn,
     ClaimSupersedeIn,
+    ClaimVersionOut,
     CodexOut,
     ConflictOut,
     DiscoveryViewOut,
@@ -60,6 +62,7 @@ from .schemas import (
     ScratchpadFilter,
     SeriesIn,
     SeriesOut,
+    SessionOut,
     SessionQuestionOut,
     StartOut,
     ThrustIn,
@@ -77,6 +80,7 @@ from .selectors import (
     VIEW_PAGE,
     book_bases,
     book_charters,
+    book_sessions,
     book_thrusts,
     book_turns,
     bounded,
@@ -202,6 +206,7 @@ def discovery_get(request: HttpRequest, book_id: uuid.UUID):
     # The view reads the book's sessions as one record, so the rest of each collection is the book's own
     # paged route (across its sessions, in the view's order).
     routes = {
+        "sessions": f"books/{book_id}/sessions",
         "turns": f"books/{book_id}/turns",
         "observations": f"books/{book_id}/observations",
         "thrusts": f"books/{book_id}/thrusts",
@@ -215,6 +220,16 @@ def discovery_get(request: HttpRequest, book_id: uuid.UUID):
         for name, route in routes.items()
     }
     return view
+
+
+@router.get(
+    "/books/{book_id}/sessions",
+    response={200: list[SessionOut], **ERRORS},
+    summary="The book's discovery sessions, oldest first, paged (discovery:read)",
+)
+@paginate
+def book_session_list(request: HttpRequest, book_id: uuid.UUID):
+    return book_sessions(_access(request, book_id, Cap.DISCOVERY_READ).book)
 
 
 @router.get(
@@ -524,8 +539,9 @@ def claim_story_set(request: HttpRequest, claim_id: uuid.UUID, payload: ClaimSto
 @router.get(
     "/books/{book_id}/claims/{claim_id}/conflicts",
     response={200: list[ConflictOut], **ERRORS},
-    summary="The approved canon a proposed claim contradicts, both sides named (book:read)",
+    summary="The approved canon a proposed claim contradicts, both sides named, paged (book:read)",
 )
+@paginate
 def claim_conflicts_list(request: HttpRequest, claim_id: uuid.UUID, book_id: uuid.UUID):
     access = _access(request, book_id, Cap.BOOK_READ)
     return claim_conflicts(access, services.claim_for_book(access, claim_id))
@@ -685,6 +701,26 @@ def codex_findings(request: HttpRequest, book_id: uuid.UUID, filters: Query[AsOf
 )
 def codex_claim_history(request: HttpRequest, book_id: uuid.UUID, claim_id: uuid.UUID):
     return claim_history(_access(request, book_id, Cap.BOOK_READ), claim_id)
+
+
+@router.get(
+    "/books/{book_id}/codex/claims/{claim_id}/versions",
+    response={200: list[ClaimVersionOut], **ERRORS},
+    summary="Every version of a claim, oldest first, paged: the rest of its history's versions (book:read)",
+)
+@paginate
+def codex_claim_versions(request: HttpRequest, book_id: uuid.UUID, claim_id: uuid.UUID):
+    return ClaimVersions(_access(request, book_id, Cap.BOOK_READ), claim_id)
+
+
+@router.get(
+    "/books/{book_id}/codex/claims/{claim_id}/decisions",
+    response={200: list[ClaimDecisionLogOut], **ERRORS},
+    summary="Every decision naming one version of a claim, oldest first, paged: the rest of its decisions",
+)
+@paginate
+def codex_claim_decisions(request: HttpRequest, book_id: uuid.UUID, claim_id: uuid.UUID):
+    return claim_decisions(_access(request, book_id, Cap.BOOK_READ), claim_id)
 
 
 # --- Handoffs ----------------------------------------------------------------------

@@ -659,10 +659,14 @@ class ClaimVersionOut(Schema):
     true_until_chapter: int | None
     revises_id: uuid.UUID | None
     revises_number: int | None
-    revised_by_numbers: list[int]
+    revised_by_numbers: list[int] = Field(
+        description="the first VIEW_PAGE versions that revise it (each version names its revises_number)"
+    )
     approval_id: uuid.UUID | None
     source_refs: list[dict] = Field(description="each resolved for the reader (withheld when her role may not read it)")
-    decisions: list[ClaimDecisionLogOut]
+    decisions: list[ClaimDecisionLogOut] = Field(description="the first page (VIEW_PAGE) of its decisions")
+    decisions_count: int = Field(description="how many decisions name this version")
+    next: dict[str, str | None] = Field(description="decisions: the paged route with the rest, or null")
     requested: bool = Field(description="the version the history was asked for")
 
 
@@ -673,7 +677,10 @@ class ClaimHistoryOut(Schema):
     subject: str
     predicate: str
     canon: ClaimVersionOut | None = Field(description="the version that is canon now, or null")
-    versions: list[ClaimVersionOut]
+    versions: list[ClaimVersionOut] = Field(description="the first page (VIEW_PAGE) of the versions, oldest first")
+    versions_count: int = Field(description="how many versions the claim has")
+    offset: int = Field(description="the number of versions before this page")
+    next: dict[str, str | None] = Field(description="versions: the paged route with the rest, or null")
 
 
 class ApprovalRefOut(Schema):
@@ -785,6 +792,7 @@ class DiscoveryNext(Schema):
     """Where the rest of each collection is: its paged route from the first item not given, or null when
     everything was given."""
 
+    sessions: str | None
     turns: str | None
     observations: str | None
     thrusts: str | None

@@ -240,6 +240,13 @@ def session_thrusts(session: DiscoverySession):
     return ThrustCandidate.objects.filter(session=session).order_by("created_at", "id").values(*THRUST_COLUMNS)
 
 
+def book_sessions(book: Book):
+    """The book's discovery sessions, oldest first."""
+    return DiscoverySession.objects.filter(book=book).order_by("created_at", "id").values(
+        "id", "status", "current_question", "created_at"
+    )
+
+
 def book_thrusts(book: Book):
     return ThrustCandidate.objects.filter(session__book=book).order_by("created_at", "id").values(*THRUST_COLUMNS)
 
@@ -258,13 +265,10 @@ def discovery_view(access: BookAccess, *, limit: int = VIEW_PAGE) -> dict:
     A fixed number of queries, each of at most ``limit + 1`` rows: the time and size do not grow with the book.
     """
     book, caps = access.book, access.caps
-    sessions = list(
-        DiscoverySession.objects.filter(book=book)
-        .order_by("created_at", "id")
-        .values("id", "status", "current_question", "created_at")
-    )
+    sessions, more_sessions = bounded(book_sessions(book), limit)
     session = current_session(book) if sessions else None
     view: dict = {"book": book, "session": session, "sessions": sessions, "limit": limit, "more": {}}
+    view["more"]["sessions"] = more_sessions
     for name in ("turns", "observations", "thrusts", "scratchpad"):
         view[name], view["more"][name] = [], False
     if sessions:

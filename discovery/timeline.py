@@ -5,6 +5,11 @@ holds to the end; dashed grey while it is a secret the reader does not know yet)
 reader first sees it, and a text label for what colour
 alone would tell (reveal, decisive evidence, secret still held, fair-play finding). Pure SVG with
 <title>/<desc>; styling lives in static/css/app.css (classes only, no style attributes, no scripts).
+
+The axis is bounded: it draws a window of at most ``TIMELINE_CHAPTERS`` chapters (by default from the first
+chapter the page's claims are true in), and the page links the earlier and later windows (``?chapters_from=``).
+A bar is clipped to the window; the arrow of a fact that holds to the end shows only in the window holding
+the last chapter.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from django.utils.safestring import SafeString, mark_safe
 from .canon import label_of
 
 LABEL_W, CHAPTER_W, LANE_H, AXIS_H, PAD, STATUS_W = 230, 44, 30, 34, 12, 210
+TIMELINE_CHAPTERS = 50  # the chapters one drawing shows (VIEW_PAGE)
 
 
 def _clip(text: str, n: int = 34) -> str:
@@ -45,21 +51,43 @@ def last_chapter(rows: list[dict], chapters: list[dict]) -> int:
     return max([*numbers, 1])
 
 
-def timeline_svg(rows: list[dict], chapters: list[dict], findings: list[dict]) -> SafeString:
-    """Each claim's truth span, first showing and secrecy on one chapter axis; fair-play findings marked."""
+def timeline_window(rows: list[dict], chapters: list[dict], first: int | None = None) -> dict:
+    """The chapters one drawing shows: ``first`` to ``last`` (at most ``TIMELINE_CHAPTERS``) of ``chapters``
+    (the last chapter the book or the page's claims name); by default from the first chapter the page's claims
+    are true in. ``earlier`` and ``later``: where the windows before and after start, or None."""
+    total = last_chapter(rows, chapters)
+    if first is None:
+        first = min([row.get("true_from_chapter") or 1 for row in rows] or [1])
+    first = min(max(first, 1), total)
+    last = min(first + TIMELINE_CHAPTERS - 1, total)
+    return {
+        "first": first,
+        "last": last,
+        "chapters": total,
+        "earlier": max(first - TIMELINE_CHAPTERS, 1) if first > 1 else None,
+        "later": last + 1 if last < total else None,
+    }
+
+
+def timeline_svg(
+    rows: list[dict], chapters: list[dict], findings: list[dict], window: dict | None = None
+) -> SafeString:
+    """Each claim's truth span, first showing and secrecy on one chapter axis (a window of at most
+    ``TIMELINE_CHAPTERS`` chapters, ``timeline_window``); fair-play findings marked."""
     flagged = {f["reveal"]["id"]: f["code"] for f in findings}
     late = {e["id"] for f in findings for e in f["evidence"]}
-    last = last_chapter(rows, chapters)
-    width = PAD * 2 + LABEL_W + last * CHAPTER_W + STATUS_W
+    window = window or timeline_window(rows, chapters)
+    first, last, total = window["first"], window["last"], window["chapters"]
+    width = PAD * 2 + LABEL_W + (last - first + 1) * CHAPTER_W + STATUS_W
     height = PAD * 2 + AXIS_H + max(len(rows), 1) * LANE_H
     x0 = PAD + LABEL_W
 
     def cx(chapter: int) -> int:
-        return x0 + (chapter - 1) * CHAPTER_W + CHAPTER_W // 2
+        return x0 + (chapter - first) * CHAPTER_W + CHAPTER_W // 2
 
     body = ['<g class="tl-axis">']
-    for n in range(1, last + 1):
-        x = x0 + (n - 1) * CHAPTER_W
+    for n in range(first, last + 1):
+        x = x0 + (n - first) * CHAPTER_W
         body.append(
             f'<line class="tl-grid" x1="{x}" y1="{PAD + AXIS_H - 6}" x2="{x}" y2="{height - PAD}"/>'
             f'<text class="tl-chapter" x="{x + CHAPTER_W // 2}" y="{PAD + 16}" text-anchor="middle">ch {n}</text>'
@@ -70,47 +98,50 @@ def timeline_svg(rows: list[dict], chapters: list[dict], findings: list[dict]) -
     for i, row in enumerate(rows):
         y = PAD + AXIS_H + i * LANE_H
         mid = y + LANE_H // 2
-        start = row.get("true_from_chapter") or 1
+        true_from = row.get("true_from_chapter") or 1
         until = row.get("true_until_effective")
-        end = until or last
+        # The span drawn: the chapters of the window in which the fact is true (none: only its label and tag).
+        start, end = max(true_from, first), min(until or total, last)
         tag, cls = _status(row, flagged)
         shown = row.get("first_shown_chapter")
         if row["id"] in late:
             tag, cls = tag + " · too late", "tl-flag"
         title = (
-            f"{label_of(row)} — true from chapter {start}"
+            f"{label_of(row)} — true from chapter {true_from}"
             + (f" to {until}" if until else " to the end")
             + (f"; first shown in chapter {shown}" if shown else "; not shown to the reader")
             + f"; {tag}"
         )
         lane = [f'<g class="tl-lane {cls}" id="tl-{row["id"]}"><title>{escape(title)}</title>']
         lane.append(f'<text class="tl-label" x="{PAD}" y="{mid + 4}">{escape(_clip(label_of(row)))}</text>')
-        bar_x = x0 + (start - 1) * CHAPTER_W + 4
-        bar_w = (end - start + 1) * CHAPTER_W - 8
-        lane.append(f'<rect class="tl-span" x="{bar_x}" y="{mid - 6}" width="{bar_w}" height="12" rx="4"/>')
-        held_until = (shown - 1) if shown is not None else end
-        if row.get("known_by") != "reader" and held_until >= start:
-            # The chapters in which the fact is true but the reader does not know it yet: a secret held.
-            held_w = (min(held_until, end) - start + 1) * CHAPTER_W - 8
-            lane.append(
-                f'<rect class="tl-held" x="{bar_x}" y="{mid - 6}" width="{held_w}" height="12" rx="4">'
-                f"<title>secret held: chapters {start}–{min(held_until, end)}</title></rect>"
-            )
-        if until is None:
-            tip = bar_x + bar_w
-            lane.append(f'<path class="tl-open" d="M {tip} {mid - 8} L {tip + 8} {mid} L {tip} {mid + 8} z"/>')
-        if shown is not None:
+        if start <= end:
+            bar_x = x0 + (start - first) * CHAPTER_W + 4
+            bar_w = (end - start + 1) * CHAPTER_W - 8
+            lane.append(f'<rect class="tl-span" x="{bar_x}" y="{mid - 6}" width="{bar_w}" height="12" rx="4"/>')
+            held_until = (shown - 1) if shown is not None else end
+            if row.get("known_by") != "reader" and held_until >= start:
+                # The chapters in which the fact is true but the reader does not know it yet: a secret held.
+                held_w = (min(held_until, end) - start + 1) * CHAPTER_W - 8
+                lane.append(
+                    f'<rect class="tl-held" x="{bar_x}" y="{mid - 6}" width="{held_w}" height="12" rx="4">'
+                    f"<title>secret held: chapters {start}–{min(held_until, end)}</title></rect>"
+                )
+            if until is None and last == total:
+                tip = bar_x + bar_w
+                lane.append(f'<path class="tl-open" d="M {tip} {mid - 8} L {tip + 8} {mid} L {tip} {mid + 8} z"/>')
+        if shown is not None and first <= shown <= last:
             x = cx(shown)
             diamond = f"M {x} {mid - 10} L {x + 9} {mid} L {x} {mid + 10} L {x - 9} {mid} z"
             lane.append(f'<path class="tl-shown" d="{diamond}"/>')
         lane.append(
-            f'<text class="tl-tag" x="{x0 + last * CHAPTER_W + 12}" y="{mid + 4}">{escape(_clip(tag, 30))}</text></g>'
+            f'<text class="tl-tag" x="{x0 + (last - first + 1) * CHAPTER_W + 12}" y="{mid + 4}">'
+            f"{escape(_clip(tag, 30))}</text></g>"
         )
         body.append("".join(lane))
     secrets = sum(1 for row in rows if _status(row, flagged)[1] == "tl-secret")
     desc = (
-        f"{len(rows)} fact(s) over {last} chapter(s): bars span the chapters in which each is true, diamonds mark "
-        f"where the reader first sees it; {secrets} secret(s) still held; "
+        f"{len(rows)} fact(s) over chapters {first}–{last} of {total}: bars span the chapters in which each "
+        f"is true, diamonds mark where the reader first sees it; {secrets} secret(s) still held; "
         + (f"{len(findings)} fair-play finding(s)" if findings else "fair play passes")
         + "."
     )

@@ -79,7 +79,7 @@ from .selectors import (
     scratchpad_for,
 )
 from .templatetags.discovery_pages import as_list
-from .timeline import timeline_svg
+from .timeline import timeline_svg, timeline_window
 
 RECENT_ACTIVITY = 12
 # A decision's subject in words (the log stores the type's internal name).
@@ -364,9 +364,7 @@ def _render_book(
             else None,
             "entry_count": len(view["scratchpad"]),
             "entries_more": view["more"]["scratchpad"],
-            "more_urls": {
-                name: _more_url(book, name, VIEW_PAGE) if more.get(name) else None for name in BOOK_SECTIONS
-            },
+            "more_urls": {name: _more_url(book, name, VIEW_PAGE) if more.get(name) else None for name in BOOK_SECTIONS},
             "asked": asked,
             "question_run": question_run,
             "prompted_by": prompted_by,
@@ -526,10 +524,31 @@ def codex_claim(request: HttpRequest, book_id: uuid.UUID, claim_id: uuid.UUID) -
     """One claim's history from the codex (``history.claim_history``): every version, its sources and
     the decisions that made it canon, replaced or retracted it; 404 for a claim the reader may not read."""
     access = page_access(request, book_id, Cap.BOOK_READ)
-    history = claim_history(access, claim_id)
-    for version in history["versions"]:
+    raw = request.GET.get("offset")
+    # Without ``?offset=`` the newest page (the canon now, the last decisions), with links to older versions.
+    history = claim_history(access, claim_id, None if raw is None else _offset(raw))
+    here = reverse("discovery:codex-claim", args=[access.book.pk, claim_id])
+    at, total = history["offset"], history["versions_count"]
+    shown = {v["number"] for v in history["versions"]}
+
+    def version_href(number: int) -> str:
+        if number in shown:
+            return f"#version-{number}"
+        return f"{here}?offset={(number - 1) // VIEW_PAGE * VIEW_PAGE}#version-{number}"
+
+    every = {v["id"]: v for v in [*history["versions"], *([history["canon"]] if history["canon"] else [])]}
+    for version in every.values():
         version["source_refs"] = [{**ref, "href": ref_url(access.book, ref)} for ref in version["source_refs"]]
-    context = {**history, "book": access.book, "role": access.role, "links": book_links(access.book)}
+        version["revises_href"] = version_href(version["revises_number"]) if version["revises_number"] else None
+        version["revised_by"] = [(n, version_href(n)) for n in version["revised_by_numbers"]]
+    pager = {
+        "first": at + 1 if history["versions"] else 0,
+        "last": at + len(history["versions"]),
+        "count": total,
+        "older_url": f"{here}?offset={max(at - VIEW_PAGE, 0)}" if at else None,
+        "newer_url": f"{here}?offset={at + VIEW_PAGE}" if at + VIEW_PAGE < total else None,
+    }
+    context = {**history, "pager": pager, "book": access.book, "role": access.role, "links": book_links(access.book)}
     return render(request, "discovery/codex_claim.html", context)
 
 
@@ -584,18 +603,21 @@ def _render_codex(
         offset=offsets["offset"],
         findings_offset=offsets["findings_offset"],
     )
+    # The timeline draws a window of chapters (from ``?chapters_from=``, else where the page's claims start).
+    window = timeline_window(view["claims"], view["chapters"], _offset(request.GET.get("chapters_from")) or None)
+    offsets["chapters_from"] = window["first"] if request.GET.get("chapters_from") else 0
     return render(
         request,
         "discovery/codex.html",
         {
             **view,
-            "pagers": _codex_pagers(book, as_of_chapter, view, offsets),
+            "pagers": _codex_pagers(book, as_of_chapter, view, offsets, window),
             "book": book,
             "role": access.role,
             "links": book_links(book),
             "as_of_raw": raw,
             "as_of_error": as_of_error,
-            "timeline": timeline_svg(view["claims"], view["chapters"], view["fair_play"]["findings"]),
+            "timeline": timeline_svg(view["claims"], view["chapters"], view["fair_play"]["findings"], window),
             "may_change_canon": access.is_author and not as_of_chapter,
             "supersede_error": supersede_error,
         },
@@ -603,7 +625,7 @@ def _render_codex(
     )
 
 
-def _codex_pagers(book: Book, as_of_chapter: int | None, view: dict, offsets: dict[str, int]) -> dict:
+def _codex_pagers(book: Book, as_of_chapter: int | None, view: dict, offsets: dict[str, int], window: dict) -> dict:
     """The previous and next links of the codex page's paged lists (each keeps the others' places and the
     chapter); a page of story records or findings past the end shows the last one."""
     base = reverse("discovery:codex", args=[book.pk])
@@ -614,7 +636,8 @@ def _codex_pagers(book: Book, as_of_chapter: int | None, view: dict, offsets: di
         query = {**offsets, param: at}
         if as_of_chapter is not None:
             query["as_of_chapter"] = as_of_chapter
-        return f"{base}?{urlencode({k: v for k, v in query.items() if v})}"
+        query = urlencode({k: v for k, v in query.items() if v})
+        return f"{base}?{query}" if query else base
 
     pagers = {}
     for name, param in (("claims", "offset"), ("findings", "findings_offset")):
@@ -629,6 +652,17 @@ def _codex_pagers(book: Book, as_of_chapter: int | None, view: dict, offsets: di
         "count": None,
         "previous_url": link(max(at - VIEW_PAGE, 0) if at else None, "retracted_offset"),
         "next_url": link(at + VIEW_PAGE if view["retracted_more"] else None, "retracted_offset"),
+        # An offset past the end shows no claim: the page says so and links the first page.
+        "past_end": bool(at and not shown),
+        "first_url": link(0, "retracted_offset"),
+    }
+    # The timeline's window of chapters: earlier and later windows.
+    pagers["timeline"] = {
+        "first": window["first"],
+        "last": window["last"],
+        "count": window["chapters"],
+        "previous_url": link(window["earlier"], "chapters_from"),
+        "next_url": link(window["later"], "chapters_from"),
     }
     return pagers
 

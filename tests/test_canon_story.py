@@ -361,13 +361,13 @@ def test_a_conflicting_proposal_names_both_sides_and_the_verdict_resolves_it(aut
     approved = canon(author_api, book, body(book, "Mara", "eye colour", "grey", true_from_chapter=1))
     unrelated = propose(sol_api, body(book, "Mara", "eye colour", "green", true_from_chapter=1, true_until_chapter=1))
     proposed = propose(sol_api, body(book, "Mara", "eye colour", "green", true_from_chapter=3))
-    conflicts = sol_api.get(f"/books/{book.pk}/claims/{proposed['id']}/conflicts").json()
+    conflicts = sol_api.get(f"/books/{book.pk}/claims/{proposed['id']}/conflicts").json()["items"]
     [conflict] = conflicts
     assert conflict["kind"] == "value"
     assert [s["id"] for s in conflict["sides"]] == [proposed["id"], approved["id"]]
     assert conflict["sides"][1]["label"] == "Mara eye colour: grey"
     # Chapters that overlap only matter: grey from 1 overlaps green in chapter 1 too.
-    assert len(sol_api.get(f"/books/{book.pk}/claims/{unrelated['id']}/conflicts").json()) == 1
+    assert sol_api.get(f"/books/{book.pk}/claims/{unrelated['id']}/conflicts").json()["count"] == 1
     decided = author_api.post(f"/claims/{proposed['id']}/reject", {"book_id": str(book.pk), "rationale": "Grey."})
     assert decided.status_code == 200
     entry = DecisionLogEntry.objects.get(subject_id=proposed["id"])
@@ -382,7 +382,7 @@ def test_a_visibility_that_contradicts_an_earlier_reveal_is_flagged(author_api, 
     later = propose(sol_api, body(book, "Ines", "forged", "the letter", first_shown_chapter=9))
     same = propose(sol_api, body(book, "Ines", "forged", "the letter", first_shown_chapter=4))
     for claim, expected in ((secret, 1), (later, 1), (same, 0)):
-        found = sol_api.get(f"/books/{book.pk}/claims/{claim['id']}/conflicts").json()
+        found = sol_api.get(f"/books/{book.pk}/claims/{claim['id']}/conflicts").json()["items"]
         assert len(found) == expected and all(c["kind"] == "visibility" for c in found)
         assert all("chapter 4" in c["reason"] for c in found)
 

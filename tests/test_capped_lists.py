@@ -276,6 +276,206 @@ def test_the_codex_gives_a_page_of_chapters_and_claims_and_links_to_the_rest(aut
         assert codex["next"]["withheld"] is None and codex["next"]["findings"] is None
 
 
+# --- a claim's history ---------------------------------------------------------------------------
+
+
+def _superseded(author_api, book, times: int) -> list[str]:
+    """A canon claim superseded ``times`` times through the API: its versions' ids, oldest first."""
+    made = author_api.post(
+        "/claims",
+        {
+            "scope": "book",
+            "scope_id": str(book.pk),
+            "subject": "Tova",
+            "predicate": "lives in",
+            "value": "v000",
+            "provenance": "author-stated",
+        },
+    )
+    assert made.status_code == 201, made.content
+    ids = [made.json()["id"]]
+    assert (
+        author_api.post(f"/claims/{ids[0]}/promote", {"book_id": str(book.pk), "rationale": "So."}).status_code == 200
+    )
+    for n in range(1, times + 1):
+        new = author_api.post(
+            f"/claims/{ids[-1]}/supersede", {"book_id": str(book.pk), "value": f"v{n:03}", "rationale": f"r{n}"}
+        )
+        assert new.status_code == 200, new.content
+        ids.append(new.json()["id"])
+    return ids
+
+
+def test_a_claims_history_gives_a_page_of_versions_and_decisions_and_links_to_the_rest(
+    author, author_api, author_browser, book
+):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from approvals.services import decision_log_append
+    from discovery.services.claims import CLAIM_SUBJECT
+
+    ids = _superseded(author_api, book, MORE)  # MORE + 1 versions
+    for n in range(MORE):
+        decision_log_append(
+            book=book,
+            decision="approve",
+            subject_type=CLAIM_SUBJECT,
+            subject_id=ids[0],
+            rationale=f"again {n:03}",
+            ratified_by_user=author,
+        )
+    history = f"/books/{book.pk}/codex/claims/{{}}/history"
+    got = author_api.get(history.format(ids[-1])).json()
+    assert got["versions_count"] == MORE + 1 and len(got["versions"]) == VIEW_PAGE
+    assert got["canon"]["id"] == ids[-1], "the canon now is named even when it is not on the page"
+    rest = _follow(author_api, got["next"]["versions"])
+    assert rest["count"] == MORE + 1
+    assert [v["id"] for v in got["versions"] + rest["items"]] == ids, "every version once, oldest first"
+    assert [v["number"] for v in rest["items"]] == list(range(VIEW_PAGE + 1, MORE + 2))
+    assert rest["items"][-1] == {**got["canon"], "requested": True}
+
+    first = got["versions"][0]
+    assert first["decisions_count"] == MORE + 1 and len(first["decisions"]) == VIEW_PAGE  # promote, and MORE
+    more = _follow(author_api, first["next"]["decisions"])
+    every = first["decisions"] + more["items"]
+    assert more["count"] == MORE + 1 and len({d["sequence"] for d in every}) == MORE + 1
+    assert [d["sequence"] for d in every] == sorted(d["sequence"] for d in every)
+    assert got["versions"][1]["next"] == {"decisions": None}
+
+    # As many statements for this history as for a claim with one version.
+    lone = _superseded(author_api, book, 0)[0]
+    counts = []
+    for pk in (lone, lone, ids[-1]):
+        with CaptureQueriesContext(connection) as ctx:
+            assert author_api.get(history.format(pk)).status_code == 200
+        counts.append(len(ctx.captured_queries))
+    assert counts[1] == counts[2], counts
+
+    # The page: the newest versions first shown, "Older versions" links back, each version once.
+    page = f"/books/{book.pk}/codex/claims/{ids[0]}/"
+    html = author_browser.get(page).content.decode()
+    seen = []
+    while True:
+        numbers = [int(n.split('"')[0]) for n in html.split('<li id="version-')[1:]]
+        seen = numbers + seen
+        if 'rel="prev">Older versions' not in html:
+            break
+        older = html.split('rel="prev">Older versions')[0].rsplit('href="', 1)[1].split('"')[0]
+        html = author_browser.get(older.replace("&amp;", "&")).content.decode()
+    assert seen == list(range(1, MORE + 2))
+    assert "Newer versions" in html and "the rest</a> (JSON)" in html
+
+
+def test_the_codex_timeline_draws_a_window_of_chapters_with_links_to_the_others(author_browser, author, book):
+    import re
+
+    from django.utils import timezone
+
+    from discovery.models import KnowledgeBase
+
+    from .factories import ApprovalFactory, ChapterFactory, KnowledgeClaimFactory
+
+    base = KnowledgeBase.objects.get(scope=KnowledgeBase.Scope.BOOK, owner_id=str(book.pk))
+    approval = ApprovalFactory(
+        book=book,
+        kind="canon-promotion",
+        subject_type="claim",
+        status="decided",
+        verdict="approve",
+        rationale="Canon.",
+        decided_by=author,
+        decided_at=timezone.now(),
+    )
+    KnowledgeClaimFactory(base=base, subject="Ada", status="approved", approval=approval)
+    for n in range(MORE):
+        ChapterFactory(book=book, number=n + 1)
+    codex = f"/books/{book.pk}/codex/"
+
+    def drawn(html: str) -> list[int]:
+        svg = html.split('id="codex-timeline"')[1].split("</svg>")[0]
+        return [int(n) for n in re.findall(r'class="tl-chapter"[^>]*>ch (\d+)<', svg)]
+
+    html = author_browser.get(codex).content.decode()
+    seen = drawn(html)
+    assert seen == list(range(1, VIEW_PAGE + 1)), "a window of chapters, from where the page's claims start"
+    pager = html.split('data-testid="timeline-pager"')[1].split("</nav>")[0]
+    later = pager.split('rel="next"')[0].rsplit('href="', 1)[1].split('"')[0].replace("&amp;", "&")
+    html = author_browser.get(later).content.decode()
+    seen += drawn(html)
+    assert seen == list(range(1, MORE + 1)), "every chapter once, in order"
+    pager = html.split('data-testid="timeline-pager"')[1].split("</nav>")[0]
+    assert 'rel="next"' not in pager and f"{VIEW_PAGE + 1}–{MORE} of {MORE}" in pager
+    earlier = pager.split('rel="prev"')[0].rsplit('href="', 1)[1].split('"')[0].replace("&amp;", "&")
+    assert drawn(author_browser.get(earlier).content.decode()) == list(range(1, VIEW_PAGE + 1))
+
+    # A page whose claims start late opens on their chapters; a bad window start is the default one.
+    from discovery.models import KnowledgeClaim
+
+    KnowledgeClaim.objects.filter(base=base).update(true_from_chapter=40)
+    assert drawn(author_browser.get(codex).content.decode())[0] == 40
+    assert drawn(author_browser.get(codex + "?chapters_from=abc").content.decode())[0] == 40
+    assert drawn(author_browser.get(codex + "?chapters_from=99999").content.decode()) == [MORE]
+
+
+def test_a_retracted_offset_past_the_end_says_so_and_links_the_first_page(author_browser, book):
+    from discovery.models import KnowledgeBase
+
+    from .factories import ChapterFactory, KnowledgeClaimFactory
+
+    base = KnowledgeBase.objects.get(scope=KnowledgeBase.Scope.BOOK, owner_id=str(book.pk))
+    KnowledgeClaimFactory(base=base, subject="Gone", status="retracted")
+    ChapterFactory(book=book, number=1)
+    codex = f"/books/{book.pk}/codex/"
+    html = author_browser.get(codex + f"?retracted_offset={VIEW_PAGE}&as_of_chapter=1").content.decode()
+    assert 'data-testid="codex-retracted"' not in html
+    line = html.split('data-testid="retracted-past-end"')[1].split("</p>")[0]
+    assert f"from number {VIEW_PAGE + 1}" in line
+    first = line.split('href="')[1].split('"')[0].replace("&amp;", "&")
+    assert first == codex + "?as_of_chapter=1", "the first page, the chapter kept"
+    page = author_browser.get(first).content.decode()
+    assert 'data-testid="codex-retracted"' in page and "<strong>Gone</strong>" in page
+    assert 'data-testid="retracted-past-end"' not in page
+    assert 'data-testid="retracted-past-end"' not in author_browser.get(codex).content.decode()
+
+
+def test_a_book_holds_at_most_a_page_of_open_thrusts_so_a_g15_card_names_them_all(sol_api, terra_api, book):
+    from discovery.models import ThrustCandidate
+    from discovery.services.sessions import MAX_OPEN_THRUSTS
+
+    from .discovery_support import thrust_body
+    from .factories import ThrustCandidateFactory
+
+    session = current_session_of(book)
+    ThrustCandidateFactory.create_batch(MAX_OPEN_THRUSTS - 1, session=session)
+    ThrustCandidateFactory(session=session, status="rejected")
+    assert sol_api.post(f"/sessions/{session.pk}/thrusts", thrust_body()).status_code == 201, "a rejected one is closed"
+    refused = terra_api.post(f"/sessions/{session.pk}/thrusts", thrust_body())
+    assert refused.status_code == 409 and refused.json()["code"] == "too_many_open_thrusts", refused.json()
+    assert ThrustCandidate.objects.filter(session__book=book, status="proposed").count() == MAX_OPEN_THRUSTS
+    assert MAX_OPEN_THRUSTS == VIEW_PAGE
+
+
+def test_the_discovery_view_gives_a_page_of_sessions_and_a_link_to_the_rest(author_api, book):
+    from discovery.models import DiscoverySession
+
+    from .factories import DiscoverySessionFactory
+
+    DiscoverySessionFactory.create_batch(MORE, book=book, status=DiscoverySession.Status.CLOSED)
+    view = author_api.get(f"/books/{book.pk}/discovery").json()
+    assert len(view["sessions"]) == VIEW_PAGE and view["session"] is not None
+    rest = _follow(author_api, view["next"]["sessions"])
+    assert rest["count"] == MORE + 1
+    ids = [s["id"] for s in view["sessions"] + rest["items"]]
+    every = DiscoverySession.objects.filter(book=book).order_by("created_at", "id").values_list("id", flat=True)
+    assert ids == [str(pk) for pk in every], "every session once, oldest first"
+
+
+def test_a_book_with_one_session_has_no_sessions_link(author_api, book):
+    view = author_api.get(f"/books/{book.pk}/discovery").json()
+    assert len(view["sessions"]) == 1 and view["next"]["sessions"] is None
+
+
 # --- an observation's revisions -----------------------------------------------------------------
 
 
@@ -378,11 +578,50 @@ def test_the_loops_constraints_and_a_dossiers_are_capped_with_links_to_the_rest(
     assert "<html" not in partial and partial.count("<li><strong>constraint ") == EXTRA
 
 
+def test_the_scope_boundary_names_a_page_of_the_constraints_and_links_the_rest(author_api, sol_api, book):
+    from discovery.loop.models import LoopMeta
+
+    from .loop_scenes import ask_gate
+
+    texts = _constrain(sol_api, author_api, book, MORE)
+    # A redirect's steer is recorded in the loop's meta, not in the scope boundary: the rest skips it.
+    LoopMeta.objects.filter(book=book).update(
+        constraints=[{"kind": "steer", "text": "a steer"}, *LoopMeta.objects.get(book=book).constraints]
+    )
+    slots = author_api.get(url(book, "/artifacts"), limit=200).json()["items"]
+    [boundary] = [a for a in slots if a["slug"] == "scope-boundary"]
+    asked = ask_gate(sol_api, book, "G0", artifacts=["scope-boundary"])
+    assert asked.status_code == 201, asked.json()
+    proposal = author_api.get(f"/approvals/{asked.json()['approval_id']}").json()["proposal"]
+    [shown] = proposal["slots"]
+    for content in (boundary["content"], shown["content"]):
+        assert content["constraints_count"] == MORE and len(content["constraints"]) == VIEW_PAGE
+        rest = _follow(author_api, content["constraints_rest"])
+        assert rest["count"] == MORE
+        assert [c["text"] for c in content["constraints"] + rest["items"]] == texts, "each once, in order"
+
+    # A lens rewriting the slot keeps the author's record as it is (page, count and link).
+    written = sol_api.post(
+        url(book, "/artifacts"), {"slug": "scope-boundary", "type": "scope-boundary", "content": {"note": "x"}}
+    )
+    assert written.status_code in (200, 201), written.json()
+    from discovery.loop.models import BlackboardArtifact
+
+    stored = BlackboardArtifact.objects.get(book=book, slug="scope-boundary")
+    kept = stored.successor["content"] if stored.successor else stored.content
+    assert {k: kept[k] for k in ("constraints", "constraints_count", "constraints_rest")} == {
+        k: boundary["content"][k] for k in ("constraints", "constraints_count", "constraints_rest")
+    }
+
+
 def test_a_loop_with_few_constraints_has_no_link(author_api, sol_api, book):
     _constrain(sol_api, author_api, book, 1)
     meta = author_api.get(url(book)).json()["meta"]
     assert meta["constraints_count"] == 1 and meta["next"] == {"constraints": None}
     assert author_api.get(url(book, "/constraints")).json()["count"] == 1
+    [boundary] = [a for a in author_api.get(url(book, "/artifacts")).json()["items"] if a["slug"] == "scope-boundary"]
+    assert boundary["content"]["constraints_count"] == 1 and boundary["content"]["constraints_rest"] is None
+    assert author_api.get(url(book, "/constraints"), kind="nonsense").status_code == 422
 
 
 def test_a_dossier_stored_before_its_constraints_were_capped_is_read_capped(author_api, book):
@@ -458,6 +697,76 @@ def test_a_tripped_breaker_logs_a_page_of_the_affected_nodes_the_count_and_where
     assert sorted(ids) == [f"ch-{n:03}" for n in range(MORE)] and len(set(ids)) == MORE
     assert decision_log_verify(book).ok, "the capped row verifies by the unchanged recipe"
     assert author_api.get(f"/books/{book.pk}/decision-log/verify").json()["ok"] is True
+
+
+def test_a_confirmed_cascade_logs_a_page_of_its_stale_nodes_slots_and_reruns_and_where_the_rest_is(
+    author_api, sol_api, book
+):
+    from approvals.models import DecisionLogEntry
+    from approvals.selectors import decision_log_verify
+    from discovery.loop.models import BlackboardArtifact
+
+    from .loop_scenes import ask_gate, decide
+
+    TraceNode.objects.create(book=book, node_id="premise", kind="premise")
+    slots = BlackboardArtifact.objects.bulk_create(
+        [
+            BlackboardArtifact(book=book, slug=f"slot-{n:03}", type="beat", produced_by="luna", lens="reader-trust")
+            for n in range(MORE)
+        ]
+    )
+    nodes = [f"ch-{n:03}" for n in range(MORE)]
+    TraceNode.objects.bulk_create(
+        [TraceNode(book=book, node_id=n, kind="chapter", artifact=a) for n, a in zip(nodes, slots, strict=True)]
+    )
+    TraceEdge.objects.bulk_create([TraceEdge(book=book, from_id="premise", to_id=n) for n in nodes])
+    asked = ask_gate(sol_api, book, "G0", trace_seed="premise")
+    surfaced = decide(author_api, book, asked.json()["approval_id"], "redirect", constraint="another premise")
+    follow = surfaced.json()["detail"]["effect"]["cascade"]["approval_id"]
+    assert author_api.get(url(book, "/cascade-stale"), node="premise").json()["count"] == 0, "not cascaded yet"
+    confirmed = decide(author_api, book, follow, "approve", rationale="Yes, all of it.")
+    assert confirmed.status_code == 200, confirmed.json()
+
+    row = DecisionLogEntry.objects.filter(book=book).order_by("-sequence").first()
+    cascade = row.detail["effect"]["cascade"]
+    assert confirmed.json()["detail"] == row.detail
+    assert cascade["applied"] is True and cascade["stale_count"] == MORE and len(cascade["stale"]) == VIEW_PAGE
+    rest = _follow(author_api, cascade["stale_rest"])
+    assert rest["count"] == MORE
+    assert cascade["stale"] + [n["node_id"] for n in rest["items"]] == nodes, "every stale node once, in order"
+
+    assert cascade["stale_artifacts_count"] == MORE and len(cascade["stale_artifacts"]) == VIEW_PAGE
+    rest = _follow(author_api, cascade["stale_artifacts_rest"])
+    assert cascade["stale_artifacts"] + rest["items"] == [s.slug for s in slots]
+
+    [rerun] = cascade["reruns"]
+    assert rerun["lens"] == "reader-trust" and rerun["slots_count"] == MORE and len(rerun["slots"]) == VIEW_PAGE
+    rest = _follow(author_api, rerun["slots_rest"])
+    assert rerun["slots"] + [n["slot"] for n in rest["items"]] == [s.slug for s in slots]
+    assert LensRerun.objects.get(book=book).artifacts == [s.slug for s in slots], "the re-run itself holds them all"
+    assert decision_log_verify(book).ok, "the capped row verifies by the unchanged recipe"
+
+    # Still true after the fact: the re-run rewrote its slots, the route lists what the cascade staled.
+    BlackboardArtifact.objects.filter(book=book).update(status="proposed", stale_reason="")
+    again = author_api.get(url(book, "/cascade-stale"), node="premise", limit=MORE).json()
+    assert [n["node_id"] for n in again["items"]] == nodes
+    assert author_api.get(url(book, "/cascade-stale"), node="premise", lens="another-lens").json()["count"] == 0
+    assert author_api.get(url(book, "/cascade-stale"), node="nowhere").status_code == 404
+
+
+def test_a_small_confirmed_cascade_has_no_links(author_api, sol_api, book):
+    from .loop_scenes import ask_gate, decide
+
+    TraceNode.objects.create(book=book, node_id="premise", kind="premise")
+    TraceNode.objects.create(book=book, node_id="arc", kind="arc", produced_by="reader-trust")
+    TraceNode.objects.bulk_create([TraceNode(book=book, node_id=f"x{n}", kind="note") for n in range(6)])
+    TraceEdge.objects.create(book=book, from_id="premise", to_id="arc")
+    asked = ask_gate(sol_api, book, "G0", trace_seed="premise")
+    cascade = decide(author_api, book, asked.json()["approval_id"], "redirect", constraint="another").json()
+    cascade = cascade["detail"]["effect"]["cascade"]
+    assert cascade["stale"] == ["arc"] and cascade["stale_count"] == 1 and cascade["stale_rest"] is None
+    assert cascade["stale_artifacts"] == [] and cascade["stale_artifacts_rest"] is None
+    assert cascade["reruns"][0]["slots"] == ["arc"] and cascade["reruns"][0]["slots_rest"] is None
 
 
 def test_the_loop_page_shows_a_page_of_each_reruns_slots_and_links_the_rest(author_browser, author_api, book):

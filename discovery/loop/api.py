@@ -6,6 +6,7 @@ reviews; only the author gives verdicts (``approval_decide``).
 """
 
 import uuid
+from typing import Literal
 from urllib.parse import urlencode
 
 from django.http import HttpRequest, HttpResponse
@@ -17,7 +18,7 @@ from ninja.responses import Status
 from approvals.models import Gate
 from approvals.services import approval_decide
 from discovery.access import BookAccess, Cap, book_access
-from discovery.selectors import VIEW_PAGE
+from discovery.selectors import VIEW_PAGE, MappedRows
 from novelgraph.auth import principal_of
 from novelgraph.errors import Conflict, Invalid, NotFound
 from novelgraph.schemas import ERRORS
@@ -269,6 +270,24 @@ def cascade_affected(request: HttpRequest, book_id: uuid.UUID, node: str):
     return loop.cascade_preview(book=_book(request, book_id), seed=node)["affected"]
 
 
+@router.get(f"{BASE}/cascade-stale", response={200: list[dict], **ERRORS})
+@paginate
+def cascade_stale(request: HttpRequest, book_id: uuid.UUID, node: str, lens: str | None = None):
+    """Every node a confirmed cascade from ``node`` made stale (``lens``: those its re-run was queued for), paged,
+    by node id: the rest of the lists its decision-log row names (``stale``, a re-run's ``slots``)."""
+    from .services.cascade import stale_node_row
+
+    return MappedRows(loop.cascade_stale(book=_book(request, book_id), seed=node, lens=lens), stale_node_row)
+
+
+@router.get(f"{BASE}/cascade-stale/artifacts", response={200: list[str], **ERRORS})
+@paginate
+def cascade_stale_artifacts(request: HttpRequest, book_id: uuid.UUID, node: str):
+    """Every slot bound to a node the cascade from ``node`` made stale, paged, by slug: the rest of the row's
+    ``stale_artifacts``."""
+    return loop.cascade_stale_artifacts(book=_book(request, book_id), seed=node)
+
+
 # --- Blackboard, reviews, rounds and cost ---------------------------------------------
 
 
@@ -314,10 +333,11 @@ def rerun_artifacts(request: HttpRequest, book_id: uuid.UUID, rerun_id: uuid.UUI
 
 @router.get(f"{BASE}/constraints", response={200: list[dict], **ERRORS})
 @paginate
-def constraints_list(request: HttpRequest, book_id: uuid.UUID):
+def constraints_list(request: HttpRequest, book_id: uuid.UUID, kind: Literal["constraint", "steer"] | None = None):
     """Every constraint and steer the author recorded in the loop (approve-with-constraint, redirect), oldest
-    first, paged: the rest of ``meta.constraints``."""
-    return list(selectors.loop_meta(_book(request, book_id)).constraints or [])
+    first, paged: the rest of ``meta.constraints`` (``kind=constraint``: the rest of the scope boundary's)."""
+    recorded = list(selectors.loop_meta(_book(request, book_id)).constraints or [])
+    return [c for c in recorded if c.get("kind") == kind] if kind else recorded
 
 
 @router.post(f"{BASE}/reruns/{{rerun_id}}/done", response={200: RerunOut, **ERRORS})

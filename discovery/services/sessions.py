@@ -7,6 +7,7 @@ from django.db.models import Max
 
 from novelgraph.db import lock_row
 from novelgraph.errors import Conflict, Forbidden, Invalid
+from novelgraph.schemas import MAX_LIST_ITEMS
 
 from ..access import BookAccess, Cap, refusal
 from ..models import (
@@ -122,15 +123,30 @@ def turn_add(*, access: BookAccess, session: DiscoverySession, payload: TurnIn) 
     return turn
 
 
+# The thrusts the author chooses among at G1.5 (the loop's cards name the same set) and how many may be open.
+OPEN_THRUST_STATUSES = (ThrustCandidate.Status.PROPOSED, ThrustCandidate.Status.SELECTED)
+MAX_OPEN_THRUSTS = MAX_LIST_ITEMS
+
+
 def thrust_propose(*, access: BookAccess, session: DiscoverySession, payload: ThrustIn) -> ThrustCandidate:
     """A story-thrust candidate, stored as proposed. Needs charter:propose (Terra) or discovery:write
     (Sol, the author). Moves an active session to charter-proposed; never moves an approved one back.
+    At most ``MAX_OPEN_THRUSTS`` open candidates per book (409 ``too_many_open_thrusts``): a G1.5 card puts
+    every open one before the author.
     """
     access.require(Cap.CHARTER_PROPOSE, Cap.DISCOVERY_WRITE)
     with transaction.atomic():
         session = locked_session(session)
         if session.status == DiscoverySession.Status.CLOSED:
             raise Conflict("this session is closed", code="session_not_open")
+        # The author chooses among every open thrust at G1.5, on one card: their number is bounded.
+        open_ones = ThrustCandidate.objects.filter(session__book_id=session.book_id, status__in=OPEN_THRUST_STATUSES)
+        if open_ones.count() >= MAX_OPEN_THRUSTS:
+            raise Conflict(
+                f"the book already holds {MAX_OPEN_THRUSTS} open thrust candidates: the author chooses among them "
+                "at G1.5 before more are proposed",
+                code="too_many_open_thrusts",
+            )
         thrust = ThrustCandidate.objects.create(session=session, proposed_by=access.role, **payload.dict())
         if session.status == DiscoverySession.Status.ACTIVE:
             session.status = DiscoverySession.Status.CHARTER_PROPOSED

@@ -4,7 +4,7 @@ from . import base
 from .artifacts import artifact_write, lens_review_record, rerun_done
 from .base import loop_ensure, saturation_check, trace_lint
 from .bounds import cost_charge, cost_spend, round_advance
-from .cascade import cascade_apply, cascade_preview
+from .cascade import cascade_apply, cascade_preview, cascade_stale, cascade_stale_artifacts
 from .gates import gate_request
 from .plan import (
     candidate_add,
@@ -24,6 +24,8 @@ __all__ = [
     "candidate_select",
     "cascade_apply",
     "cascade_preview",
+    "cascade_stale",
+    "cascade_stale_artifacts",
     "cost_charge",
     "cost_spend",
     "gate_request",

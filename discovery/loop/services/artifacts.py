@@ -108,13 +108,39 @@ def artifact_write(*, access: BookAccess, payload: ArtifactIn) -> BlackboardArti
         return artifact
 
 
+# The scope boundary's record of the author's constraints: the first ``VIEW_PAGE`` of them, how many there are,
+# and the paged route with the rest (they all stay in the loop's meta and their decision-log rows).
+RECORDED = ("constraints", "constraints_count", "constraints_rest")
+
+
 def _keep_constraints(existing: BlackboardArtifact, content: dict) -> dict:
     """The author's recorded constraints in a slot (the scope boundary's) are never emptied or rewritten by
     a write: only the author's verdicts add them (``verdicts._record_constraint``)."""
-    recorded = (existing.content or {}).get("constraints") if isinstance(existing.content, dict) else None
-    if not recorded:
+    stored = existing.content if isinstance(existing.content, dict) else {}
+    if not stored.get("constraints"):
         return content
-    return {**content, "constraints": recorded}
+    return {**content, **{key: stored[key] for key in RECORDED if key in stored}}
+
+
+def boundary_recording(content: dict, item: dict, book_id) -> dict:
+    """The scope boundary's content with one more recorded constraint, bounded: it names the first ``VIEW_PAGE``
+    constraints; past that only ``constraints_count`` grows and ``constraints_rest`` links
+    ``GET .../loop/constraints?kind=constraint`` from the next page (oldest first, as recorded)."""
+    from urllib.parse import urlencode
+
+    from django.urls import reverse
+
+    from discovery.selectors import VIEW_PAGE
+
+    page = list(content.get("constraints") or [])
+    count = int(content.get("constraints_count") or len(page)) + 1
+    if len(page) < VIEW_PAGE:
+        page.append(item)
+    rest = None
+    if count > VIEW_PAGE:
+        query = urlencode({"kind": "constraint", "limit": VIEW_PAGE, "offset": VIEW_PAGE})
+        rest = f"{reverse('api:api-root')}books/{book_id}/loop/constraints?{query}"
+    return {**content, "constraints": page, "constraints_count": count, "constraints_rest": rest}
 
 
 def ratify_successor(slot: BlackboardArtifact) -> bool:
@@ -154,9 +180,7 @@ def rerun_done(*, access: BookAccess, rerun_id) -> LensRerun:
             raise NotFound("re-run not found")
         named = RosterEntry.objects.filter(slug=rerun.lens).values_list("agent_role", flat=True).first()
         if role not in {"author", named or role}:
-            raise Forbidden(
-                f"the {rerun.lens} re-run is reported done by {named}, not {role}", code="not_this_lens"
-            )
+            raise Forbidden(f"the {rerun.lens} re-run is reported done by {named}, not {role}", code="not_this_lens")
         rerun.status = RerunStatus.DONE
         rerun.save()
         refresh(meta)

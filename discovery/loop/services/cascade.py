@@ -10,6 +10,10 @@
    the active graph (kept in history), and only the lenses that produced them are
    queued to re-run (their cost counts).
 5. The caller logs one row; saturation is re-checked. Re-applying is a no-op.
+
+The row is hashed and never rewritten, so what it records is capped when written (``VIEW_PAGE``): the first
+page of the stale nodes, of the stale slots and of each re-run's slots, their counts, and the paged route with
+the rest (:func:`cascade_stale`, derived from the stored nodes: what is true after the fact).
 """
 
 from __future__ import annotations
@@ -98,6 +102,52 @@ def cascade_preview(*, book: Book, seed: str) -> dict:
     }
 
 
+def _stale_reason(seed: str, seed_status: str, reason: str) -> str:
+    return f"upstream {seed} was {seed_status}: {reason}"[:2000]
+
+
+def _stale_link(book_id, route: str, seed: str, **query) -> str:
+    params = urlencode({"node": seed, **query, "limit": VIEW_PAGE, "offset": VIEW_PAGE})
+    return f"{reverse('api:api-root')}books/{book_id}/loop/{route}?{params}"
+
+
+def cascade_stale(*, book: Book, seed: str, lens: str | None = None):
+    """The nodes a confirmed cascade from ``seed`` made stale, in ``node_id`` order (``lens``: only those
+    that lens produced, the slots its re-run was queued for).
+
+    Derived from stored state, true after the fact: the cascade gave each node it staled the reason it
+    derives from the seed's own (stored on the seed, which never becomes active again), and a stale node
+    never becomes active again, so no later cascade reaches it. A seed that has not cascaded has none."""
+    node = TraceNode.objects.filter(book=book, node_id=seed).first()
+    if node is None:
+        raise NotFound(f"traceability node {seed!r} not found")
+    if node.status in (TraceStatus.ACTIVE, TraceStatus.STALE):
+        return TraceNode.objects.none()
+    qs = TraceNode.objects.select_related("artifact").filter(
+        book=book, status=TraceStatus.STALE, status_reason=_stale_reason(seed, node.status, node.status_reason)
+    )
+    if lens:
+        qs = qs.filter(Q(produced_by=lens) | Q(produced_by="", artifact__lens=lens))
+    return qs.order_by("node_id")
+
+
+def cascade_stale_artifacts(*, book: Book, seed: str):
+    """The slots bound to the nodes the cascade from ``seed`` made stale, by slug."""
+    nodes = cascade_stale(book=book, seed=seed)
+    return (
+        BlackboardArtifact.objects.filter(book=book, trace_nodes__in=nodes.values("pk"))
+        .order_by("slug")
+        .values_list("slug", flat=True)
+        .distinct()
+    )
+
+
+def stale_node_row(node: TraceNode) -> dict:
+    slug = node.artifact.slug if node.artifact_id else None
+    row = {"node_id": node.node_id, "kind": node.kind, "artifact": slug, "lens": _producer(node)}
+    return {**row, "slot": slug or node.node_id}
+
+
 def cascade_apply(
     *,
     meta: LoopMeta,
@@ -131,7 +181,9 @@ def cascade_apply(
             "affected_rest": rest if len(affected) > VIEW_PAGE else None,
             "limit": preview["limit"],
         }
-    affected_ids = [a["node_id"] for a in preview["affected"]]
+    # In the order the paged route gives them (node_id), so the logged page and the route's rest are one list.
+    in_order = sorted(preview["affected"], key=lambda a: a["node_id"])
+    affected_ids = [a["node_id"] for a in in_order]
     seed_node = TraceNode.objects.select_related("artifact").get(book=book, node_id=seed)
     seed_node.status = seed_status
     seed_node.status_reason = reason[:2000]
@@ -140,7 +192,7 @@ def cascade_apply(
         BlackboardArtifact.objects.filter(pk=seed_node.artifact_id).update(
             status=ArtifactStatus.REJECTED, stale_reason=reason[:2000], round_last_touched=meta.round
         )
-    stale_reason = f"upstream {seed} was {seed_status}: {reason}"[:2000]
+    stale_reason = _stale_reason(seed, seed_status, seed_node.status_reason)
     TraceNode.objects.filter(book=book, node_id__in=affected_ids).update(
         status=TraceStatus.STALE, status_reason=stale_reason
     )
@@ -153,6 +205,7 @@ def cascade_apply(
     stale_slugs = list(
         BlackboardArtifact.objects.filter(pk__in=artifact_ids)
         .exclude(status__in=[ArtifactStatus.STALE, ArtifactStatus.REJECTED])
+        .order_by("slug")
         .values_list("slug", flat=True)
     )
     BlackboardArtifact.objects.filter(pk__in=artifact_ids).exclude(
@@ -168,7 +221,7 @@ def cascade_apply(
     edges_count = edges_left.update(active=False, inactive_reason=f"cascade from {seed}: {reason}"[:2000])
     # Only the lenses that produced the stale slots re-run; their cost counts.
     by_lens: dict[str, list[str]] = defaultdict(list)
-    for item in preview["affected"]:
+    for item in in_order:
         if item["lens"]:
             by_lens[item["lens"]].append(item["artifact"] or item["node_id"])
     costs = dict(RosterEntry.objects.filter(slug__in=by_lens).values_list("slug", "rerun_cost"))
@@ -179,15 +232,29 @@ def cascade_apply(
             book=book, lens=lens, artifacts=slots, reason=stale_reason, cost=cost, round=meta.round
         )
         meta.cost_spent += cost
-        queued.append({"lens": lens, "slots": slots, "cost": cost})
+        rest = _stale_link(book.pk, "cascade-stale", seed, lens=lens) if len(slots) > VIEW_PAGE else None
+        queued.append(
+            {
+                "lens": lens,
+                "slots": slots[:VIEW_PAGE],
+                "slots_count": len(slots),
+                "slots_rest": rest,
+                "cost": cost,
+            }
+        )
     meta.round_invalidated = True
     meta.save()
+    more_nodes, more_slots = len(affected_ids) > VIEW_PAGE, len(stale_slugs) > VIEW_PAGE
     return {
         "applied": True,
         "seed": seed,
         "seed_status": seed_status,
-        "stale": affected_ids,
-        "stale_artifacts": stale_slugs,
+        "stale": affected_ids[:VIEW_PAGE],
+        "stale_count": len(affected_ids),
+        "stale_rest": _stale_link(book.pk, "cascade-stale", seed) if more_nodes else None,
+        "stale_artifacts": stale_slugs[:VIEW_PAGE],
+        "stale_artifacts_count": len(stale_slugs),
+        "stale_artifacts_rest": _stale_link(book.pk, "cascade-stale/artifacts", seed) if more_slots else None,
         "edges_left_active_graph": edges_count,
         "reruns": queued,
     }

@@ -43,7 +43,7 @@ from ..models import (
     SubIdea,
     TraceStatus,
 )
-from .artifacts import ratify_successor
+from .artifacts import boundary_recording, ratify_successor
 from .base import card_renew_after_lapse, lock_meta, refresh, root_of
 from .bounds import apply_grant, subtree_ids
 from .cards import OPEN_THRUST, card_as_dict, card_digest, card_impact, g15_thrusts, raise_card
@@ -172,12 +172,10 @@ def _record_constraint(meta: LoopMeta, card: OptionCard, text: str, kind: str) -
             status=ArtifactStatus.RATIFIED,
             produced_by="author",
             round_last_touched=meta.round,
-            content={"constraints": [item]},
+            content=boundary_recording({}, item, meta.book_id),
         )
     else:
-        content = dict(boundary.content or {})
-        content["constraints"] = [*content.get("constraints", []), item]
-        boundary.content = content
+        boundary.content = boundary_recording(dict(boundary.content or {}), item, meta.book_id)
         boundary.version += 1
         boundary.status = ArtifactStatus.RATIFIED
         boundary.round_last_touched = meta.round
