@@ -19,7 +19,7 @@ from discovery.access import book_access
 from discovery.agents.models import AgentRun
 from discovery.agents.schemas import AgentRunIn
 from discovery.agents.services import agent_run_start
-from discovery.models import ThrustCandidate
+from discovery.models import StoryCharter
 from discovery.services import discovery_start
 from novelgraph.auth import principal_for_user
 
@@ -65,7 +65,7 @@ def start_worker(worker_id: str) -> subprocess.Popen:
 def test_two_workers_racing_for_50_queued_runs_run_each_exactly_once(author, book):
     access = book_access(principal_for_user(author), book)
     discovery_start(access=access)
-    runs = [agent_run_start(access=access, payload=AgentRunIn(task="thrusts")) for _ in range(RUNS)]
+    runs = [agent_run_start(access=access, payload=AgentRunIn(task="charter")) for _ in range(RUNS)]
 
     workers = {worker_id: start_worker(worker_id) for worker_id in ("worker-a", "worker-b")}
     outputs = {worker_id: process.communicate(timeout=900)[0] for worker_id, process in workers.items()}
@@ -76,10 +76,11 @@ def test_two_workers_racing_for_50_queued_runs_run_each_exactly_once(author, boo
     assert all(task.status == "SUCCESSFUL" and len(task.worker_ids) == 1 for task in tasks)
     failed = list(AgentRun.objects.filter(status="failed").values_list("reason", flat=True))
     assert set(AgentRun.objects.values_list("status", flat=True)) == {"done"}, failed[:3]
-    # Each run wrote its three thrust candidates once: nothing was run twice.
-    assert ThrustCandidate.objects.filter(session__book=book).count() == 3 * RUNS
+    # Each run proposed its Story Charter version once: nothing was run twice. (Not thrusts: a book holds at most
+    # a page of open thrust candidates, so that the author's G1.5 choice lists them all.)
+    assert StoryCharter.objects.filter(book=book).count() == RUNS
     for run in AgentRun.objects.prefetch_related("outputs"):
-        assert [o.type for o in run.outputs.all()] == ["thrust"] * 3
+        assert [o.type for o in run.outputs.all()].count("charter") == 1
     share = Counter(task.worker_ids[0] for task in tasks)
     assert set(share) <= set(workers) and sum(share.values()) == RUNS
     print(f"runs per worker: {dict(share)}")
