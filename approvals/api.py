@@ -18,6 +18,7 @@ from .schemas import (
     ApprovalFilter,
     ApprovalOut,
     LogEntryOut,
+    RecordedContradictionOut,
     VerdictIn,
     VerdictOut,
     VerificationOut,
@@ -29,6 +30,8 @@ from .selectors import (
     decision_log_export_lines,
     decision_log_for,
     decision_log_verify,
+    superseded_versions,
+    verdict_contradictions,
     withheld_subjects,
 )
 from .services import approval_decide
@@ -71,6 +74,23 @@ def approval_detail(request: HttpRequest, approval_id: uuid.UUID):
         log_entry=LogEntryOut.from_orm(view.log_entry, context={"request": request}).dict() if view.log_entry else None,
     )
     return out
+
+
+@router.get("/approvals/{approval_id}/contradictions", response={200: list[RecordedContradictionOut], **ERRORS})
+@paginate
+def approval_contradictions(request: HttpRequest, approval_id: uuid.UUID):
+    """Every contradiction with canon a canon-promotion verdict resolved, both sides named, paged, in the log
+    entry's order: the rest of its ``detail.contradictions`` (recorded with the verdict). 403 ``withheld`` when
+    the caller's role may not read the claim."""
+    return verdict_contradictions(*approval_get(principal_of(request), approval_id))
+
+
+@router.get("/approvals/{approval_id}/superseded-versions", response={200: list[int], **ERRORS})
+@paginate
+def approval_superseded_versions(request: HttpRequest, approval_id: uuid.UUID):
+    """Every charter version a charter approval superseded, oldest first, paged: the rest of its log entry's
+    ``detail.superseded_versions``."""
+    return superseded_versions(*approval_get(principal_of(request), approval_id))
 
 
 @router.post("/approvals/{approval_id}/verdict", response={200: VerdictOut, **ERRORS})

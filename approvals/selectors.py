@@ -14,11 +14,11 @@ from django.db.models import Count, F, Func, Q, QuerySet, TextField
 from django.db.models.functions import Cast
 
 from discovery.access import BookAccess, Cap, book_access, books_visible_to
-from discovery.models import Book
+from discovery.models import Book, StoryCharter, VerdictContradiction
 from discovery.refs import resolve_source_refs
 from discovery.selectors import withheld_claims
 from novelgraph.auth import Principal
-from novelgraph.errors import NotFound
+from novelgraph.errors import Forbidden, NotFound
 
 from .anchor import anchor_line, anchor_seal, anchor_tip
 from .canon import canon_verify
@@ -222,6 +222,34 @@ def approval_get(principal: Principal, approval_id: Any) -> tuple[BookAccess, Ap
         raise NotFound("approval not found") from None
     access = book_access(principal, approval.book, Cap.BOOK_READ, missing="approval")
     return access, approval
+
+
+def subject_readable(access: BookAccess, approval: Approval) -> None:
+    """Refuse (403 ``withheld``) a caller whose role may not read the approval's subject: what its log entry
+    records is withheld from her, and so is the rest of it."""
+    line = withheld_line(
+        withheld_subjects(access.principal, access.caps, [access.book]), approval.subject_type, str(approval.subject_id)
+    )
+    if line:
+        raise Forbidden(line, code="withheld")
+
+
+def verdict_contradictions(access: BookAccess, approval: Approval) -> QuerySet:
+    """Every contradiction with canon this approval's verdict resolved, in its log entry's order (the entry
+    names the first page: ``detail.contradictions``). Recorded with the verdict, so true after the fact."""
+    subject_readable(access, approval)
+    return VerdictContradiction.objects.filter(approval=approval).order_by("position").values("kind", "sides")
+
+
+def superseded_versions(access: BookAccess, approval: Approval) -> QuerySet:
+    """Every charter version this approval's verdict superseded, oldest first (its log entry names the first
+    page: ``detail.superseded_versions``). Each superseded version records the approval that superseded it."""
+    subject_readable(access, approval)
+    return (
+        StoryCharter.objects.filter(book_id=approval.book_id, superseded_by=approval)
+        .order_by("version")
+        .values_list("version", flat=True)
+    )
 
 
 @dataclass(frozen=True)

@@ -364,6 +364,8 @@ API_EXPECTED: dict[str, tuple[int, ...]] = {
     "POST /research/{research_id}/reject": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 409),
     "GET /approvals": (401, 401, 200, 200, 200, 200, 200, 200, 200, 200, 200, 200, 200),
     "GET /approvals/{approval_id}": (401, 401, 404, 404, 404, 404, 404, 404, 200, 200, 200, 200, 200),
+    "GET /approvals/{approval_id}/contradictions": (401, 401, 404, 404, 404, 404, 404, 404, 200, 200, 200, 200, 200),
+    "GET /approvals/{approval_id}/superseded-versions": (401, 401, 404, 404, 404, 404, 404, 404, 200, 200, 200, 200, 200),
     "POST /approvals/{approval_id}/verdict": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 422),
     "GET /books/{book_id}/decision-log": (401, 401, 404, 404, 404, 404, 404, 404, 200, 200, 200, 200, 200),
     "GET /books/{book_id}/decision-log/verify": (401, 401, 404, 404, 404, 404, 404, 404, 200, 200, 200, 200, 200),
