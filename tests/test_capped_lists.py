@@ -696,7 +696,8 @@ def test_a_tripped_breaker_logs_a_page_of_the_affected_nodes_the_count_and_where
     ids = cascade["affected"] + [a["node_id"] for a in rest["items"]]
     assert sorted(ids) == [f"ch-{n:03}" for n in range(MORE)] and len(set(ids)) == MORE
     assert decision_log_verify(book).ok, "the capped row verifies by the unchanged recipe"
-    assert author_api.get(f"/books/{book.pk}/decision-log/verify").json()["ok"] is True
+    verified = author_api.get(f"/books/{book.pk}/decision-log/verify").json()
+    assert verified["ok"] is True, verified
 
 
 def test_a_confirmed_cascade_logs_a_page_of_its_stale_nodes_slots_and_reruns_and_where_the_rest_is(
@@ -939,3 +940,276 @@ def test_a_codex_subject_cut_by_the_page_boundary_is_named_again_on_the_next_pag
     second = author_browser.get(f"/books/{book.pk}/codex/", {"offset": VIEW_PAGE}).content.decode()
     assert re.findall(r'data-testid="codex-subject">([^<]+)<', second) == ["Mara"]
     assert second.count('data-testid="codex-base"') == 1
+
+
+# --- a verdict's log entry: contradictions and superseded charter versions (capped when written) -------------
+
+
+def _canon_that_a_secret_contradicts(author_api, book, count: int) -> None:
+    """``count`` canon claims (through the API, so each has its log entry) that reveal the same fact, each first
+    shown in its own chapter: a proposal that keeps it secret contradicts every one (a visibility contradiction
+    each)."""
+    for n in range(count):
+        made = author_api.post(
+            "/claims",
+            {
+                "scope": "book",
+                "scope_id": str(book.pk),
+                "subject": "Ines",
+                "predicate": "forged",
+                "value": "the letter",
+                "provenance": "author-stated",
+                "first_shown_chapter": n + 1,
+            },
+        )
+        assert made.status_code == 201, made.content
+        promoted = author_api.post(
+            f"/claims/{made.json()['id']}/promote", {"book_id": str(book.pk), "rationale": "Canon."}
+        )
+        assert promoted.status_code == 200, promoted.content
+
+
+def _secret(sol_api, book) -> tuple[str, str]:
+    """A proposed claim that keeps the canon's fact secret, and its pending approval's id."""
+    made = sol_api.post(
+        "/claims",
+        {
+            "scope": "book",
+            "scope_id": str(book.pk),
+            "subject": "Ines",
+            "predicate": "forged",
+            "value": "the letter",
+            "provenance": "agent-proposed",
+            "known_by": "nobody",
+        },
+    )
+    assert made.status_code == 201, made.content
+    claim_id = made.json()["id"]
+    asked = sol_api.post(f"/claims/{claim_id}/request-approval", {"book_id": str(book.pk), "note": ""})
+    assert asked.status_code in (200, 201), asked.content
+    return claim_id, asked.json()["approval_id"]
+
+
+def _pairs(items) -> list[tuple]:
+    return [(c["kind"], tuple(s["id"] for s in c["sides"])) for c in items]
+
+
+def test_a_claim_verdict_logs_a_page_of_its_contradictions_and_where_the_rest_is(author_api, sol_api, luna_api, book):
+    from approvals.models import DecisionLogEntry
+
+    _canon_that_a_secret_contradicts(author_api, book, MORE)
+    claim_id, approval_id = _secret(sol_api, book)
+    before = author_api.get(f"/books/{book.pk}/claims/{claim_id}/conflicts", limit=MORE).json()
+    assert before["count"] == MORE
+    decided = author_api.post(f"/approvals/{approval_id}/verdict", {"verdict": "reject", "rationale": "Shown."})
+    assert decided.status_code == 200, decided.content
+
+    detail = DecisionLogEntry.objects.get(approval_id=approval_id).detail
+    assert len(detail["contradictions"]) == VIEW_PAGE and detail["contradictions_count"] == MORE
+    rest = _follow(author_api, detail["contradictions_rest"])
+    assert rest["count"] == MORE
+    every = _pairs(detail["contradictions"]) + _pairs(rest["items"])
+    assert every == _pairs(before["items"]), "the page and the rest are what the verdict resolved, in order, once each"
+    # After the fact: the claim is no longer proposed, so nothing recomputes them; the route still lists them all.
+    assert author_api.get(f"/books/{book.pk}/claims/{claim_id}/conflicts").json()["count"] == 0
+    whole = author_api.get(f"/approvals/{approval_id}/contradictions", limit=MORE).json()["items"]
+    assert _pairs(whole) == every
+    assert luna_api.get(f"/approvals/{approval_id}/contradictions").status_code == 200, "book canon: Luna reads it"
+    verified = author_api.get(f"/books/{book.pk}/decision-log/verify").json()
+    assert verified["ok"] is True, verified
+
+
+def test_a_claim_verdict_with_few_contradictions_has_no_link(author_api, sol_api, book):
+    from approvals.models import DecisionLogEntry
+
+    _canon_that_a_secret_contradicts(author_api, book, 2)
+    _, approval_id = _secret(sol_api, book)
+    assert (
+        author_api.post(f"/approvals/{approval_id}/verdict", {"verdict": "approve", "rationale": "So."}).status_code
+        == 200
+    )
+    detail = DecisionLogEntry.objects.get(approval_id=approval_id).detail
+    assert len(detail["contradictions"]) == 2 and detail["contradictions_count"] == 2
+    assert detail["contradictions_rest"] is None
+    listed = author_api.get(f"/approvals/{approval_id}/contradictions").json()
+    assert _pairs(listed["items"]) == _pairs(detail["contradictions"])
+
+
+def test_a_contradiction_the_verdict_recorded_is_never_rewritten(author_api, sol_api, book):
+    from django.db import DatabaseError, transaction
+
+    from discovery.models import VerdictContradiction
+
+    _canon_that_a_secret_contradicts(author_api, book, 1)
+    _, approval_id = _secret(sol_api, book)
+    assert (
+        author_api.post(f"/approvals/{approval_id}/verdict", {"verdict": "reject", "rationale": "No."}).status_code
+        == 200
+    )
+    recorded = VerdictContradiction.objects.filter(approval_id=approval_id)
+    for change in (lambda: recorded.update(kind="value"), lambda: recorded.delete()):
+        with pytest.raises(DatabaseError), transaction.atomic():
+            change()
+    assert recorded.count() == 1
+
+
+def test_a_charter_approval_logs_a_page_of_the_versions_it_superseded_and_where_the_rest_is(author_api, sol_api, book):
+    from approvals.models import DecisionLogEntry
+    from discovery.models import StoryCharter
+
+    from .discovery_support import charter_body
+    from .factories import StoryCharterFactory
+
+    for n in range(MORE):
+        StoryCharterFactory(book=book, version=n + 1, status="approved" if n == 0 else "proposed")
+
+    def approve(content: dict) -> tuple[dict, str]:
+        made = sol_api.post(f"/books/{book.pk}/charters", content)
+        assert made.status_code == 201, made.content
+        resolved = author_api.post(f"/charters/{made.json()['id']}/resolve", {"approved": True, "rationale": "Yes."})
+        assert resolved.status_code == 200, resolved.content
+        entry = DecisionLogEntry.objects.filter(book=book, subject_id=made.json()["id"]).get()
+        return entry.detail, str(entry.approval_id)
+
+    detail, approval_id = approve(charter_body())
+    assert detail["superseded_versions"] == list(range(1, VIEW_PAGE + 1))
+    assert detail["superseded_versions_count"] == MORE
+    rest = _follow(author_api, detail["superseded_versions_rest"])
+    assert detail["superseded_versions"] + rest["items"] == list(range(1, MORE + 1))
+    # A later approval supersedes only the version this one approved; the first one's list stays what it was.
+    later, later_id = approve(charter_body(main_thrust="Later."))
+    assert later["superseded_versions"] == [MORE + 1] and later["superseded_versions_rest"] is None
+    assert author_api.get(f"/approvals/{later_id}/superseded-versions").json()["items"] == [MORE + 1]
+    whole = author_api.get(f"/approvals/{approval_id}/superseded-versions", limit=MORE).json()
+    assert whole["items"] == list(range(1, MORE + 1))
+    assert StoryCharter.objects.filter(book=book, status="superseded").count() == MORE + 1
+    verified = author_api.get(f"/books/{book.pk}/decision-log/verify").json()
+    assert verified["ok"] is True, verified
+
+
+def test_the_review_page_pages_its_conflicts_and_contradiction_entries_with_plain_links(
+    author_api, sol_api, author_browser, book
+):
+    import html as html_lib
+    import re
+
+    from .factories import ScratchpadEntryFactory
+
+    _canon_that_a_secret_contradicts(author_api, book, MORE)
+    claim_id, approval_id = _secret(sol_api, book)
+    session = current_session_of(book)
+    entries = [
+        ScratchpadEntryFactory(
+            session=session,
+            sequence=1000 + n,
+            agent_role="luna",
+            kind="contradiction",
+            content=f"Contradiction {n:03}",
+            source_refs=[{"type": "claim", "id": claim_id}, {"type": "turn", "id": f"t{n}"}],
+        )
+        for n in range(MORE)
+    ]
+    conflicts = author_api.get(f"/books/{book.pk}/claims/{claim_id}/conflicts", limit=MORE).json()["items"]
+
+    def walk(testid: str, pattern: str) -> list[str]:
+        """Every item a paged list shows, following its Next links from the first page."""
+        seen, link = [], f"/review/{approval_id}/"
+        while link:
+            page = author_browser.get(link)
+            assert page.status_code == 200
+            text = page.content.decode()
+            assert "<script" not in text.split('data-testid="conflicts"')[1].split('aria-labelledby="refs-heading"')[0]
+            found = re.findall(pattern, text)
+            assert len(found) <= VIEW_PAGE * (2 if testid == "conflicts-pager" else 1)
+            seen += found
+            pager = re.search(rf'data-testid="{testid}">(.*?)</nav>', text, re.S)
+            nxt = re.search(r'<a href="([^"]+)" rel="next"', pager.group(1)) if pager else None
+            link = html_lib.unescape(nxt.group(1)) if nxt else None
+        return seen
+
+    sides = walk("conflicts-pager", r'data-testid="conflict-side">.*?<code>([^<]+)</code>')
+    assert sides == [s["id"] for c in conflicts for s in c["sides"]], "every conflict once, in order, both sides"
+    shown = walk("contradiction-entries-pager", r"#entry-([0-9a-f-]{36})")
+    assert shown == [str(e.pk) for e in entries]
+    # An offset past the end shows the last page; a bad one the first.
+    last = author_browser.get(f"/review/{approval_id}/", {"conflicts_offset": 10**6}).content.decode()
+    assert f"{VIEW_PAGE + 1}–{MORE} of {MORE}" in last
+    bad = author_browser.get(f"/review/{approval_id}/", {"entries_offset": "many"})
+    assert bad.status_code == 200 and f"1–{VIEW_PAGE} of {MORE}" in bad.content.decode()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_sessions_of_a_book_proposing_at_once_queue_on_the_books_lock(book):
+    """The open-thrust bound is the book's: a proposal holds the book's row lock while it counts and writes, so a
+    proposal from another session of the book waits for it and then counts its thrust. (Each session's own lock
+    would let the second count 49 beside the first's uncommitted 50th, and write a 51st.)"""
+    import threading
+
+    from django.db import connection, transaction
+
+    from discovery.access import book_access
+    from discovery.models import DiscoverySession, ThrustCandidate
+    from discovery.schemas import ThrustIn
+    from discovery.services.sessions import MAX_OPEN_THRUSTS, thrust_propose
+    from novelgraph.auth import principal_for_user
+    from novelgraph.errors import Conflict
+
+    from .discovery_support import thrust_body
+    from .factories import DiscoverySessionFactory, ThrustCandidateFactory
+
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite runs one writer at a time (every transaction begins IMMEDIATE); the race needs PostgreSQL")
+    first = current_session_of(book)
+    second = DiscoverySessionFactory(book=book, status=DiscoverySession.Status.ACTIVE)
+    ThrustCandidateFactory.create_batch(MAX_OPEN_THRUSTS - 1, session=first)
+    proposed, waiting = threading.Event(), threading.Event()
+    outcome: dict[str, object] = {}
+
+    def propose(session, name: str) -> None:
+        try:
+            access = book_access(principal_for_user(book.owner), book)
+            with transaction.atomic():
+                if name == "second":
+                    proposed.wait(10)
+                    waiting.set()
+                try:
+                    outcome[name] = thrust_propose(access=access, session=session, payload=ThrustIn(**thrust_body()))
+                except Conflict as exc:
+                    outcome[name] = exc.code
+                if name == "first":
+                    proposed.set()  # the 50th is written, not yet committed: the second proposal starts now
+                    waiting.wait(10)
+                    threading.Event().wait(0.5)  # and would write the 51st here if the lock were the session's
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=propose, args=args) for args in ((first, "first"), (second, "second"))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert isinstance(outcome["first"], ThrustCandidate)
+    assert outcome["second"] == "too_many_open_thrusts"
+    assert ThrustCandidate.objects.filter(session__book=book, status="proposed").count() == MAX_OPEN_THRUSTS
+
+
+def test_a_series_claims_recorded_contradictions_are_withheld_from_luna(author_api, luna_api, book):
+    made = author_api.post(
+        "/claims",
+        {
+            "scope": "series",
+            "scope_id": str(book.series_id),
+            "subject": "the coast",
+            "predicate": "drowns",
+            "value": "a street a year",
+            "provenance": "author-stated",
+        },
+    )
+    assert made.status_code == 201, made.content
+    approved = author_api.post(f"/claims/{made.json()['id']}/promote", {"book_id": str(book.pk), "rationale": "So."})
+    assert approved.status_code == 200, approved.content
+    approval_id = approved.json()["approval_id"]
+    assert author_api.get(f"/approvals/{approval_id}/contradictions").status_code == 200
+    refused = luna_api.get(f"/approvals/{approval_id}/contradictions")
+    assert refused.status_code == 403 and refused.json()["code"] == "withheld", refused.json()
+    assert "a street a year" not in refused.content.decode()
