@@ -1,6 +1,7 @@
 """Approvals and decision-log routes. Thin: authenticate, validate, call a service or selector."""
 
 import uuid
+from typing import Any
 
 from django.http import HttpRequest, StreamingHttpResponse
 from ninja import Query, Router
@@ -11,14 +12,13 @@ from discovery.loop.selectors import impact_capped
 from novelgraph.auth import principal_of
 from novelgraph.schemas import ERRORS
 
-from .models import Approval
+from .models import Approval, DecisionList
 from .schemas import (
     WITHHELD,
     ApprovalDetailOut,
     ApprovalFilter,
     ApprovalOut,
     LogEntryOut,
-    RecordedContradictionOut,
     VerdictIn,
     VerdictOut,
     VerificationOut,
@@ -27,11 +27,11 @@ from .selectors import (
     approval_get,
     approval_view,
     approvals_visible,
+    decision_list,
     decision_log_export_lines,
     decision_log_for,
     decision_log_verify,
     superseded_versions,
-    verdict_contradictions,
     withheld_subjects,
 )
 from .services import approval_decide
@@ -76,13 +76,14 @@ def approval_detail(request: HttpRequest, approval_id: uuid.UUID):
     return out
 
 
-@router.get("/approvals/{approval_id}/contradictions", response={200: list[RecordedContradictionOut], **ERRORS})
+@router.get("/approvals/{approval_id}/lists/{name}", response={200: list[dict[str, Any] | str], **ERRORS})
 @paginate
-def approval_contradictions(request: HttpRequest, approval_id: uuid.UUID):
-    """Every contradiction with canon a canon-promotion verdict resolved, both sides named, paged, in the log
-    entry's order: the rest of its ``detail.contradictions`` (recorded with the verdict). 403 ``withheld`` when
-    the caller's role may not read the claim."""
-    return verdict_contradictions(*approval_get(principal_of(request), approval_id))
+def approval_list_items(request: HttpRequest, approval_id: uuid.UUID, name: DecisionList):
+    """Every item of a list the approval's verdict recorded, paged, in its log entry's order: the rest of the
+    entry's capped ``detail.contradictions`` (a claim verdict: each with its kind and both sides),
+    ``detail.effect.subtree_stale`` (abandon: plan node ids) or ``detail.effect.set_aside`` (explore-alternatives:
+    candidate ids). 403 ``withheld`` when the caller's role may not read the approval's claim."""
+    return decision_list(*approval_get(principal_of(request), approval_id), name)
 
 
 @router.get("/approvals/{approval_id}/superseded-versions", response={200: list[int], **ERRORS})

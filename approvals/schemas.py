@@ -121,13 +121,6 @@ class ApprovalDetailOut(ApprovalOut):
     log_entry: LogEntryOut | None = Field(None, description="the decision-log entry, once decided")
 
 
-class RecordedContradictionOut(Schema):
-    """One contradiction with canon a canon-promotion verdict resolved, as its log entry names it."""
-
-    kind: str = Field(description="value or visibility")
-    sides: list[dict[str, str]] = Field(description="the proposal, then the canon it contradicts ({type, id})")
-
-
 class ThrustChoiceIn(Schema):
     """What the author chooses when she approves a G1.5 gate card (refused with 422 on any other verdict)."""
 

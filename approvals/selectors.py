@@ -14,7 +14,7 @@ from django.db.models import Count, F, Func, Q, QuerySet, TextField
 from django.db.models.functions import Cast
 
 from discovery.access import BookAccess, Cap, book_access, books_visible_to
-from discovery.models import Book, StoryCharter, VerdictContradiction
+from discovery.models import Book, StoryCharter
 from discovery.refs import resolve_source_refs
 from discovery.selectors import withheld_claims
 from novelgraph.auth import Principal
@@ -23,7 +23,7 @@ from novelgraph.errors import Forbidden, NotFound
 from .anchor import anchor_line, anchor_seal, anchor_tip
 from .canon import canon_verify
 from .chain import Verification, chain_fields, seal_keys, verify_rows
-from .models import Approval, DecisionLogEntry, Verdict
+from .models import Approval, DecisionList, DecisionListItem, DecisionLogEntry, Verdict
 
 VERIFY_COLUMNS = (
     "sequence",
@@ -234,11 +234,16 @@ def subject_readable(access: BookAccess, approval: Approval) -> None:
         raise Forbidden(line, code="withheld")
 
 
-def verdict_contradictions(access: BookAccess, approval: Approval) -> QuerySet:
-    """Every contradiction with canon this approval's verdict resolved, in its log entry's order (the entry
-    names the first page: ``detail.contradictions``). Recorded with the verdict, so true after the fact."""
+def decision_list(access: BookAccess, approval: Approval, name: DecisionList) -> QuerySet:
+    """Every item of a list this approval's verdict recorded (``contradictions``, ``subtree_stale``,
+    ``set_aside``), in its log entry's order: the entry names the first page and links here for the rest.
+    Recorded with the verdict, so true after the fact; an approval that recorded none lists none."""
     subject_readable(access, approval)
-    return VerdictContradiction.objects.filter(approval=approval).order_by("position").values("kind", "sides")
+    return (
+        DecisionListItem.objects.filter(approval=approval, list=name)
+        .order_by("position")
+        .values_list("value", flat=True)
+    )
 
 
 def superseded_versions(access: BookAccess, approval: Approval) -> QuerySet:

@@ -5,7 +5,6 @@ APPEND_ONLY = (
     "discovery_contextdossier",
     "discovery_sessionquestion",
     "discovery_observationrevision",
-    "discovery_verdictcontradiction",
 )
 
 

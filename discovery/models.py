@@ -595,36 +595,6 @@ class KnowledgeLink(TimeStampedModel):
         return f"{self.book} → {self.base} ({self.relation})"
 
 
-class ContradictionKind(models.TextChoices):
-    VALUE = "value", "A different value over overlapping chapters"
-    VISIBILITY = "visibility", "Kept secret or shown later than canon reveals it"
-
-
-class VerdictContradiction(models.Model):
-    """One contradiction with approved canon that a canon-promotion verdict resolved, both sides named, in the
-    order the verdict's log entry lists them. Written with the verdict; the log entry names the first page
-    (``contradictions``), their count and the paged route that reads the rest from here. Append-only: the
-    database refuses UPDATE and DELETE."""
-
-    Kind = ContradictionKind
-
-    approval = models.ForeignKey("approvals.Approval", on_delete=models.PROTECT, related_name="recorded_contradictions")
-    position = models.PositiveIntegerField()
-    kind = models.CharField(max_length=12, choices=Kind.choices)
-    # [{"type": "claim", "id": ...}, {"type": "claim", "id": ...}]: the proposal, then the canon it contradicts.
-    sides = models.JSONField()
-
-    class Meta:
-        ordering = ["approval", "position"]
-        constraints = [
-            models.UniqueConstraint(fields=["approval", "position"], name="verdict_contradiction_unique_position"),
-            enum_check("kind", ContradictionKind, "verdict_contradiction_kind_valid"),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.kind} contradiction #{self.position} of {self.approval_id}"
-
-
 # --- Dossiers and handoffs -------------------------------------------------
 
 

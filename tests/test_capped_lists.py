@@ -1012,9 +1012,11 @@ def test_a_claim_verdict_logs_a_page_of_its_contradictions_and_where_the_rest_is
     assert every == _pairs(before["items"]), "the page and the rest are what the verdict resolved, in order, once each"
     # After the fact: the claim is no longer proposed, so nothing recomputes them; the route still lists them all.
     assert author_api.get(f"/books/{book.pk}/claims/{claim_id}/conflicts").json()["count"] == 0
-    whole = author_api.get(f"/approvals/{approval_id}/contradictions", limit=MORE).json()["items"]
+    whole = author_api.get(f"/approvals/{approval_id}/lists/contradictions", limit=MORE).json()["items"]
     assert _pairs(whole) == every
-    assert luna_api.get(f"/approvals/{approval_id}/contradictions").status_code == 200, "book canon: Luna reads it"
+    assert luna_api.get(f"/approvals/{approval_id}/lists/contradictions").status_code == 200, (
+        "book canon: Luna reads it"
+    )
     verified = author_api.get(f"/books/{book.pk}/decision-log/verify").json()
     assert verified["ok"] is True, verified
 
@@ -1031,14 +1033,14 @@ def test_a_claim_verdict_with_few_contradictions_has_no_link(author_api, sol_api
     detail = DecisionLogEntry.objects.get(approval_id=approval_id).detail
     assert len(detail["contradictions"]) == 2 and detail["contradictions_count"] == 2
     assert detail["contradictions_rest"] is None
-    listed = author_api.get(f"/approvals/{approval_id}/contradictions").json()
+    listed = author_api.get(f"/approvals/{approval_id}/lists/contradictions").json()
     assert _pairs(listed["items"]) == _pairs(detail["contradictions"])
 
 
 def test_a_contradiction_the_verdict_recorded_is_never_rewritten(author_api, sol_api, book):
     from django.db import DatabaseError, transaction
 
-    from discovery.models import VerdictContradiction
+    from approvals.models import DecisionListItem
 
     _canon_that_a_secret_contradicts(author_api, book, 1)
     _, approval_id = _secret(sol_api, book)
@@ -1046,8 +1048,8 @@ def test_a_contradiction_the_verdict_recorded_is_never_rewritten(author_api, sol
         author_api.post(f"/approvals/{approval_id}/verdict", {"verdict": "reject", "rationale": "No."}).status_code
         == 200
     )
-    recorded = VerdictContradiction.objects.filter(approval_id=approval_id)
-    for change in (lambda: recorded.update(kind="value"), lambda: recorded.delete()):
+    recorded = DecisionListItem.objects.filter(approval_id=approval_id, list="contradictions")
+    for change in (lambda: recorded.update(value={}), lambda: recorded.delete()):
         with pytest.raises(DatabaseError), transaction.atomic():
             change()
     assert recorded.count() == 1
@@ -1209,7 +1211,81 @@ def test_a_series_claims_recorded_contradictions_are_withheld_from_luna(author_a
     approved = author_api.post(f"/claims/{made.json()['id']}/promote", {"book_id": str(book.pk), "rationale": "So."})
     assert approved.status_code == 200, approved.content
     approval_id = approved.json()["approval_id"]
-    assert author_api.get(f"/approvals/{approval_id}/contradictions").status_code == 200
-    refused = luna_api.get(f"/approvals/{approval_id}/contradictions")
+    assert author_api.get(f"/approvals/{approval_id}/lists/contradictions").status_code == 200
+    refused = luna_api.get(f"/approvals/{approval_id}/lists/contradictions")
     assert refused.status_code == 403 and refused.json()["code"] == "withheld", refused.json()
     assert "a street a year" not in refused.content.decode()
+
+
+def _loop_card_on_a_node(sol_api, book):
+    """A plan node under the root and a G0 card on it (its pending approval's id)."""
+    from discovery.loop.models import PlanNode
+
+    from .loop_scenes import ask_gate
+
+    root = PlanNode.objects.get(book=book, is_root=True)
+    made = sol_api.post(url(book, "/nodes"), {"parent_id": str(root.pk), "intent": "The lock-keeper's arc"})
+    assert made.status_code == 201, made.content
+    node = PlanNode.objects.get(pk=made.json()["id"])
+    card = ask_gate(sol_api, book, "G0", node_id=str(node.pk))
+    assert card.status_code == 201, card.content
+    return node, card.json()["approval_id"]
+
+
+def test_an_abandon_logs_a_page_of_the_subtree_it_staled_and_where_the_rest_is(author_api, sol_api, book):
+    from approvals.models import DecisionLogEntry
+    from discovery.loop.models import PlanNode
+
+    from .loop_scenes import decide
+
+    node, approval_id = _loop_card_on_a_node(sol_api, book)
+    # A subtree wider than a page (the breadth bound is the author's to extend): 50 children, 3 grandchildren.
+    children = [PlanNode.objects.create(book=book, parent=node, depth=2, intent=f"c{n}") for n in range(VIEW_PAGE)]
+    for n in range(EXTRA):
+        PlanNode.objects.create(book=book, parent=children[n], depth=3, intent=f"g{n}")
+    PlanNode.objects.filter(pk=children[-1].pk).update(lifecycle="parked")  # parked: the abandon leaves it parked
+    below = {str(pk) for pk in PlanNode.objects.filter(book=book, depth__gt=1).values_list("pk", flat=True)}
+    decided = decide(author_api, book, approval_id, "abandon", rationale="Not this book.")
+    assert decided.status_code == 200, decided.content
+
+    effect = DecisionLogEntry.objects.get(approval_id=approval_id).detail["effect"]
+    assert len(effect["subtree_stale"]) == VIEW_PAGE and effect["subtree_stale_count"] == MORE
+    rest = _follow(author_api, effect["subtree_stale_rest"])
+    every = effect["subtree_stale"] + rest["items"]
+    assert len(every) == MORE and set(every) == below, "every node below it, once each"
+    # After the fact: a node added later under the parked one (it takes children) is not in the list.
+    added = sol_api.post(url(book, "/nodes"), {"parent_id": str(children[-1].pk), "intent": "later"})
+    assert added.status_code == 201, added.content
+    later = author_api.get(f"/approvals/{approval_id}/lists/subtree_stale", limit=MORE).json()["items"]
+    assert later == every
+    assert author_api.get(f"/books/{book.pk}/decision-log/verify").json()["ok"] is True
+
+
+def test_an_explore_logs_a_page_of_the_candidates_it_set_aside_and_where_the_rest_is(author_api, sol_api, book):
+    from approvals.models import DecisionLogEntry
+    from discovery.loop.models import Candidate
+
+    from .loop_scenes import decide
+
+    node, approval_id = _loop_card_on_a_node(sol_api, book)
+    selected = [
+        Candidate.objects.create(
+            node=node, altitude="plotline", mechanic=f"m{n:03}", shape="s", riskiest_assumption="r",
+            status="selected", proposed_by="terra",
+        )
+        for n in range(MORE)
+    ]  # fmt: skip
+    decided = decide(author_api, book, approval_id, "explore-alternatives", rationale="Look wider.")
+    assert decided.status_code == 200, decided.content
+    effect = DecisionLogEntry.objects.get(approval_id=approval_id).detail["effect"]
+    assert len(effect["set_aside"]) == VIEW_PAGE and effect["set_aside_count"] == MORE
+    every = effect["set_aside"] + _follow(author_api, effect["set_aside_rest"])["items"]
+    assert sorted(every) == sorted(str(c.pk) for c in selected) and len(set(every)) == MORE
+    assert Candidate.objects.filter(node=node, status="parked").count() == MORE
+
+
+def test_a_list_name_the_log_does_not_keep_is_a_422(author_api, sol_api, book):
+    _, approval_id = _loop_card_on_a_node(sol_api, book)
+    refused = author_api.get(f"/approvals/{approval_id}/lists/everything")
+    assert refused.status_code == 422 and refused.json()["field"] == "name", refused.json()
+    assert author_api.get(f"/approvals/{approval_id}/lists/set_aside").json()["count"] == 0, "not decided yet"

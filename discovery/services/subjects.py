@@ -5,32 +5,28 @@ Registered from ``DiscoveryConfig.ready()``.
 
 A verdict's log entry is hashed and never rewritten, so the lists it records are capped when written
 (``VIEW_PAGE``): the first page, the count and the paged route with the rest, read from what the verdict
-stored (``superseded_versions``: the charters' ``superseded_by``; ``contradictions``: ``VerdictContradiction``).
+stored (``superseded_versions``: the charters' ``superseded_by``; ``contradictions``: recorded with the verdict).
 """
 
 from __future__ import annotations
 
-from urllib.parse import urlencode
-
-from django.urls import reverse
-
-from approvals.models import Approval, ApprovalKind, Verdict
-from approvals.services import PROPOSAL_VERDICTS, Decision, SubjectHandler, fingerprint, register_subject_handler
+from approvals.models import Approval, ApprovalKind, DecisionList, Verdict
+from approvals.services import (
+    PROPOSAL_VERDICTS,
+    Decision,
+    SubjectHandler,
+    capped_in,
+    fingerprint,
+    record_list,
+    register_subject_handler,
+)
 from library.evidence import evidence_findings
 from novelgraph.errors import Conflict, Forbidden
 from novelgraph.words import inline
 
 from ..canon import charter_content_digest
-from ..models import DiscoverySession, KnowledgeBase, KnowledgeClaim, StoryCharter, VerdictContradiction
-from ..selectors import VIEW_PAGE, claim_conflicts
-
-
-def _capped(detail: dict, key: str, items: list, approval: Approval, route: str) -> None:
-    """``detail[key]``: the first page of ``items``, ``<key>_count`` and ``<key>_rest`` (the approval's paged
-    route from the second page on; None when one page holds them all)."""
-    query = urlencode({"limit": VIEW_PAGE, "offset": VIEW_PAGE})
-    rest = f"{reverse('api:api-root')}approvals/{approval.pk}/{route}?{query}" if len(items) > VIEW_PAGE else None
-    detail.update({key: items[:VIEW_PAGE], f"{key}_count": len(items), f"{key}_rest": rest})
+from ..models import DiscoverySession, KnowledgeBase, KnowledgeClaim, StoryCharter
+from ..selectors import claim_conflicts
 
 
 def _refuse_unadmitted_evidence(*, book_id, evidence, source_refs) -> None:
@@ -115,7 +111,7 @@ def charter_apply(decision: Decision) -> None:
         )
         # Each superseded version records this approval, so GET /approvals/{id}/superseded-versions lists them all.
         versions = sorted(superseded.values_list("version", flat=True))
-        _capped(decision.detail, "superseded_versions", versions, approval, "superseded-versions")
+        capped_in(decision.detail, "superseded_versions", versions, approval, "superseded-versions")
         decision.detail["content_digest"] = charter_content_digest(charter.content)
         decision.detail["loop_gate"] = _loop_gate(charter.book_id)
         superseded.update(status=StoryCharter.Status.SUPERSEDED, superseded_by=approval)
@@ -252,14 +248,11 @@ def claim_apply(decision: Decision) -> None:
     conflicts = claim_conflicts(decision.access, claim)
     if conflicts:
         # The author's verdict resolves each flagged contradiction; both sides stay named in the log.
-        # Recorded with the verdict (the canon they contradict changes after it): GET /approvals/{id}/contradictions.
+        # Recorded with the verdict (the canon they contradict changes after it): GET .../lists/contradictions.
         found = [
             {"kind": c["kind"], "sides": [{"type": s["type"], "id": s["id"]} for s in c["sides"]]} for c in conflicts
         ]
-        VerdictContradiction.objects.bulk_create(
-            [VerdictContradiction(approval=approval, position=n, **c) for n, c in enumerate(found)]
-        )
-        _capped(decision.detail, "contradictions", found, approval, "contradictions")
+        record_list(decision, DecisionList.CONTRADICTIONS, found)
     if decision.verdict == Verdict.APPROVE:
         evidence = claim.evidence
         if claim.decisive and isinstance(evidence, dict):
