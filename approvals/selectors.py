@@ -310,16 +310,23 @@ class Inbox:
     superseded: list[Approval]
     counts: list[dict]  # per book: {"book": Book, "pending": int}
     pending_total: int
+    superseded_more: bool = False  # more lapsed approvals follow the ``superseded`` page
 
 
 def inbox_for(
-    principal: Principal, *, limit: int | None = None, superseded_limit: int = 50, book_id: Any = None
+    principal: Principal,
+    *,
+    limit: int | None = None,
+    superseded_limit: int = 50,
+    superseded_offset: int = 0,
+    book_id: Any = None,
 ) -> Inbox:
     """Pending decisions across the principal's books (or one of them), newest first, with counts per book.
 
     A fixed number of queries whatever the number of approvals: the counts come from one
     aggregate, the lists from one query each. ``pending`` is a queryset to page, or the first
-    ``limit`` approvals.
+    ``limit`` approvals; ``superseded`` a page of the lapsed ones (``superseded_limit`` from
+    ``superseded_offset``, newest first) and whether more follow.
     """
     books = books_visible_to(principal)
     if book_id is not None:
@@ -332,12 +339,14 @@ def inbox_for(
     )
     base = Approval.objects.filter(book__in=books.values("pk")).select_related("book", "requested_by_user")
     pending = base.filter(status=Approval.Status.PENDING).order_by("-created_at", "-id")
-    superseded = list(base.filter(status=Approval.Status.SUPERSEDED).order_by("-updated_at", "-id")[:superseded_limit])
+    lapsed = base.filter(status=Approval.Status.SUPERSEDED).order_by("-updated_at", "-id")
+    superseded = list(lapsed[superseded_offset : superseded_offset + superseded_limit + 1]) if superseded_limit else []
     return Inbox(
         pending=list(pending[:limit]) if limit is not None else pending,
-        superseded=superseded,
+        superseded=superseded[:superseded_limit],
         counts=[{"book": b, "pending": b.pending} for b in counts],
         pending_total=sum(b.pending for b in counts),
+        superseded_more=len(superseded) > superseded_limit,
     )
 
 

@@ -65,20 +65,50 @@ def inbox(request: HttpRequest) -> HttpResponse:
         sidebar = inbox_for(principal, limit=10, superseded_limit=0)
         return render(request, "approvals/inbox.html#inbox-compact", {"sidebar": sidebar})
     book = page_access(request, request.GET["book"]).book if request.GET.get("book") else None
-    box = inbox_for(principal, book_id=book.pk if book else None)
+    # The per-book counts and the lapsed approvals are paged too (50 at a time, plain links keeping the other places).
+    offsets = {name: page_offset(request.GET.get(name)) for name in ("books_offset", "superseded_offset")}
+    box = inbox_for(principal, book_id=book.pk if book else None, superseded_offset=offsets["superseded_offset"])
     page = _page_of(request, box.pending, count=box.pending_total)
+    books = page_at(box.counts, offsets["books_offset"], PER_PAGE)
+    keep = {"book": book.pk if book else None, **offsets}
+    query = urlencode({k: v for k, v in keep.items() if v})
+    at = offsets["superseded_offset"]
+    lapsed = {
+        "first": at + 1 if box.superseded else 0,
+        "last": at + len(box.superseded),
+        "count": None,
+        "previous": max(at - PER_PAGE, 0) if at else None,
+        "next": at + PER_PAGE if box.superseded_more else None,
+    }
     context = {
-        "inbox": replace(box, pending=list(page.object_list)),
+        "inbox": replace(box, pending=list(page.object_list), counts=books["items"]),
         "page_obj": page,
         "page": page.number,
         "pages": page.paginator.num_pages,
         "previous_page": page.previous_page_number() if page.has_previous() else None,
         "next_page": page.next_page_number() if page.has_next() else None,
         "book": book,
-        "query": f"book={book.pk}&" if book else "",
+        "query": f"{query}&" if query else "",
+        "books_pager": _inbox_pager(keep, page.number, books, "books_offset"),
+        "superseded_pager": _inbox_pager(keep, page.number, lapsed, "superseded_offset"),
     }
     template = "approvals/inbox.html#inbox-list" if request.htmx else "approvals/inbox.html"
     return render(request, template, context)
+
+
+def _inbox_pager(keep: dict, page: int, at: dict, param: str) -> dict:
+    """Previous / next links of one of the inbox's paged lists, keeping the book, the pending page and the other
+    list's place."""
+    base = reverse("approvals:inbox")
+
+    def link(offset: int | None) -> str | None:
+        if offset is None:
+            return None
+        params = {**keep, "page": page if page > 1 else None, param: offset}
+        query = urlencode({k: v for k, v in params.items() if v})
+        return f"{base}?{query}" if query else base
+
+    return {**at, "previous_url": link(at["previous"]), "next_url": link(at["next"])}
 
 
 CARD_KINDS = {

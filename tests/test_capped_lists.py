@@ -1289,3 +1289,40 @@ def test_a_list_name_the_log_does_not_keep_is_a_422(author_api, sol_api, book):
     refused = author_api.get(f"/approvals/{approval_id}/lists/everything")
     assert refused.status_code == 422 and refused.json()["field"] == "name", refused.json()
     assert author_api.get(f"/approvals/{approval_id}/lists/set_aside").json()["count"] == 0, "not decided yet"
+
+
+def test_the_inbox_pages_its_books_and_its_superseded_approvals_with_plain_links(author, author_browser, book):
+    import html as html_lib
+    import re
+
+    from .factories import ApprovalFactory
+
+    for n in range(MORE):
+        ApprovalFactory(book=BookFactory(owner=author, title=f"Book {n:03}"), summary=f"Waiting {n:03}")
+        ApprovalFactory(book=book, summary=f"Lapsed {n:03}", status="superseded")
+
+    def walk(testid: str, pattern: str) -> list[str]:
+        seen, link = [], "/review/"
+        while link:
+            page = author_browser.get(link)
+            assert page.status_code == 200, link
+            text = page.content.decode()
+            found = re.findall(pattern, text)
+            assert len(found) <= VIEW_PAGE
+            seen += found
+            pager = re.search(rf'data-testid="{testid}">(.*?)</nav>', text, re.S)
+            nxt = re.search(r'<a href="([^"]+)" rel="next"', pager.group(1)) if pager else None
+            link = html_lib.unescape(nxt.group(1)) if nxt else None
+        return seen
+
+    books = walk("books-pager", r'\?book=[0-9a-f-]{36}">(Book \d{3})</a>')
+    assert sorted(books) == [f"Book {n:03}" for n in range(MORE)] and len(set(books)) == MORE
+    lapsed = walk("superseded-pager", r'>(Lapsed \d{3})</a> <span class="badge warn">superseded')
+    assert len(lapsed) == MORE and len(set(lapsed)) == MORE, "every lapsed approval once, newest first"
+    assert (
+        "Lapsed"
+        not in author_browser.get("/review/", {"superseded_offset": 10**6})
+        .content.decode()
+        .split('id="superseded-heading"')[1]
+        .split("</section>")[0]
+    ), "past the end: none listed"
