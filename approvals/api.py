@@ -1,6 +1,7 @@
 """Approvals and decision-log routes. Thin: authenticate, validate, call a service or selector."""
 
 import uuid
+from typing import Any
 
 from django.http import HttpRequest, StreamingHttpResponse
 from ninja import Query, Router
@@ -11,7 +12,7 @@ from discovery.loop.selectors import impact_capped
 from novelgraph.auth import principal_of
 from novelgraph.schemas import ERRORS
 
-from .models import Approval
+from .models import Approval, DecisionList
 from .schemas import (
     WITHHELD,
     ApprovalDetailOut,
@@ -26,9 +27,11 @@ from .selectors import (
     approval_get,
     approval_view,
     approvals_visible,
+    decision_list,
     decision_log_export_lines,
     decision_log_for,
     decision_log_verify,
+    superseded_versions,
     withheld_subjects,
 )
 from .services import approval_decide
@@ -71,6 +74,24 @@ def approval_detail(request: HttpRequest, approval_id: uuid.UUID):
         log_entry=LogEntryOut.from_orm(view.log_entry, context={"request": request}).dict() if view.log_entry else None,
     )
     return out
+
+
+@router.get("/approvals/{approval_id}/lists/{name}", response={200: list[dict[str, Any] | str], **ERRORS})
+@paginate
+def approval_list_items(request: HttpRequest, approval_id: uuid.UUID, name: DecisionList):
+    """Every item of a list the approval's verdict recorded, paged, in its log entry's order: the rest of the
+    entry's capped ``detail.contradictions`` (a claim verdict: each with its kind and both sides),
+    ``detail.effect.subtree_stale`` (abandon: plan node ids) or ``detail.effect.set_aside`` (explore-alternatives:
+    candidate ids). 403 ``withheld`` when the caller's role may not read the approval's claim."""
+    return decision_list(*approval_get(principal_of(request), approval_id), name)
+
+
+@router.get("/approvals/{approval_id}/superseded-versions", response={200: list[int], **ERRORS})
+@paginate
+def approval_superseded_versions(request: HttpRequest, approval_id: uuid.UUID):
+    """Every charter version a charter approval superseded, oldest first, paged: the rest of its log entry's
+    ``detail.superseded_versions``."""
+    return superseded_versions(*approval_get(principal_of(request), approval_id))
 
 
 @router.post("/approvals/{approval_id}/verdict", response={200: VerdictOut, **ERRORS})

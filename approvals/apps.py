@@ -1,6 +1,6 @@
 from django.apps import AppConfig
 
-APPEND_ONLY = ("approvals_decisionlogentry",)
+APPEND_ONLY = ("approvals_decisionlogentry", "approvals_decisionlistitem")
 
 
 class ApprovalsConfig(AppConfig):

@@ -214,3 +214,33 @@ class DecisionLogEntry(models.Model):
 
     def delete(self, *args, **kwargs):
         raise ValidationError("The decision log is append-only.")
+
+
+class DecisionList(models.TextChoices):
+    """The lists a verdict's log entry names capped (its first page, their count, ``<list>_rest``) and records
+    here whole, because what they name changes after the verdict."""
+
+    CONTRADICTIONS = "contradictions", "The contradictions with canon a claim verdict resolved"
+    SUBTREE_STALE = "subtree_stale", "The plan nodes below the node an abandon verdict abandoned"
+    SET_ASIDE = "set_aside", "The candidates an explore-alternatives verdict set aside"
+
+
+class DecisionListItem(models.Model):
+    """One item of a list a verdict recorded, in the order its log entry names them: written with the verdict (in
+    its transaction), read by ``GET /approvals/{id}/lists/{list}``. Append-only: the database refuses UPDATE
+    and DELETE. The log entry's hash covers the first page it names; this keeps the rest."""
+
+    approval = models.ForeignKey(Approval, on_delete=models.PROTECT, related_name="recorded_items")
+    list = models.CharField(max_length=20, choices=DecisionList.choices)
+    position = models.PositiveIntegerField()
+    value = models.JSONField()
+
+    class Meta:
+        ordering = ["approval", "list", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["approval", "list", "position"], name="decision_list_item_unique_position"),
+            enum_check("list", DecisionList, "decision_list_item_list_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.list}[{self.position}] of {self.approval_id}"

@@ -14,16 +14,16 @@ from django.db.models import Count, F, Func, Q, QuerySet, TextField
 from django.db.models.functions import Cast
 
 from discovery.access import BookAccess, Cap, book_access, books_visible_to
-from discovery.models import Book
+from discovery.models import Book, StoryCharter
 from discovery.refs import resolve_source_refs
 from discovery.selectors import withheld_claims
 from novelgraph.auth import Principal
-from novelgraph.errors import NotFound
+from novelgraph.errors import Forbidden, NotFound
 
 from .anchor import anchor_line, anchor_seal, anchor_tip
 from .canon import canon_verify
 from .chain import Verification, chain_fields, seal_keys, verify_rows
-from .models import Approval, DecisionLogEntry, Verdict
+from .models import Approval, DecisionList, DecisionListItem, DecisionLogEntry, Verdict
 
 VERIFY_COLUMNS = (
     "sequence",
@@ -224,6 +224,39 @@ def approval_get(principal: Principal, approval_id: Any) -> tuple[BookAccess, Ap
     return access, approval
 
 
+def subject_readable(access: BookAccess, approval: Approval) -> None:
+    """Refuse (403 ``withheld``) a caller whose role may not read the approval's subject: what its log entry
+    records is withheld from her, and so is the rest of it."""
+    line = withheld_line(
+        withheld_subjects(access.principal, access.caps, [access.book]), approval.subject_type, str(approval.subject_id)
+    )
+    if line:
+        raise Forbidden(line, code="withheld")
+
+
+def decision_list(access: BookAccess, approval: Approval, name: DecisionList) -> QuerySet:
+    """Every item of a list this approval's verdict recorded (``contradictions``, ``subtree_stale``,
+    ``set_aside``), in its log entry's order: the entry names the first page and links here for the rest.
+    Recorded with the verdict, so true after the fact; an approval that recorded none lists none."""
+    subject_readable(access, approval)
+    return (
+        DecisionListItem.objects.filter(approval=approval, list=name)
+        .order_by("position")
+        .values_list("value", flat=True)
+    )
+
+
+def superseded_versions(access: BookAccess, approval: Approval) -> QuerySet:
+    """Every charter version this approval's verdict superseded, oldest first (its log entry names the first
+    page: ``detail.superseded_versions``). Each superseded version records the approval that superseded it."""
+    subject_readable(access, approval)
+    return (
+        StoryCharter.objects.filter(book_id=approval.book_id, superseded_by=approval)
+        .order_by("version")
+        .values_list("version", flat=True)
+    )
+
+
 @dataclass(frozen=True)
 class ApprovalView:
     """Everything a reviewer sees about one approval (API detail and decision page)."""
@@ -277,16 +310,23 @@ class Inbox:
     superseded: list[Approval]
     counts: list[dict]  # per book: {"book": Book, "pending": int}
     pending_total: int
+    superseded_more: bool = False  # more lapsed approvals follow the ``superseded`` page
 
 
 def inbox_for(
-    principal: Principal, *, limit: int | None = None, superseded_limit: int = 50, book_id: Any = None
+    principal: Principal,
+    *,
+    limit: int | None = None,
+    superseded_limit: int = 50,
+    superseded_offset: int = 0,
+    book_id: Any = None,
 ) -> Inbox:
     """Pending decisions across the principal's books (or one of them), newest first, with counts per book.
 
     A fixed number of queries whatever the number of approvals: the counts come from one
     aggregate, the lists from one query each. ``pending`` is a queryset to page, or the first
-    ``limit`` approvals.
+    ``limit`` approvals; ``superseded`` a page of the lapsed ones (``superseded_limit`` from
+    ``superseded_offset``, newest first) and whether more follow.
     """
     books = books_visible_to(principal)
     if book_id is not None:
@@ -299,12 +339,14 @@ def inbox_for(
     )
     base = Approval.objects.filter(book__in=books.values("pk")).select_related("book", "requested_by_user")
     pending = base.filter(status=Approval.Status.PENDING).order_by("-created_at", "-id")
-    superseded = list(base.filter(status=Approval.Status.SUPERSEDED).order_by("-updated_at", "-id")[:superseded_limit])
+    lapsed = base.filter(status=Approval.Status.SUPERSEDED).order_by("-updated_at", "-id")
+    superseded = list(lapsed[superseded_offset : superseded_offset + superseded_limit + 1]) if superseded_limit else []
     return Inbox(
         pending=list(pending[:limit]) if limit is not None else pending,
-        superseded=superseded,
+        superseded=superseded[:superseded_limit],
         counts=[{"book": b, "pending": b.pending} for b in counts],
         pending_total=sum(b.pending for b in counts),
+        superseded_more=len(superseded) > superseded_limit,
     )
 
 

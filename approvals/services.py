@@ -17,7 +17,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
+from django.urls import reverse
 from django.utils import timezone
 
 from discovery.access import BookAccess
@@ -28,7 +30,7 @@ from novelgraph.errors import Conflict, Invalid, NotFound
 from .anchor import anchor_after_commit
 from .canon import APPROVING, canon_record
 from .chain import GENESIS_HASH, chain_fields, current_key_id, entry_hash, seal_of
-from .models import Approval, ApprovalKind, DecisionLogEntry, Reversibility, Verdict
+from .models import Approval, ApprovalKind, DecisionList, DecisionListItem, DecisionLogEntry, Reversibility, Verdict
 
 # Verdicts that need a text saying what they impose, steer or grant.
 VERDICT_NEEDS_CONSTRAINT = {
@@ -54,6 +56,33 @@ class Decision:
     # choose, her reason (thrust id -> text). Only a gate card's handler takes them.
     thrust_id: Any = None
     not_chosen: dict = field(default_factory=dict)
+
+
+def decision_list_link(approval: Approval, route: str) -> str:
+    """Where the rest of a list a verdict's log entry names capped is: the approval's paged route, second page."""
+    page = settings.NINJA_PAGINATION_PER_PAGE  # VIEW_PAGE
+    return f"{reverse('api:api-root')}approvals/{approval.pk}/{route}?limit={page}&offset={page}"
+
+
+def capped_in(into: dict, key: str, items: list, approval: Approval, route: str) -> None:
+    """``into[key]``: the first page (``VIEW_PAGE``) of ``items``, with ``<key>_count`` (all of them) and
+    ``<key>_rest`` (the approval's paged route with the rest; None when one page holds them all). A log entry
+    is hashed and never rewritten, so what it names is capped when it is written."""
+    page = settings.NINJA_PAGINATION_PER_PAGE  # VIEW_PAGE
+    rest = decision_list_link(approval, route) if len(items) > page else None
+    into.update({key: items[:page], f"{key}_count": len(items), f"{key}_rest": rest})
+
+
+def record_list(decision: Decision, name: DecisionList, items: list, *, into: dict | None = None) -> None:
+    """Record a list the verdict names, whole and in order (``DecisionListItem``, in the verdict's transaction),
+    and name it capped in ``into`` (default: the log entry's detail) under the list's name, with its count and
+    ``GET /approvals/{id}/lists/{name}`` for the rest: what it names changes after the verdict, so the rest is
+    read from what the verdict recorded, never recomputed."""
+    name = DecisionList(name)
+    DecisionListItem.objects.bulk_create(
+        DecisionListItem(approval=decision.approval, list=name, position=n, value=item) for n, item in enumerate(items)
+    )
+    capped_in(decision.detail if into is None else into, name.value, items, decision.approval, f"lists/{name.value}")
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import replace
+from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
@@ -19,10 +20,11 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from discovery.access import BookAccess, Cap, page_access
 from discovery.agents.selectors import produced_by
-from discovery.selectors import approval_conflicts
+from discovery.selectors import approval_conflicts, page_at
 from novelgraph.auth import principal_for_user
 from novelgraph.errors import Conflict, Forbidden, Invalid
 from novelgraph.events import APPROVALS_CHANGED, announce
+from novelgraph.pagination import page_offset
 from novelgraph.schemas import parse_form
 from novelgraph.words import AGENT_NAMES
 
@@ -63,20 +65,50 @@ def inbox(request: HttpRequest) -> HttpResponse:
         sidebar = inbox_for(principal, limit=10, superseded_limit=0)
         return render(request, "approvals/inbox.html#inbox-compact", {"sidebar": sidebar})
     book = page_access(request, request.GET["book"]).book if request.GET.get("book") else None
-    box = inbox_for(principal, book_id=book.pk if book else None)
+    # The per-book counts and the lapsed approvals are paged too (50 at a time, plain links keeping the other places).
+    offsets = {name: page_offset(request.GET.get(name)) for name in ("books_offset", "superseded_offset")}
+    box = inbox_for(principal, book_id=book.pk if book else None, superseded_offset=offsets["superseded_offset"])
     page = _page_of(request, box.pending, count=box.pending_total)
+    books = page_at(box.counts, offsets["books_offset"], PER_PAGE)
+    keep = {"book": book.pk if book else None, **offsets}
+    query = urlencode({k: v for k, v in keep.items() if v})
+    at = offsets["superseded_offset"]
+    lapsed = {
+        "first": at + 1 if box.superseded else 0,
+        "last": at + len(box.superseded),
+        "count": None,
+        "previous": max(at - PER_PAGE, 0) if at else None,
+        "next": at + PER_PAGE if box.superseded_more else None,
+    }
     context = {
-        "inbox": replace(box, pending=list(page.object_list)),
+        "inbox": replace(box, pending=list(page.object_list), counts=books["items"]),
         "page_obj": page,
         "page": page.number,
         "pages": page.paginator.num_pages,
         "previous_page": page.previous_page_number() if page.has_previous() else None,
         "next_page": page.next_page_number() if page.has_next() else None,
         "book": book,
-        "query": f"book={book.pk}&" if book else "",
+        "query": f"{query}&" if query else "",
+        "books_pager": _inbox_pager(keep, page.number, books, "books_offset"),
+        "superseded_pager": _inbox_pager(keep, page.number, lapsed, "superseded_offset"),
     }
     template = "approvals/inbox.html#inbox-list" if request.htmx else "approvals/inbox.html"
     return render(request, template, context)
+
+
+def _inbox_pager(keep: dict, page: int, at: dict, param: str) -> dict:
+    """Previous / next links of one of the inbox's paged lists, keeping the book, the pending page and the other
+    list's place."""
+    base = reverse("approvals:inbox")
+
+    def link(offset: int | None) -> str | None:
+        if offset is None:
+            return None
+        params = {**keep, "page": page if page > 1 else None, param: offset}
+        query = urlencode({k: v for k, v in params.items() if v})
+        return f"{base}?{query}" if query else base
+
+    return {**at, "previous_url": link(at["previous"]), "next_url": link(at["next"])}
 
 
 CARD_KINDS = {
@@ -170,7 +202,7 @@ def _decision_context(request: HttpRequest, access: BookAccess, approval: Approv
         "run": produced_by("approval", [approval.pk]).get(str(approval.pk)),
         # A proposed claim that contradicts approved canon: both sides, for the author's verdict; and the
         # scratchpad's contradiction entries that name it (they stay, whatever she decides).
-        **_contradictions(access, approval),
+        **_contradictions(request, access, approval),
     }
     context.update(extra)
     context["thrusts"] = _thrust_choices(view.proposal.get("thrusts") or [], context["form"])
@@ -222,11 +254,36 @@ def _stale_message(approval: Approval) -> str:
     return ""
 
 
-def _contradictions(access: BookAccess, approval: Approval) -> dict:
+# The review page's paged lists and the query parameter each one's offset is read from.
+CONTRADICTION_OFFSETS = {"conflicts": "conflicts_offset", "contradiction_entries": "entries_offset"}
+
+
+def _contradictions(request: HttpRequest, access: BookAccess, approval: Approval) -> dict:
+    """A page of the conflicts and one of the scratchpad's contradiction entries (each from its own
+    ``?…_offset=``; past the end: the last page), with plain previous / next links that keep the other's place."""
     found = approval_conflicts(access, approval.subject_type, approval.subject_id)
     if approval.status != Approval.Status.PENDING:
         found["conflicts"] = []  # resolved by the verdict; the log entry names both sides
-    return {"conflicts": found["conflicts"], "contradiction_entries": found["entries"]}
+    offsets = {param: page_offset(request.GET.get(param)) for param in CONTRADICTION_OFFSETS.values()}
+    base = reverse("approvals:decision", args=[approval.pk])
+
+    def link(param: str, at: int | None) -> str | None:
+        if at is None:
+            return None
+        query = urlencode({k: v for k, v in {**offsets, param: at}.items() if v})
+        return f"{base}?{query}" if query else base
+
+    context: dict = {}
+    for name, rows in (("conflicts", found["conflicts"]), ("contradiction_entries", found["entries"])):
+        param = CONTRADICTION_OFFSETS[name]
+        page = page_at(rows, offsets[param])
+        context[name] = page["items"]
+        context[f"{name}_pager"] = {
+            **page,
+            "previous_url": link(param, page["previous"]),
+            "next_url": link(param, page["next"]),
+        }
+    return context
 
 
 @login_required

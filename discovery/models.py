@@ -396,6 +396,15 @@ class StoryCharter(TimeStampedModel):
         on_delete=models.PROTECT,
         related_name="+",
     )
+    # The approval whose verdict superseded this version (its log entry's ``superseded_versions``): the
+    # rest of that capped list is read from here after the fact. Null for versions superseded before it was kept.
+    superseded_by = models.ForeignKey(
+        "approvals.Approval",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="superseded_charters",
+    )
 
     class Meta:
         ordering = ["book", "-version"]

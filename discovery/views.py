@@ -24,7 +24,7 @@ from approvals.models import Approval, DecisionLogEntry
 from library.models import ResearchItem
 from novelgraph.auth import principal_for_user
 from novelgraph.errors import Conflict, DomainError, NotFound
-from novelgraph.pagination import MAX_OFFSET
+from novelgraph.pagination import page_offset
 from novelgraph.roles import AgentRole
 from novelgraph.schemas import parse_form
 
@@ -237,12 +237,7 @@ MORE_SECTIONS = (*BOOK_SECTIONS, "constraints")
 CLAIM_COLUMNS = ("id", "base_id", "subject", "predicate", "value", "provenance")
 
 
-def _offset(value: str | None) -> int:
-    """A page offset from the query string: a bad or negative one is 0, a huge one is capped."""
-    try:
-        return min(max(int(value or 0), 0), MAX_OFFSET)
-    except (TypeError, ValueError):
-        return 0
+_offset = page_offset  # a bad or negative offset is 0, a huge one is capped
 
 
 def _more_url(book: Book, section: str, offset: int) -> str:

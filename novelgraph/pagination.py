@@ -16,6 +16,14 @@ from ninja.pagination import LimitOffsetPagination
 MAX_OFFSET = 1_000_000_000
 
 
+def page_offset(value: str | None) -> int:
+    """A page offset from a page's query string: a bad or negative one is 0, a huge one is capped."""
+    try:
+        return min(max(int(value or 0), 0), MAX_OFFSET)
+    except (TypeError, ValueError):
+        return 0
+
+
 class BoundedLimitOffsetPagination(LimitOffsetPagination):
     class Input(Schema):
         limit: int = Field(settings.NINJA_PAGINATION_PER_PAGE, ge=1, le=settings.NINJA_PAGINATION_MAX_LIMIT)

@@ -183,6 +183,7 @@ def scene(author, editor, outsider, book, other_book, sol_api, monkeypatch):
     ids["item_id"] = ResearchItemFactory(book=book).pk
     ids["chunk_id"] = KnowledgeChunkFactory(source_id=ids["source_id"]).pk  # the library's pages open a real chunk
     ids["topic"] = "pacing"
+    ids["name"] = "contradictions"  # a list a verdict records (GET /approvals/{approval_id}/lists/{name})
     # Series canon that Luna must never read, with a promotion waiting for the author.
     series = KnowledgeBase.objects.create(scope="series", owner_id=str(book.series_id), name="Series canon")
     KnowledgeLink.objects.create(book=book, base=series, relation="series-canon")
@@ -364,6 +365,8 @@ API_EXPECTED: dict[str, tuple[int, ...]] = {
     "POST /research/{research_id}/reject": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 409),
     "GET /approvals": (401, 401, 200, 200, 200, 200, 200, 200, 200, 200, 200, 200, 200),
     "GET /approvals/{approval_id}": (401, 401, 404, 404, 404, 404, 404, 404, 200, 200, 200, 200, 200),
+    "GET /approvals/{approval_id}/lists/{name}": (401, 401, 404, 404, 404, 404, 404, 404, 200, 200, 200, 200, 200),
+    "GET /approvals/{approval_id}/superseded-versions": (401, 401, 404, 404, 404, 404, 404, 404, 200, 200, 200, 200, 200),
     "POST /approvals/{approval_id}/verdict": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 422),
     "GET /books/{book_id}/decision-log": (401, 401, 404, 404, 404, 404, 404, 404, 200, 200, 200, 200, 200),
     "GET /books/{book_id}/decision-log/verify": (401, 401, 404, 404, 404, 404, 404, 404, 200, 200, 200, 200, 200),

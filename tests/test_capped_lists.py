@@ -696,7 +696,8 @@ def test_a_tripped_breaker_logs_a_page_of_the_affected_nodes_the_count_and_where
     ids = cascade["affected"] + [a["node_id"] for a in rest["items"]]
     assert sorted(ids) == [f"ch-{n:03}" for n in range(MORE)] and len(set(ids)) == MORE
     assert decision_log_verify(book).ok, "the capped row verifies by the unchanged recipe"
-    assert author_api.get(f"/books/{book.pk}/decision-log/verify").json()["ok"] is True
+    verified = author_api.get(f"/books/{book.pk}/decision-log/verify").json()
+    assert verified["ok"] is True, verified
 
 
 def test_a_confirmed_cascade_logs_a_page_of_its_stale_nodes_slots_and_reruns_and_where_the_rest_is(
@@ -939,3 +940,389 @@ def test_a_codex_subject_cut_by_the_page_boundary_is_named_again_on_the_next_pag
     second = author_browser.get(f"/books/{book.pk}/codex/", {"offset": VIEW_PAGE}).content.decode()
     assert re.findall(r'data-testid="codex-subject">([^<]+)<', second) == ["Mara"]
     assert second.count('data-testid="codex-base"') == 1
+
+
+# --- a verdict's log entry: contradictions and superseded charter versions (capped when written) -------------
+
+
+def _canon_that_a_secret_contradicts(author_api, book, count: int) -> None:
+    """``count`` canon claims (through the API, so each has its log entry) that reveal the same fact, each first
+    shown in its own chapter: a proposal that keeps it secret contradicts every one (a visibility contradiction
+    each)."""
+    for n in range(count):
+        made = author_api.post(
+            "/claims",
+            {
+                "scope": "book",
+                "scope_id": str(book.pk),
+                "subject": "Ines",
+                "predicate": "forged",
+                "value": "the letter",
+                "provenance": "author-stated",
+                "first_shown_chapter": n + 1,
+            },
+        )
+        assert made.status_code == 201, made.content
+        promoted = author_api.post(
+            f"/claims/{made.json()['id']}/promote", {"book_id": str(book.pk), "rationale": "Canon."}
+        )
+        assert promoted.status_code == 200, promoted.content
+
+
+def _secret(sol_api, book) -> tuple[str, str]:
+    """A proposed claim that keeps the canon's fact secret, and its pending approval's id."""
+    made = sol_api.post(
+        "/claims",
+        {
+            "scope": "book",
+            "scope_id": str(book.pk),
+            "subject": "Ines",
+            "predicate": "forged",
+            "value": "the letter",
+            "provenance": "agent-proposed",
+            "known_by": "nobody",
+        },
+    )
+    assert made.status_code == 201, made.content
+    claim_id = made.json()["id"]
+    asked = sol_api.post(f"/claims/{claim_id}/request-approval", {"book_id": str(book.pk), "note": ""})
+    assert asked.status_code in (200, 201), asked.content
+    return claim_id, asked.json()["approval_id"]
+
+
+def _pairs(items) -> list[tuple]:
+    return [(c["kind"], tuple(s["id"] for s in c["sides"])) for c in items]
+
+
+def test_a_claim_verdict_logs_a_page_of_its_contradictions_and_where_the_rest_is(author_api, sol_api, luna_api, book):
+    from approvals.models import DecisionLogEntry
+
+    _canon_that_a_secret_contradicts(author_api, book, MORE)
+    claim_id, approval_id = _secret(sol_api, book)
+    before = author_api.get(f"/books/{book.pk}/claims/{claim_id}/conflicts", limit=MORE).json()
+    assert before["count"] == MORE
+    decided = author_api.post(f"/approvals/{approval_id}/verdict", {"verdict": "reject", "rationale": "Shown."})
+    assert decided.status_code == 200, decided.content
+
+    detail = DecisionLogEntry.objects.get(approval_id=approval_id).detail
+    assert len(detail["contradictions"]) == VIEW_PAGE and detail["contradictions_count"] == MORE
+    rest = _follow(author_api, detail["contradictions_rest"])
+    assert rest["count"] == MORE
+    every = _pairs(detail["contradictions"]) + _pairs(rest["items"])
+    assert every == _pairs(before["items"]), "the page and the rest are what the verdict resolved, in order, once each"
+    # After the fact: the claim is no longer proposed, so nothing recomputes them; the route still lists them all.
+    assert author_api.get(f"/books/{book.pk}/claims/{claim_id}/conflicts").json()["count"] == 0
+    whole = author_api.get(f"/approvals/{approval_id}/lists/contradictions", limit=MORE).json()["items"]
+    assert _pairs(whole) == every
+    assert luna_api.get(f"/approvals/{approval_id}/lists/contradictions").status_code == 200, (
+        "book canon: Luna reads it"
+    )
+    verified = author_api.get(f"/books/{book.pk}/decision-log/verify").json()
+    assert verified["ok"] is True, verified
+
+
+def test_a_claim_verdict_with_few_contradictions_has_no_link(author_api, sol_api, book):
+    from approvals.models import DecisionLogEntry
+
+    _canon_that_a_secret_contradicts(author_api, book, 2)
+    _, approval_id = _secret(sol_api, book)
+    assert (
+        author_api.post(f"/approvals/{approval_id}/verdict", {"verdict": "approve", "rationale": "So."}).status_code
+        == 200
+    )
+    detail = DecisionLogEntry.objects.get(approval_id=approval_id).detail
+    assert len(detail["contradictions"]) == 2 and detail["contradictions_count"] == 2
+    assert detail["contradictions_rest"] is None
+    listed = author_api.get(f"/approvals/{approval_id}/lists/contradictions").json()
+    assert _pairs(listed["items"]) == _pairs(detail["contradictions"])
+
+
+def test_a_contradiction_the_verdict_recorded_is_never_rewritten(author_api, sol_api, book):
+    from django.db import DatabaseError, transaction
+
+    from approvals.models import DecisionListItem
+
+    _canon_that_a_secret_contradicts(author_api, book, 1)
+    _, approval_id = _secret(sol_api, book)
+    assert (
+        author_api.post(f"/approvals/{approval_id}/verdict", {"verdict": "reject", "rationale": "No."}).status_code
+        == 200
+    )
+    recorded = DecisionListItem.objects.filter(approval_id=approval_id, list="contradictions")
+    for change in (lambda: recorded.update(value={}), lambda: recorded.delete()):
+        with pytest.raises(DatabaseError), transaction.atomic():
+            change()
+    assert recorded.count() == 1
+
+
+def test_a_charter_approval_logs_a_page_of_the_versions_it_superseded_and_where_the_rest_is(author_api, sol_api, book):
+    from approvals.models import DecisionLogEntry
+    from discovery.models import StoryCharter
+
+    from .discovery_support import charter_body
+    from .factories import StoryCharterFactory
+
+    for n in range(MORE):
+        StoryCharterFactory(book=book, version=n + 1, status="approved" if n == 0 else "proposed")
+
+    def approve(content: dict) -> tuple[dict, str]:
+        made = sol_api.post(f"/books/{book.pk}/charters", content)
+        assert made.status_code == 201, made.content
+        resolved = author_api.post(f"/charters/{made.json()['id']}/resolve", {"approved": True, "rationale": "Yes."})
+        assert resolved.status_code == 200, resolved.content
+        entry = DecisionLogEntry.objects.filter(book=book, subject_id=made.json()["id"]).get()
+        return entry.detail, str(entry.approval_id)
+
+    detail, approval_id = approve(charter_body())
+    assert detail["superseded_versions"] == list(range(1, VIEW_PAGE + 1))
+    assert detail["superseded_versions_count"] == MORE
+    rest = _follow(author_api, detail["superseded_versions_rest"])
+    assert detail["superseded_versions"] + rest["items"] == list(range(1, MORE + 1))
+    # A later approval supersedes only the version this one approved; the first one's list stays what it was.
+    later, later_id = approve(charter_body(main_thrust="Later."))
+    assert later["superseded_versions"] == [MORE + 1] and later["superseded_versions_rest"] is None
+    assert author_api.get(f"/approvals/{later_id}/superseded-versions").json()["items"] == [MORE + 1]
+    whole = author_api.get(f"/approvals/{approval_id}/superseded-versions", limit=MORE).json()
+    assert whole["items"] == list(range(1, MORE + 1))
+    assert StoryCharter.objects.filter(book=book, status="superseded").count() == MORE + 1
+    verified = author_api.get(f"/books/{book.pk}/decision-log/verify").json()
+    assert verified["ok"] is True, verified
+
+
+def test_the_review_page_pages_its_conflicts_and_contradiction_entries_with_plain_links(
+    author_api, sol_api, author_browser, book
+):
+    import html as html_lib
+    import re
+
+    from .factories import ScratchpadEntryFactory
+
+    _canon_that_a_secret_contradicts(author_api, book, MORE)
+    claim_id, approval_id = _secret(sol_api, book)
+    session = current_session_of(book)
+    entries = [
+        ScratchpadEntryFactory(
+            session=session,
+            sequence=1000 + n,
+            agent_role="luna",
+            kind="contradiction",
+            content=f"Contradiction {n:03}",
+            source_refs=[{"type": "claim", "id": claim_id}, {"type": "turn", "id": f"t{n}"}],
+        )
+        for n in range(MORE)
+    ]
+    conflicts = author_api.get(f"/books/{book.pk}/claims/{claim_id}/conflicts", limit=MORE).json()["items"]
+
+    def walk(testid: str, pattern: str) -> list[str]:
+        """Every item a paged list shows, following its Next links from the first page."""
+        seen, link = [], f"/review/{approval_id}/"
+        while link:
+            page = author_browser.get(link)
+            assert page.status_code == 200
+            text = page.content.decode()
+            assert "<script" not in text.split('data-testid="conflicts"')[1].split('aria-labelledby="refs-heading"')[0]
+            found = re.findall(pattern, text)
+            assert len(found) <= VIEW_PAGE * (2 if testid == "conflicts-pager" else 1)
+            seen += found
+            pager = re.search(rf'data-testid="{testid}">(.*?)</nav>', text, re.S)
+            nxt = re.search(r'<a href="([^"]+)" rel="next"', pager.group(1)) if pager else None
+            link = html_lib.unescape(nxt.group(1)) if nxt else None
+        return seen
+
+    sides = walk("conflicts-pager", r'data-testid="conflict-side">.*?<code>([^<]+)</code>')
+    assert sides == [s["id"] for c in conflicts for s in c["sides"]], "every conflict once, in order, both sides"
+    shown = walk("contradiction-entries-pager", r"#entry-([0-9a-f-]{36})")
+    assert shown == [str(e.pk) for e in entries]
+    # An offset past the end shows the last page; a bad one the first.
+    last = author_browser.get(f"/review/{approval_id}/", {"conflicts_offset": 10**6}).content.decode()
+    assert f"{VIEW_PAGE + 1}–{MORE} of {MORE}" in last
+    bad = author_browser.get(f"/review/{approval_id}/", {"entries_offset": "many"})
+    assert bad.status_code == 200 and f"1–{VIEW_PAGE} of {MORE}" in bad.content.decode()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_sessions_of_a_book_proposing_at_once_queue_on_the_books_lock(book):
+    """The open-thrust bound is the book's: a proposal holds the book's row lock while it counts and writes, so a
+    proposal from another session of the book waits for it and then counts its thrust. (Each session's own lock
+    would let the second count 49 beside the first's uncommitted 50th, and write a 51st.)"""
+    import threading
+
+    from django.db import connection, transaction
+
+    from discovery.access import book_access
+    from discovery.models import DiscoverySession, ThrustCandidate
+    from discovery.schemas import ThrustIn
+    from discovery.services.sessions import MAX_OPEN_THRUSTS, thrust_propose
+    from novelgraph.auth import principal_for_user
+    from novelgraph.errors import Conflict
+
+    from .discovery_support import thrust_body
+    from .factories import DiscoverySessionFactory, ThrustCandidateFactory
+
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite runs one writer at a time (every transaction begins IMMEDIATE); the race needs PostgreSQL")
+    first = current_session_of(book)
+    second = DiscoverySessionFactory(book=book, status=DiscoverySession.Status.ACTIVE)
+    ThrustCandidateFactory.create_batch(MAX_OPEN_THRUSTS - 1, session=first)
+    proposed, waiting = threading.Event(), threading.Event()
+    outcome: dict[str, object] = {}
+
+    def propose(session, name: str) -> None:
+        try:
+            access = book_access(principal_for_user(book.owner), book)
+            with transaction.atomic():
+                if name == "second":
+                    proposed.wait(10)
+                    waiting.set()
+                try:
+                    outcome[name] = thrust_propose(access=access, session=session, payload=ThrustIn(**thrust_body()))
+                except Conflict as exc:
+                    outcome[name] = exc.code
+                if name == "first":
+                    proposed.set()  # the 50th is written, not yet committed: the second proposal starts now
+                    waiting.wait(10)
+                    threading.Event().wait(0.5)  # and would write the 51st here if the lock were the session's
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=propose, args=args) for args in ((first, "first"), (second, "second"))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert isinstance(outcome["first"], ThrustCandidate)
+    assert outcome["second"] == "too_many_open_thrusts"
+    assert ThrustCandidate.objects.filter(session__book=book, status="proposed").count() == MAX_OPEN_THRUSTS
+
+
+def test_a_series_claims_recorded_contradictions_are_withheld_from_luna(author_api, luna_api, book):
+    made = author_api.post(
+        "/claims",
+        {
+            "scope": "series",
+            "scope_id": str(book.series_id),
+            "subject": "the coast",
+            "predicate": "drowns",
+            "value": "a street a year",
+            "provenance": "author-stated",
+        },
+    )
+    assert made.status_code == 201, made.content
+    approved = author_api.post(f"/claims/{made.json()['id']}/promote", {"book_id": str(book.pk), "rationale": "So."})
+    assert approved.status_code == 200, approved.content
+    approval_id = approved.json()["approval_id"]
+    assert author_api.get(f"/approvals/{approval_id}/lists/contradictions").status_code == 200
+    refused = luna_api.get(f"/approvals/{approval_id}/lists/contradictions")
+    assert refused.status_code == 403 and refused.json()["code"] == "withheld", refused.json()
+    assert "a street a year" not in refused.content.decode()
+
+
+def _loop_card_on_a_node(sol_api, book):
+    """A plan node under the root and a G0 card on it (its pending approval's id)."""
+    from discovery.loop.models import PlanNode
+
+    from .loop_scenes import ask_gate
+
+    root = PlanNode.objects.get(book=book, is_root=True)
+    made = sol_api.post(url(book, "/nodes"), {"parent_id": str(root.pk), "intent": "The lock-keeper's arc"})
+    assert made.status_code == 201, made.content
+    node = PlanNode.objects.get(pk=made.json()["id"])
+    card = ask_gate(sol_api, book, "G0", node_id=str(node.pk))
+    assert card.status_code == 201, card.content
+    return node, card.json()["approval_id"]
+
+
+def test_an_abandon_logs_a_page_of_the_subtree_it_staled_and_where_the_rest_is(author_api, sol_api, book):
+    from approvals.models import DecisionLogEntry
+    from discovery.loop.models import PlanNode
+
+    from .loop_scenes import decide
+
+    node, approval_id = _loop_card_on_a_node(sol_api, book)
+    # A subtree wider than a page (the breadth bound is the author's to extend): 50 children, 3 grandchildren.
+    children = [PlanNode.objects.create(book=book, parent=node, depth=2, intent=f"c{n}") for n in range(VIEW_PAGE)]
+    for n in range(EXTRA):
+        PlanNode.objects.create(book=book, parent=children[n], depth=3, intent=f"g{n}")
+    PlanNode.objects.filter(pk=children[-1].pk).update(lifecycle="parked")  # parked: the abandon leaves it parked
+    below = {str(pk) for pk in PlanNode.objects.filter(book=book, depth__gt=1).values_list("pk", flat=True)}
+    decided = decide(author_api, book, approval_id, "abandon", rationale="Not this book.")
+    assert decided.status_code == 200, decided.content
+
+    effect = DecisionLogEntry.objects.get(approval_id=approval_id).detail["effect"]
+    assert len(effect["subtree_stale"]) == VIEW_PAGE and effect["subtree_stale_count"] == MORE
+    rest = _follow(author_api, effect["subtree_stale_rest"])
+    every = effect["subtree_stale"] + rest["items"]
+    assert len(every) == MORE and set(every) == below, "every node below it, once each"
+    # After the fact: a node added later under the parked one (it takes children) is not in the list.
+    added = sol_api.post(url(book, "/nodes"), {"parent_id": str(children[-1].pk), "intent": "later"})
+    assert added.status_code == 201, added.content
+    later = author_api.get(f"/approvals/{approval_id}/lists/subtree_stale", limit=MORE).json()["items"]
+    assert later == every
+    assert author_api.get(f"/books/{book.pk}/decision-log/verify").json()["ok"] is True
+
+
+def test_an_explore_logs_a_page_of_the_candidates_it_set_aside_and_where_the_rest_is(author_api, sol_api, book):
+    from approvals.models import DecisionLogEntry
+    from discovery.loop.models import Candidate
+
+    from .loop_scenes import decide
+
+    node, approval_id = _loop_card_on_a_node(sol_api, book)
+    selected = [
+        Candidate.objects.create(
+            node=node, altitude="plotline", mechanic=f"m{n:03}", shape="s", riskiest_assumption="r",
+            status="selected", proposed_by="terra",
+        )
+        for n in range(MORE)
+    ]  # fmt: skip
+    decided = decide(author_api, book, approval_id, "explore-alternatives", rationale="Look wider.")
+    assert decided.status_code == 200, decided.content
+    effect = DecisionLogEntry.objects.get(approval_id=approval_id).detail["effect"]
+    assert len(effect["set_aside"]) == VIEW_PAGE and effect["set_aside_count"] == MORE
+    every = effect["set_aside"] + _follow(author_api, effect["set_aside_rest"])["items"]
+    assert sorted(every) == sorted(str(c.pk) for c in selected) and len(set(every)) == MORE
+    assert Candidate.objects.filter(node=node, status="parked").count() == MORE
+
+
+def test_a_list_name_the_log_does_not_keep_is_a_422(author_api, sol_api, book):
+    _, approval_id = _loop_card_on_a_node(sol_api, book)
+    refused = author_api.get(f"/approvals/{approval_id}/lists/everything")
+    assert refused.status_code == 422 and refused.json()["field"] == "name", refused.json()
+    assert author_api.get(f"/approvals/{approval_id}/lists/set_aside").json()["count"] == 0, "not decided yet"
+
+
+def test_the_inbox_pages_its_books_and_its_superseded_approvals_with_plain_links(author, author_browser, book):
+    import html as html_lib
+    import re
+
+    from .factories import ApprovalFactory
+
+    for n in range(MORE):
+        ApprovalFactory(book=BookFactory(owner=author, title=f"Book {n:03}"), summary=f"Waiting {n:03}")
+        ApprovalFactory(book=book, summary=f"Lapsed {n:03}", status="superseded")
+
+    def walk(testid: str, pattern: str) -> list[str]:
+        seen, link = [], "/review/"
+        while link:
+            page = author_browser.get(link)
+            assert page.status_code == 200, link
+            text = page.content.decode()
+            found = re.findall(pattern, text)
+            assert len(found) <= VIEW_PAGE
+            seen += found
+            pager = re.search(rf'data-testid="{testid}">(.*?)</nav>', text, re.S)
+            nxt = re.search(r'<a href="([^"]+)" rel="next"', pager.group(1)) if pager else None
+            link = html_lib.unescape(nxt.group(1)) if nxt else None
+        return seen
+
+    books = walk("books-pager", r'\?book=[0-9a-f-]{36}">(Book \d{3})</a>')
+    assert sorted(books) == [f"Book {n:03}" for n in range(MORE)] and len(set(books)) == MORE
+    lapsed = walk("superseded-pager", r'>(Lapsed \d{3})</a> <span class="badge warn">superseded')
+    assert len(lapsed) == MORE and len(set(lapsed)) == MORE, "every lapsed approval once, newest first"
+    assert (
+        "Lapsed"
+        not in author_browser.get("/review/", {"superseded_offset": 10**6})
+        .content.decode()
+        .split('id="superseded-heading"')[1]
+        .split("</section>")[0]
+    ), "past the end: none listed"

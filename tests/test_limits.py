@@ -111,7 +111,8 @@ def _trace_premise(book, sol_api) -> dict:
     made = sol_api.post(f"/books/{book.pk}/loop/trace/nodes", {"node_id": "premise", "kind": "premise"})
     assert made.status_code == 201, made.content
     rerun = LensRerun.objects.create(book=book, lens="reader-trust", artifacts=["premise"], reason="stale")
-    return {"rerun_id": rerun.pk}
+    # A list a verdict records (GET /approvals/{approval_id}/lists/{name}).
+    return {"rerun_id": rerun.pk, "name": "contradictions"}
 
 
 def _required(route: str) -> dict:

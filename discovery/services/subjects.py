@@ -2,12 +2,24 @@
 handlers that ``approvals.services.approval_decide`` calls inside the deciding transaction.
 
 Registered from ``DiscoveryConfig.ready()``.
+
+A verdict's log entry is hashed and never rewritten, so the lists it records are capped when written
+(``VIEW_PAGE``): the first page, the count and the paged route with the rest, read from what the verdict
+stored (``superseded_versions``: the charters' ``superseded_by``; ``contradictions``: recorded with the verdict).
 """
 
 from __future__ import annotations
 
-from approvals.models import Approval, ApprovalKind, Verdict
-from approvals.services import PROPOSAL_VERDICTS, Decision, SubjectHandler, fingerprint, register_subject_handler
+from approvals.models import Approval, ApprovalKind, DecisionList, Verdict
+from approvals.services import (
+    PROPOSAL_VERDICTS,
+    Decision,
+    SubjectHandler,
+    capped_in,
+    fingerprint,
+    record_list,
+    register_subject_handler,
+)
 from library.evidence import evidence_findings
 from novelgraph.errors import Conflict, Forbidden
 from novelgraph.words import inline
@@ -97,10 +109,12 @@ def charter_apply(decision: Decision) -> None:
             version__lt=charter.version,
             status__in=[StoryCharter.Status.APPROVED, StoryCharter.Status.PROPOSED],
         )
-        decision.detail["superseded_versions"] = sorted(superseded.values_list("version", flat=True))
+        # Each superseded version records this approval, so GET /approvals/{id}/superseded-versions lists them all.
+        versions = sorted(superseded.values_list("version", flat=True))
+        capped_in(decision.detail, "superseded_versions", versions, approval, "superseded-versions")
         decision.detail["content_digest"] = charter_content_digest(charter.content)
         decision.detail["loop_gate"] = _loop_gate(charter.book_id)
-        superseded.update(status=StoryCharter.Status.SUPERSEDED)
+        superseded.update(status=StoryCharter.Status.SUPERSEDED, superseded_by=approval)
         charter.status = StoryCharter.Status.APPROVED
         charter.approval = approval
         charter.save(update_fields=["status", "approval", "updated_at"])
@@ -234,9 +248,11 @@ def claim_apply(decision: Decision) -> None:
     conflicts = claim_conflicts(decision.access, claim)
     if conflicts:
         # The author's verdict resolves each flagged contradiction; both sides stay named in the log.
-        decision.detail["contradictions"] = [
+        # Recorded with the verdict (the canon they contradict changes after it): GET .../lists/contradictions.
+        found = [
             {"kind": c["kind"], "sides": [{"type": s["type"], "id": s["id"]} for s in c["sides"]]} for c in conflicts
         ]
+        record_list(decision, DecisionList.CONTRADICTIONS, found)
     if decision.verdict == Verdict.APPROVE:
         evidence = claim.evidence
         if claim.decisive and isinstance(evidence, dict):

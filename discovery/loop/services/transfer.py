@@ -467,7 +467,10 @@ def loop_import(*, access: BookAccess, data: bytes) -> dict:
             detail={
                 "imported": counts,
                 "skipped": len(reader.skipped),
+                # What the import downgraded is answered whole to the uploader and stored nowhere else: the entry
+                # keeps the first 200 and says how many there were.
                 "downgraded": downgraded[:200],
+                "downgraded_count": len(downgraded),
                 "digest": hashlib.sha256(data).hexdigest(),
             },
         )

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import uuid
 
-from approvals.models import Approval, Verdict
-from approvals.services import LOOP_VERDICTS, Decision, SubjectHandler
+from approvals.models import Approval, DecisionList, Verdict
+from approvals.services import LOOP_VERDICTS, Decision, SubjectHandler, record_list
 from discovery.models import ThrustCandidate
 from novelgraph.errors import Conflict, Invalid
 from novelgraph.schemas import limit
@@ -329,13 +329,10 @@ def _explore(meta, card, node, decision) -> dict:
     node.save(update_fields=["selection", "lifecycle", "updated_at"])
     queued = _queue(meta, {"explore-options": [f"node:{node.pk}"]}, f"new candidates: {decision.rationale}")
     kept = node.candidates.filter(status=CandidateStatus.REJECTED).count()
-    return {
-        "node": str(node.pk),
-        "lifecycle": node.lifecycle,
-        "set_aside": set_aside,
-        "rejected_kept": kept,
-        "reruns": queued,
-    }
+    effect = {"node": str(node.pk), "lifecycle": node.lifecycle}
+    # Capped when written, the whole list recorded with the verdict (GET /approvals/{id}/lists/set_aside).
+    record_list(decision, DecisionList.SET_ASIDE, set_aside, into=effect)
+    return {**effect, "rejected_kept": kept, "reruns": queued}
 
 
 def _abandon(meta, card, node, decision) -> dict:
@@ -347,7 +344,11 @@ def _abandon(meta, card, node, decision) -> dict:
     node.sub_idea = SubIdea.DONE
     node.save(update_fields=["lifecycle", "sub_idea", "updated_at"])
     cascade = _cascade(meta, card, f"abandoned: {decision.rationale}", TraceStatus.ABANDONED, decision.verdict)
-    return {"node": str(node.pk), "abandoned": True, "subtree_stale": [str(pk) for pk in below], "cascade": cascade}
+    effect = {"node": str(node.pk), "abandoned": True}
+    # Every node below it (the subtree grows up to max_breadth ** max_depth): capped when written, the whole list
+    # recorded with the verdict (GET /approvals/{id}/lists/subtree_stale), in the order the subtree was walked.
+    record_list(decision, DecisionList.SUBTREE_STALE, [str(pk) for pk in below], into=effect)
+    return {**effect, "cascade": cascade}
 
 
 def _park(meta, card, node, decision) -> dict:
