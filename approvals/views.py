@@ -108,7 +108,14 @@ def _inbox_pager(keep: dict, page: int, at: dict, param: str) -> dict:
         query = urlencode({k: v for k, v in params.items() if v})
         return f"{base}?{query}" if query else base
 
-    return {**at, "previous_url": link(at["previous"]), "next_url": link(at["next"])}
+    past_the_end = not at["first"] and keep.get(param)
+    return {
+        **at,
+        "previous_url": link(at["previous"]),
+        "next_url": link(at["next"]),
+        # An offset past the end of the list: the way back to its first page.
+        "first_url": link(0) if past_the_end else None,
+    }
 
 
 CARD_KINDS = {

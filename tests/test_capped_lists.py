@@ -1319,10 +1319,14 @@ def test_the_inbox_pages_its_books_and_its_superseded_approvals_with_plain_links
     assert sorted(books) == [f"Book {n:03}" for n in range(MORE)] and len(set(books)) == MORE
     lapsed = walk("superseded-pager", r'>(Lapsed \d{3})</a> <span class="badge warn">superseded')
     assert len(lapsed) == MORE and len(set(lapsed)) == MORE, "every lapsed approval once, newest first"
-    assert (
-        "Lapsed"
-        not in author_browser.get("/review/", {"superseded_offset": 10**6})
+    past = (
+        author_browser.get("/review/", {"superseded_offset": 10**6})
         .content.decode()
         .split('id="superseded-heading"')[1]
         .split("</section>")[0]
-    ), "past the end: none listed"
+    )
+    assert "Lapsed" not in past, "past the end: none listed"
+    back = re.search(r'data-testid="superseded-past-end">[^<]*<a href="([^"]+)"', past)
+    assert back, "past the end, the page says so and links back to the first page"
+    first = author_browser.get(html_lib.unescape(back.group(1))).content.decode()
+    assert re.findall(r'>(Lapsed \d{3})</a> <span class="badge warn">superseded', first) == lapsed[:VIEW_PAGE]
