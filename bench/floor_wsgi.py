@@ -20,7 +20,7 @@ import uuid
 from urllib.parse import parse_qs
 
 from bench.bench_search import RAW_PG, RAW_SQLITE_RANKED_FIRST
-from library.search import DEFAULT_LIMIT, fts5_match, query_words
+from library.search import DEFAULT_LIMIT, fts5_match, search_terms
 
 POSTGRES = bool(os.environ.get("DATABASE_URL"))
 CAPABILITIES: dict[str, list[str]] = json.loads(os.environ.get("BENCH_CAPABILITIES", "{}"))
@@ -171,11 +171,11 @@ def book(caller: Caller, _environ, rest: str):
 
 def search(_caller: Caller, environ, _rest: str):
     query = parse_qs(environ.get("QUERY_STRING", "")).get("q", [""])[0]
-    words = query_words(query)
+    words = search_terms(query)
     rows = []
     if words:
         if POSTGRES:
-            rows = _query(RAW_PG, (" ".join(words), DEFAULT_LIMIT))
+            rows = _query(RAW_PG, (json.dumps(words), DEFAULT_LIMIT))
         else:
             rows = _query(RAW_SQLITE_RANKED_FIRST, (fts5_match(words), DEFAULT_LIMIT))
     return 200, {

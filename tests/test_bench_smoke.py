@@ -140,3 +140,30 @@ def test_the_results_table_gives_each_ratio_with_its_spread_and_load():
     table = markdown({"runs": {"sqlite/small": {"benches": {"http": bench}, "machine": {"nproc": 2}}}})
 
     assert "| http | search | **1.80x** | 1.50 | 2.40 | 5 | 2x | yes | 5.0 (3.0-9.0) |" in table
+
+
+def test_the_http_floor_answers_a_search_as_our_api_does(author_api, monkeypatch):
+    """The HTTP bench compares our API with ``bench.floor_wsgi`` only when both answer the same: the floor's own
+    search statement is run here against this database (it had fallen behind the any-word search on PostgreSQL)."""
+    from urllib.parse import urlencode
+
+    from django.db import connection
+
+    from bench import floor_wsgi
+    from bench.bench_http import _rounded
+
+    from .factories import KnowledgeChunkFactory, KnowledgeSourceFactory
+
+    source = KnowledgeSourceFactory(title="Floor notes")
+    for n, text in enumerate(["the keeper's ledger", "a ledger of tides", "tides and keepers", "nothing to find"]):
+        KnowledgeChunkFactory(source=source, content=text, topics=[], citation=f"passage {n}")
+    connection.ensure_connection()
+    monkeypatch.setattr(floor_wsgi, "POSTGRES", connection.vendor == "postgresql")
+    monkeypatch.setitem(floor_wsgi._local, "conn", connection.connection)  # the test's own transaction
+
+    for query in ("ledger tides", "keeper", "ledger AND tides"):
+        ours = author_api.get("/library/search", q=query)
+        status, floor = floor_wsgi.search(None, {"QUERY_STRING": urlencode({"q": query})}, "")
+        assert (ours.status_code, status) == (200, 200)
+        assert ours.json()["results"], query
+        assert _rounded(floor) == _rounded(ours.json()), query
