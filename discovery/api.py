@@ -15,7 +15,7 @@ from novelgraph.auth import principal_of
 from novelgraph.schemas import ERRORS
 
 from . import services
-from .access import BookAccess, Cap, book_access, books_visible_to, principal_capabilities
+from .access import BookAccess, Cap, book_access, books_visible_to, first_visible_book_ids, principal_capabilities
 from .history import ClaimVersions, claim_decisions, claim_history
 from .schemas import (
     ApprovalRefOut,
@@ -118,7 +118,7 @@ def _session_access(request: HttpRequest, session_id, *caps: Cap):
 @router.get("/me", response={200: WhoAmI, **ERRORS}, summary="Who the caller is and what its role may do")
 def whoami(request: HttpRequest):
     principal = principal_of(request)
-    ids, more = bounded(books_visible_to(principal).order_by("title", "id").values_list("pk", flat=True), VIEW_PAGE)
+    ids, more = first_visible_book_ids(principal)
     return {
         "username": principal.user.get_username(),
         "role": principal.key_role,
