@@ -126,6 +126,11 @@ def clients(request, django_db_setup, django_db_blocker, live_server_url):
         made = {
             who: ClientThread(lambda key=keys[who]: http_client(live_server_url, key)) for who in (*ROLES, "doomed")
         }
+    # Every client connects before any test runs: the stdio command checks its key as it starts, and a
+    # transactional test's flush (its teardown) must not find a command still starting (it would exit).
+    with django_db_blocker.unblock():  # the HTTP server resolves the keys in this process
+        for who in (*ROLES, "doomed"):
+            made[who].connected()
     made["transport"] = request.param
     try:
         yield made
