@@ -22,7 +22,7 @@ from novelgraph.errors import NotFound
 from .access import BookAccess
 from .models import KnowledgeClaim
 from .refs import resolve_source_refs
-from .selectors import SCOPE_READ_CAP, VIEW_PAGE, book_bases, canon_bases, codex_base
+from .selectors import SCOPE_READ_CAP, VIEW_PAGE, MappedRows, book_bases, canon_bases, codex_base
 from .services.claims import CLAIM_SUBJECT
 
 VERSION_COLUMNS = (
@@ -117,6 +117,17 @@ def _lineage(access: BookAccess, claim_id: Any) -> tuple[uuid.UUID, dict, list[d
     return wanted, bases, rows
 
 
+def _numbering(rows: list[dict]) -> tuple[dict[str, int], dict[str, list[int]]]:
+    """Each version's number in the lineage (1 = the first proposed), and the numbers of the versions that
+    revise each one."""
+    number = {str(row["id"]): i for i, row in enumerate(rows, start=1)}
+    revised_by: dict[str, list[int]] = {}
+    for row in rows:
+        if row["revises_id"]:
+            revised_by.setdefault(str(row["revises_id"]), []).append(number[str(row["id"])])
+    return number, revised_by
+
+
 def claim_history(access: BookAccess, claim_id: Any, offset: int | None = 0) -> dict:
     """One claim of the book's canon bases that the reader's role may read, with a page of its history.
 
@@ -136,11 +147,7 @@ def claim_history(access: BookAccess, claim_id: Any, offset: int | None = 0) -> 
     if offset is None:  # the newest page, of the pages from the first version (so pages never overlap)
         offset = (total - 1) // VIEW_PAGE * VIEW_PAGE
     offset = min(max(offset, 0), max(total - 1, 0))
-    number = {str(row["id"]): i for i, row in enumerate(rows, start=1)}
-    revised_by: dict[str, list[int]] = {}
-    for row in rows:
-        if row["revises_id"]:
-            revised_by.setdefault(str(row["revises_id"]), []).append(number[str(row["id"])])
+    number, revised_by = _numbering(rows)
     page_rows = rows[offset : offset + VIEW_PAGE]
     canon_row = next((r for r in rows if r["status"] == KnowledgeClaim.Status.APPROVED), None)
     claim_row = next(r for r in rows if r["id"] == wanted)
@@ -219,19 +226,13 @@ class ClaimVersions:
         return len(self.rows)
 
     def __getitem__(self, index: slice) -> list[dict]:
-        number = {str(row["id"]): i for i, row in enumerate(self.rows, start=1)}
-        revised_by: dict[str, list[int]] = {}
-        for row in self.rows:
-            if row["revises_id"]:
-                revised_by.setdefault(str(row["revises_id"]), []).append(number[str(row["id"])])
+        number, revised_by = _numbering(self.rows)
         return _versions(self.access, self.rows[index], number, revised_by, self.wanted)
 
 
 def claim_decisions(access: BookAccess, claim_id: Any):
     """Every decision naming one version of a claim the reader may read, oldest first (paged in SQL): the rest
     of a version's ``decisions``. 404 like the history."""
-    from .selectors import MappedRows
-
     wanted = _wanted(claim_id)
     if not KnowledgeClaim.objects.filter(pk=wanted, base_id__in=list(_readable_bases(access))).exists():
         raise NotFound("claim not found")

@@ -237,7 +237,7 @@ MORE_SECTIONS = (*BOOK_SECTIONS, "constraints")
 CLAIM_COLUMNS = ("id", "base_id", "subject", "predicate", "value", "provenance")
 
 
-_offset = page_offset  # a bad or negative offset is 0, a huge one is capped
+
 
 
 def _more_url(book: Book, section: str, offset: int) -> str:
@@ -315,7 +315,7 @@ def _render_book(
     book, role = access.book, access.role
     section = request.GET.get("more")
     if section in MORE_SECTIONS:
-        return _book_more(request, access, section, _offset(request.GET.get("offset")))
+        return _book_more(request, access, section, page_offset(request.GET.get("offset")))
     view = discovery_view(access)
     _with_observations(view["turns"])
     bases = view["knowledge_bases"]
@@ -441,7 +441,7 @@ def _dossiers_page(
 ) -> HttpResponse:
     book, role = access.book, access.role
     paged_role = request.GET.get("role")
-    offset = _offset(request.GET.get("offset")) if paged_role in AgentRole.values else 0
+    offset = page_offset(request.GET.get("offset")) if paged_role in AgentRole.values else 0
     by_role = []
     for value, label in AgentRole.choices:
         start = offset if value == paged_role else 0
@@ -521,7 +521,7 @@ def codex_claim(request: HttpRequest, book_id: uuid.UUID, claim_id: uuid.UUID) -
     access = page_access(request, book_id, Cap.BOOK_READ)
     raw = request.GET.get("offset")
     # Without ``?offset=`` the newest page (the canon now, the last decisions), with links to older versions.
-    history = claim_history(access, claim_id, None if raw is None else _offset(raw))
+    history = claim_history(access, claim_id, None if raw is None else page_offset(raw))
     here = reverse("discovery:codex-claim", args=[access.book.pk, claim_id])
     at, total = history["offset"], history["versions_count"]
     shown = {v["number"] for v in history["versions"]}
@@ -592,14 +592,14 @@ def _render_codex(
             as_of_chapter = parse_form(AsOfFilter, {"as_of_chapter": raw}).as_of_chapter
         except DomainError as exc:
             as_of_error = exc.message
-    offsets = {name: _offset(request.GET.get(name)) for name in ("offset", "findings_offset", "retracted_offset")}
+    offsets = {name: page_offset(request.GET.get(name)) for name in ("offset", "findings_offset", "retracted_offset")}
     view = codex_page(
         codex_view(access, as_of_chapter, retracted_offset=offsets["retracted_offset"]),
         offset=offsets["offset"],
         findings_offset=offsets["findings_offset"],
     )
     # The timeline draws a window of chapters (from ``?chapters_from=``, else where the page's claims start).
-    window = timeline_window(view["claims"], view["chapters"], _offset(request.GET.get("chapters_from")) or None)
+    window = timeline_window(view["claims"], view["chapters"], page_offset(request.GET.get("chapters_from")) or None)
     offsets["chapters_from"] = window["first"] if request.GET.get("chapters_from") else 0
     return render(
         request,
