@@ -237,9 +237,6 @@ MORE_SECTIONS = (*BOOK_SECTIONS, "constraints")
 CLAIM_COLUMNS = ("id", "base_id", "subject", "predicate", "value", "provenance")
 
 
-
-
-
 def _more_url(book: Book, section: str, offset: int) -> str:
     return f"{reverse('discovery:book', args=[book.pk])}?more={section}&offset={offset}"
 
