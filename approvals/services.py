@@ -19,13 +19,13 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.urls import reverse
 from django.utils import timezone
 
 from discovery.access import BookAccess
 from discovery.models import Book
 from novelgraph.db import lock_row
 from novelgraph.errors import Conflict, Invalid, NotFound
+from novelgraph.pagination import rest_link
 
 from .anchor import anchor_after_commit
 from .canon import APPROVING, canon_record
@@ -60,8 +60,7 @@ class Decision:
 
 def decision_list_link(approval: Approval, route: str) -> str:
     """Where the rest of a list a verdict's log entry names capped is: the approval's paged route, second page."""
-    page = settings.NINJA_PAGINATION_PER_PAGE  # VIEW_PAGE
-    return f"{reverse('api:api-root')}approvals/{approval.pk}/{route}?limit={page}&offset={page}"
+    return rest_link(f"approvals/{approval.pk}/{route}")
 
 
 def capped_in(into: dict, key: str, items: list, approval: Approval, route: str) -> None:

@@ -6,12 +6,12 @@ Schemas live in ``discovery.schemas``; rules in ``discovery.services``.
 import uuid
 
 from django.http import HttpRequest
-from django.urls import reverse
 from ninja import Query, Router
 from ninja.pagination import paginate
 from ninja.responses import Status
 
 from novelgraph.auth import principal_of
+from novelgraph.pagination import rest_link
 from novelgraph.schemas import ERRORS
 
 from . import services
@@ -125,7 +125,7 @@ def whoami(request: HttpRequest):
         "capabilities": sorted(c.value for c in principal_capabilities(principal)),
         # A page of ids, in the order of ``GET /books``; the rest is that paged route (``next``).
         "book_ids": [str(pk) for pk in ids],
-        "next": {"book_ids": f"{reverse('api:api-root')}books?limit={VIEW_PAGE}&offset={VIEW_PAGE}" if more else None},
+        "next": {"book_ids": rest_link("books") if more else None},
     }
 
 
@@ -214,9 +214,8 @@ def discovery_get(request: HttpRequest, book_id: uuid.UUID):
         "charters": f"books/{book_id}/charters",
         "knowledge_bases": f"books/{book_id}/knowledge-bases",
     }
-    base = reverse("api:api-root")
     view["next"] = {
-        name: f"{base}{route}?limit={limit}&offset={limit}" if route and view["more"][name] else None
+        name: rest_link(route, page=limit) if route and view["more"][name] else None
         for name, route in routes.items()
     }
     return view
@@ -433,7 +432,7 @@ def _observation_out(observation) -> dict:
     """The observation with the first page of its history; ``next.revisions`` pages the rest."""
     row = observation_rows(type(observation).objects.filter(pk=observation.pk))[0]
     revisions, more = bounded(services.observation_history(observation), VIEW_PAGE)
-    link = f"{reverse('api:api-root')}observations/{observation.pk}/revisions?limit={VIEW_PAGE}&offset={VIEW_PAGE}"
+    link = rest_link(f"observations/{observation.pk}/revisions")
     return {**row, "revisions": revisions, "next": {"revisions": link if more else None}}
 
 
@@ -649,10 +648,10 @@ def codex_get(request: HttpRequest, book_id: uuid.UUID, filters: Query[AsOfFilte
         "withheld": view["withheld"],
         "findings": view["fair_play"]["findings"],
     }
-    as_of = f"as_of_chapter={filters.as_of_chapter}&" if filters.as_of_chapter is not None else ""
-    base = f"{reverse('api:api-root')}books/{book_id}/codex"
     view["next"] = {
-        part: f"{base}/{part}?{as_of}limit={VIEW_PAGE}&offset={VIEW_PAGE}" if len(rows) > VIEW_PAGE else None
+        part: rest_link(f"books/{book_id}/codex/{part}", as_of_chapter=filters.as_of_chapter)
+        if len(rows) > VIEW_PAGE
+        else None
         for part, rows in lists.items()
     }
     for key in ("chapters", "claims", "withheld"):

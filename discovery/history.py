@@ -18,6 +18,7 @@ from django.urls import reverse
 
 from approvals.models import DecisionLogEntry, Verdict
 from novelgraph.errors import NotFound
+from novelgraph.pagination import rest_link
 
 from .access import BookAccess
 from .models import KnowledgeClaim
@@ -67,9 +68,7 @@ def _lineage_sql() -> str:
 
 def _link(book_id, claim_id, route: str) -> str:
     """A paged route of the history from its second page (``limit`` and ``offset`` one page each)."""
-    return (
-        f"{reverse('api:api-root')}books/{book_id}/codex/claims/{claim_id}/{route}?limit={VIEW_PAGE}&offset={VIEW_PAGE}"
-    )
+    return rest_link(f"books/{book_id}/codex/claims/{claim_id}/{route}")
 
 
 def _decision(entry: dict, book, log_url: str) -> dict:

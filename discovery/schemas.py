@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal, get_args
 from ninja import Field, Schema
 from pydantic import AfterValidator, StrictBool, ValidationInfo, field_validator
 
+from novelgraph.pagination import rest_link
 from novelgraph.roles import AgentRole
 from novelgraph.schemas import LONG_TEXT, MAX_LIST_ITEMS, JsonValue, Text, TextList, input_error, limit
 
@@ -819,12 +820,11 @@ class DiscoveryViewOut(Schema):
 
 def handoff_out(handoff) -> dict:
     """A handoff as ``HandoffOut`` shows it (the API and the MCP server)."""
-    from django.urls import reverse
 
     from .selectors import VIEW_PAGE, bounded
 
     entries, more = bounded(handoff.result_entries.order_by("sequence", "id"), VIEW_PAGE)
-    link = f"{reverse('api:api-root')}handoffs/{handoff.pk}/result-entries?limit={VIEW_PAGE}&offset={VIEW_PAGE}"
+    link = rest_link(f"handoffs/{handoff.pk}/result-entries")
     return {
         "id": handoff.pk,
         "book_id": handoff.book_id,

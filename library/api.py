@@ -4,12 +4,12 @@ import uuid
 
 from django.conf import settings
 from django.http import HttpRequest
-from django.urls import reverse
 from ninja import Query, Router, Status
 from ninja.pagination import paginate
 
 from discovery.access import Cap, book_access, principal_capabilities, refusal
 from novelgraph.auth import principal_of
+from novelgraph.pagination import rest_link
 from novelgraph.schemas import ERRORS
 
 from . import selectors, services
@@ -86,7 +86,7 @@ def source_detail(request: HttpRequest, source_id: uuid.UUID):
     source = selectors.source_get(source_id)
     limit = settings.NINJA_PAGINATION_PER_PAGE
     chunks = list(selectors.chunks_of(source)[: limit + 1])
-    more = f"{reverse('api:api-root')}library/sources/{source.pk}/chunks?limit={limit}&offset={limit}"
+    more = rest_link(f"library/sources/{source.pk}/chunks", page=limit)
     return SourceDetailOut(
         **{f: getattr(source, f) for f in ("id", "title", "origin", "license_note", "version", "created_at")},
         chunks=[ChunkOut.from_orm(chunk) for chunk in chunks[:limit]],

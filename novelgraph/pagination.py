@@ -16,6 +16,19 @@ from ninja.pagination import LimitOffsetPagination
 MAX_OFFSET = 1_000_000_000
 
 
+def rest_link(path: str, *, page: int | None = None, **query) -> str:
+    """Where the rest of a capped list is: the paged API route ``path`` (under the API root) from its second
+    page, ``limit`` and ``offset`` one page each (``NINJA_PAGINATION_PER_PAGE``, 50, unless ``page``), after
+    ``query`` (its None values left out). Every capped list's ``next`` / ``*_rest`` link is written here."""
+    from urllib.parse import urlencode
+
+    from django.urls import reverse
+
+    page = page or settings.NINJA_PAGINATION_PER_PAGE
+    params = urlencode({**{k: v for k, v in query.items() if v is not None}, "limit": page, "offset": page})
+    return f"{reverse('api:api-root')}{path}?{params}"
+
+
 def page_offset(value: str | None) -> int:
     """A page offset from a page's query string: a bad or negative one is 0, a huge one is capped."""
     try:

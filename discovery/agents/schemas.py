@@ -11,7 +11,6 @@ import uuid
 from datetime import datetime
 from typing import Literal
 
-from django.urls import reverse
 from ninja import Field, Schema
 from pydantic import model_validator
 
@@ -27,6 +26,7 @@ from discovery.schemas import (
     ThrustIn,
 )
 from discovery.selectors import VIEW_PAGE
+from novelgraph.pagination import rest_link
 from novelgraph.schemas import LONG_TEXT, Text
 
 from .models import AgentTask, Provider
@@ -90,7 +90,7 @@ class AgentRunOut(Schema):
     @staticmethod
     def resolve_next(run) -> dict[str, str | None]:
         more = len(run_written(run)) > VIEW_PAGE
-        link = f"{reverse('api:api-root')}agent-runs/{run.pk}/written?limit={VIEW_PAGE}&offset={VIEW_PAGE}"
+        link = rest_link(f"agent-runs/{run.pk}/written")
         return {"written": link if more else None}
 
 

@@ -7,10 +7,8 @@ reviews; only the author gives verdicts (``approval_decide``).
 
 import uuid
 from typing import Literal
-from urllib.parse import urlencode
 
 from django.http import HttpRequest, HttpResponse
-from django.urls import reverse
 from ninja import File, Router, UploadedFile
 from ninja.pagination import paginate
 from ninja.responses import Status
@@ -86,8 +84,7 @@ def _next(book_id, route: str, more: bool, **query) -> str | None:
     """The link to the rest of a capped list: its paged route, from the second page."""
     if not more:
         return None
-    params = urlencode({**query, "limit": VIEW_PAGE, "offset": VIEW_PAGE})
-    return f"{reverse('api:api-root')}books/{book_id}/loop/{route}?{params}"
+    return selectors.loop_link(book_id, route, **query)
 
 
 def _view(book) -> dict:

@@ -9,6 +9,7 @@ from approvals.models import Gate
 from approvals.selectors import decision_log_for
 from discovery.models import Book
 from discovery.selectors import VIEW_PAGE, bounded
+from novelgraph.pagination import rest_link
 
 from .models import (
     GATE_ORDER,
@@ -157,12 +158,7 @@ def reruns_of(book: Book) -> QuerySet[LensRerun]:
 
 def loop_link(book_id, route: str, **query) -> str:
     """The URL of a paged loop route from its second page (``limit`` and ``offset`` one page each)."""
-    from urllib.parse import urlencode
-
-    from django.urls import reverse
-
-    params = urlencode({**query, "limit": VIEW_PAGE, "offset": VIEW_PAGE})
-    return f"{reverse('api:api-root')}books/{book_id}/loop/{route}?{params}"
+    return rest_link(f"books/{book_id}/loop/{route}", **query)
 
 
 def meta_constraints_page(meta: LoopMeta) -> tuple[list, int, str | None]:
@@ -191,13 +187,8 @@ def impact_capped(book_id, impact: dict | None) -> dict | None:
     and ``next.affected``, the paged route with the rest (``GET .../loop/cascade-preview/affected?node=``)."""
     if not impact or "affected" not in impact:
         return impact
-    from urllib.parse import urlencode
-
-    from django.urls import reverse
-
     count = len(impact["affected"])
-    query = urlencode({"node": impact["seed"], "limit": VIEW_PAGE, "offset": VIEW_PAGE})
-    link = f"{reverse('api:api-root')}books/{book_id}/loop/cascade-preview/affected?{query}"
+    link = loop_link(book_id, "cascade-preview/affected", node=impact["seed"])
     return {
         **impact,
         "affected": impact["affected"][:VIEW_PAGE],

@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from approvals.models import DecisionLogEntry, Verdict
 from novelgraph.errors import Conflict, Forbidden
+from novelgraph.pagination import rest_link
 
 from ..access import BookAccess, Cap, capabilities_of
 from ..canon import as_of
@@ -54,26 +55,26 @@ def dossier_more_links(
     # The author's constraints bind every role, and the bases name what the role reads, as of a chapter too:
     # their rest is always their paged route.
     always = {
-        name: f"/api/v1/books/{book_id}/{route}?limit={limit}&offset={limit}" if more.get(name) else None
+        name: rest_link(f"books/{book_id}/{route}", page=limit) if more.get(name) else None
         for name, route in (("author_constraints", "author-constraints"), ("knowledge_bases", "knowledge-bases"))
     }
     if as_of_chapter is not None:
-        codex = f"/api/v1/books/{book_id}/codex/claims?as_of_chapter={as_of_chapter}&limit={limit}&offset={limit}"
+        codex = rest_link(f"books/{book_id}/codex/claims", page=limit, as_of_chapter=as_of_chapter)
         return {
             "claims": codex if more.get("claims") else None,
             "scratchpad": None,
             "observations": None,
             **always,
         }
-    routes = {
-        "claims": f"/api/v1/books/{book_id}/canon",
-        "scratchpad": f"/api/v1/books/{book_id}/scratchpad" if session_id else None,
-        "observations": f"/api/v1/books/{book_id}/observations?status=working",
+    links = {
+        "claims": rest_link(f"books/{book_id}/canon", page=limit) if more.get("claims") else None,
+        "scratchpad": rest_link(f"books/{book_id}/scratchpad", page=limit)
+        if session_id and more.get("scratchpad")
+        else None,
+        "observations": rest_link(f"books/{book_id}/observations", page=limit, status="working")
+        if more.get("observations")
+        else None,
     }
-    links = {}
-    for name, route in routes.items():
-        joiner = "&" if route and "?" in route else "?"
-        links[name] = f"{route}{joiner}limit={limit}&offset={limit}" if route and more.get(name) else None
     return {**links, **always}
 
 

@@ -13,6 +13,7 @@ from django.db import transaction
 
 from discovery.access import BookAccess
 from novelgraph.errors import Conflict, Forbidden, Invalid, NotFound
+from novelgraph.pagination import rest_link
 
 from ..models import (
     ArtifactStatus,
@@ -126,10 +127,6 @@ def boundary_recording(content: dict, item: dict, book_id) -> dict:
     """The scope boundary's content with one more recorded constraint, bounded: it names the first ``VIEW_PAGE``
     constraints; past that only ``constraints_count`` grows and ``constraints_rest`` links
     ``GET .../loop/constraints?kind=constraint`` from the next page (oldest first, as recorded)."""
-    from urllib.parse import urlencode
-
-    from django.urls import reverse
-
     from discovery.selectors import VIEW_PAGE
 
     page = list(content.get("constraints") or [])
@@ -138,8 +135,7 @@ def boundary_recording(content: dict, item: dict, book_id) -> dict:
         page.append(item)
     rest = None
     if count > VIEW_PAGE:
-        query = urlencode({"kind": "constraint", "limit": VIEW_PAGE, "offset": VIEW_PAGE})
-        rest = f"{reverse('api:api-root')}books/{book_id}/loop/constraints?{query}"
+        rest = rest_link(f"books/{book_id}/loop/constraints", kind="constraint")
     return {**content, "constraints": page, "constraints_count": count, "constraints_rest": rest}
 
 

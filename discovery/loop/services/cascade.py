@@ -19,14 +19,13 @@ the rest (:func:`cascade_stale`, derived from the stored nodes: what is true aft
 from __future__ import annotations
 
 from collections import defaultdict
-from urllib.parse import urlencode
 
 from django.db.models import F, Q
-from django.urls import reverse
 
 from discovery.models import Book
 from discovery.selectors import VIEW_PAGE
 from novelgraph.errors import NotFound
+from novelgraph.pagination import rest_link
 
 from ..models import (
     ArtifactStatus,
@@ -107,8 +106,7 @@ def _stale_reason(seed: str, seed_status: str, reason: str) -> str:
 
 
 def _stale_link(book_id, route: str, seed: str, **query) -> str:
-    params = urlencode({"node": seed, **query, "limit": VIEW_PAGE, "offset": VIEW_PAGE})
-    return f"{reverse('api:api-root')}books/{book_id}/loop/{route}?{params}"
+    return rest_link(f"books/{book_id}/loop/{route}", node=seed, **query)
 
 
 def cascade_stale(*, book: Book, seed: str, lens: str | None = None):
@@ -170,8 +168,7 @@ def cascade_apply(
         # page of the affected nodes, their count, and where the whole list is (the breaker changed nothing,
         # so the preview from the same seed lists them all, in this order).
         affected = [a["node_id"] for a in preview["affected"]]
-        query = urlencode({"node": seed, "limit": VIEW_PAGE, "offset": VIEW_PAGE})
-        rest = f"{reverse('api:api-root')}books/{book.pk}/loop/cascade-preview/affected?{query}"
+        rest = rest_link(f"books/{book.pk}/loop/cascade-preview/affected", node=seed)
         return {
             "applied": False,
             "surfaced": True,
