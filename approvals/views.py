@@ -24,7 +24,7 @@ from discovery.selectors import approval_conflicts, page_at
 from novelgraph.auth import principal_for_user
 from novelgraph.errors import Conflict, Forbidden, Invalid
 from novelgraph.events import APPROVALS_CHANGED, announce
-from novelgraph.pagination import page_offset
+from novelgraph.pagination import page_offset, page_url, read_page
 from novelgraph.schemas import parse_form
 from novelgraph.words import AGENT_NAMES
 
@@ -72,14 +72,7 @@ def inbox(request: HttpRequest) -> HttpResponse:
     books = page_at(box.counts, offsets["books_offset"], PER_PAGE)
     keep = {"book": book.pk if book else None, **offsets}
     query = urlencode({k: v for k, v in keep.items() if v})
-    at = offsets["superseded_offset"]
-    lapsed = {
-        "first": at + 1 if box.superseded else 0,
-        "last": at + len(box.superseded),
-        "count": None,
-        "previous": max(at - PER_PAGE, 0) if at else None,
-        "next": at + PER_PAGE if box.superseded_more else None,
-    }
+    lapsed = read_page(offsets["superseded_offset"], len(box.superseded), box.superseded_more, PER_PAGE)
     context = {
         "inbox": replace(box, pending=list(page.object_list), counts=books["items"]),
         "page_obj": page,
@@ -99,22 +92,17 @@ def inbox(request: HttpRequest) -> HttpResponse:
 def _inbox_pager(keep: dict, page: int, at: dict, param: str) -> dict:
     """Previous / next links of one of the inbox's paged lists, keeping the book, the pending page and the other
     list's place."""
-    base = reverse("approvals:inbox")
+    base, places = reverse("approvals:inbox"), {**keep, "page": page if page > 1 else None}
 
     def link(offset: int | None) -> str | None:
-        if offset is None:
-            return None
-        params = {**keep, "page": page if page > 1 else None, param: offset}
-        query = urlencode({k: v for k, v in params.items() if v})
-        return f"{base}?{query}" if query else base
+        return None if offset is None else page_url(base, places, **{param: offset})
 
-    past_the_end = not at["first"] and keep.get(param)
     return {
         **at,
         "previous_url": link(at["previous"]),
         "next_url": link(at["next"]),
         # An offset past the end of the list: the way back to its first page.
-        "first_url": link(0) if past_the_end else None,
+        "first_url": link(0) if at.get("past_end") else None,
     }
 
 
@@ -275,10 +263,7 @@ def _contradictions(request: HttpRequest, access: BookAccess, approval: Approval
     base = reverse("approvals:decision", args=[approval.pk])
 
     def link(param: str, at: int | None) -> str | None:
-        if at is None:
-            return None
-        query = urlencode({k: v for k, v in {**offsets, param: at}.items() if v})
-        return f"{base}?{query}" if query else base
+        return None if at is None else page_url(base, offsets, **{param: at})
 
     context: dict = {}
     for name, rows in (("conflicts", found["conflicts"]), ("contradiction_entries", found["entries"])):

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import uuid
 from itertools import chain
-from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -24,7 +23,7 @@ from approvals.models import Approval, DecisionLogEntry
 from library.models import ResearchItem
 from novelgraph.auth import principal_for_user
 from novelgraph.errors import Conflict, DomainError, NotFound
-from novelgraph.pagination import page_offset
+from novelgraph.pagination import page_offset, page_url, read_page
 from novelgraph.roles import AgentRole
 from novelgraph.schemas import parse_form
 
@@ -622,30 +621,22 @@ def _codex_pagers(book: Book, as_of_chapter: int | None, view: dict, offsets: di
     chapter); a page of story records or findings past the end shows the last one."""
     base = reverse("discovery:codex", args=[book.pk])
 
+    places = {**offsets, "as_of_chapter": as_of_chapter}
+
     def link(at: int | None, param: str) -> str | None:
-        if at is None:
-            return None
-        query = {**offsets, param: at}
-        if as_of_chapter is not None:
-            query["as_of_chapter"] = as_of_chapter
-        query = urlencode({k: v for k, v in query.items() if v})
-        return f"{base}?{query}" if query else base
+        return None if at is None else page_url(base, places, **{param: at})
 
     pagers = {}
     for name, param in (("claims", "offset"), ("findings", "findings_offset")):
         page = view[f"{name}_page"]
         pagers[name] = {**page, "previous_url": link(page["previous"], param), "next_url": link(page["next"], param)}
     # The retracted claims are read a page at a time (newest first), not counted.
-    at = offsets["retracted_offset"]
-    shown = len(view["retracted"])
+    retracted = read_page(offsets["retracted_offset"], len(view["retracted"]), view["retracted_more"], VIEW_PAGE)
     pagers["retracted"] = {
-        "first": at + 1 if shown else 0,
-        "last": at + shown,
-        "count": None,
-        "previous_url": link(max(at - VIEW_PAGE, 0) if at else None, "retracted_offset"),
-        "next_url": link(at + VIEW_PAGE if view["retracted_more"] else None, "retracted_offset"),
+        **retracted,
+        "previous_url": link(retracted["previous"], "retracted_offset"),
+        "next_url": link(retracted["next"], "retracted_offset"),
         # An offset past the end shows no claim: the page says so and links the first page.
-        "past_end": bool(at and not shown),
         "first_url": link(0, "retracted_offset"),
     }
     # The timeline's window of chapters: earlier and later windows.

@@ -29,6 +29,29 @@ def rest_link(path: str, *, page: int | None = None, **query) -> str:
     return f"{reverse('api:api-root')}{path}?{params}"
 
 
+def page_url(base: str, places: dict, **changed) -> str:
+    """A page's own URL with one of its lists moved: ``places`` (the page's other offsets and filters) kept,
+    ``changed`` set, blank, None and 0 left out (0 is every list's first place)."""
+    from urllib.parse import urlencode
+
+    query = urlencode({k: v for k, v in {**places, **changed}.items() if v})
+    return f"{base}?{query}" if query else base
+
+
+def read_page(at: int, shown: int, more: bool, size: int) -> dict:
+    """Where a page read by offset stands (``shown`` rows from ``at``, and whether ``more`` follow; the list is
+    not counted): which rows it shows (1-based), the offsets of the previous and next pages (None at either
+    end), and whether ``at`` is past the end of the list."""
+    return {
+        "first": at + 1 if shown else 0,
+        "last": at + shown,
+        "count": None,
+        "previous": max(at - size, 0) if at else None,
+        "next": at + size if more else None,
+        "past_end": bool(at and not shown),
+    }
+
+
 def page_offset(value: str | None) -> int:
     """A page offset from a page's query string: a bad or negative one is 0, a huge one is capped."""
     try:
