@@ -20,11 +20,11 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from discovery.access import BookAccess, Cap, page_access
 from discovery.agents.selectors import produced_by
-from discovery.selectors import approval_conflicts, page_at
+from discovery.selectors import approval_conflicts
 from novelgraph.auth import principal_for_user
 from novelgraph.errors import Conflict, Forbidden, Invalid
 from novelgraph.events import APPROVALS_CHANGED, announce
-from novelgraph.pagination import page_offset, page_url, read_page
+from novelgraph.pagination import page_at, page_offset, page_url, read_page
 from novelgraph.schemas import parse_form
 from novelgraph.words import AGENT_NAMES
 

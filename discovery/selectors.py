@@ -13,6 +13,7 @@ from django.core.exceptions import ValidationError
 from django.db.models import Model, OuterRef, Q, QuerySet, Subquery
 
 from novelgraph.errors import NotFound
+from novelgraph.pagination import page_at
 
 from .access import BookAccess, Cap
 from .canon import STORY_COLUMNS, as_of, conflicts_with, effective_until, fair_play, visibility
@@ -511,23 +512,6 @@ def codex_retracted(bases: list[dict], offset: int = 0) -> tuple[list[dict], boo
         offset,
     )
     return [{**row, "id": str(row["id"])} for row in rows], more
-
-
-def page_at(rows: list, offset: int, size: int = VIEW_PAGE) -> dict:
-    """A page of ``rows`` from ``offset`` (past the end: the last page), with the offsets of the previous and the
-    next page (None at either end) and which rows it shows (``first``, ``last``, 1-based) of ``count``."""
-    count = len(rows)
-    offset = min(max(offset, 0), max(count - 1, 0) // size * size)
-    items = rows[offset : offset + size]
-    return {
-        "items": items,
-        "offset": offset,
-        "first": offset + 1 if items else 0,
-        "last": offset + len(items),
-        "count": count,
-        "previous": max(offset - size, 0) if offset else None,
-        "next": offset + size if offset + size < count else None,
-    }
 
 
 def codex_groups_page(groups: list[dict], offset: int) -> tuple[list[dict], dict]:

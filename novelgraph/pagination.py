@@ -38,6 +38,23 @@ def page_url(base: str, places: dict, **changed) -> str:
     return f"{base}?{query}" if query else base
 
 
+def page_at(rows: list, offset: int, size: int = settings.NINJA_PAGINATION_PER_PAGE) -> dict:
+    """A page of ``rows`` from ``offset`` (past the end: the last page), with the offsets of the previous and the
+    next page (None at either end) and which rows it shows (``first``, ``last``, 1-based) of ``count``."""
+    count = len(rows)
+    offset = min(max(offset, 0), max(count - 1, 0) // size * size)
+    items = rows[offset : offset + size]
+    return {
+        "items": items,
+        "offset": offset,
+        "first": offset + 1 if items else 0,
+        "last": offset + len(items),
+        "count": count,
+        "previous": max(offset - size, 0) if offset else None,
+        "next": offset + size if offset + size < count else None,
+    }
+
+
 def read_page(at: int, shown: int, more: bool, size: int) -> dict:
     """Where a page read by offset stands (``shown`` rows from ``at``, and whether ``more`` follow; the list is
     not counted): which rows it shows (1-based), the offsets of the previous and next pages (None at either
