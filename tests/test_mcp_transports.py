@@ -118,17 +118,18 @@ def live_server_url(django_db_setup):
 @pytest.fixture(scope="module", params=["stdio", "http"])
 def clients(request, django_db_setup, django_db_blocker, live_server_url):
     """A connected client per role (and one whose key a test revokes), over one transport."""
-    with django_db_blocker.unblock():
-        keys = ensure_keys()  # the stdio command checks its key when it starts
-    if request.param == "stdio":
-        made = {who: ClientThread(lambda key=keys[who]: stdio_client(key)) for who in (*ROLES, "doomed")}
-    else:
-        made = {
-            who: ClientThread(lambda key=keys[who]: http_client(live_server_url, key)) for who in (*ROLES, "doomed")
-        }
     # Every client connects before any test runs: the stdio command checks its key as it starts, and a
     # transactional test's flush (its teardown) must not find a command still starting (it would exit).
-    with django_db_blocker.unblock():  # the HTTP server resolves the keys in this process
+    # A client starts connecting as it is made, and the HTTP server resolves its key in this process:
+    # the database stays open to it from before the first client is made until the last has connected.
+    with django_db_blocker.unblock():
+        keys = ensure_keys()
+        if request.param == "stdio":
+            made = {who: ClientThread(lambda key=keys[who]: stdio_client(key)) for who in (*ROLES, "doomed")}
+        else:
+            made = {
+                who: ClientThread(lambda key=keys[who]: http_client(live_server_url, key)) for who in (*ROLES, "doomed")
+            }
         for who in (*ROLES, "doomed"):
             made[who].connected()
     made["transport"] = request.param
