@@ -68,3 +68,21 @@ def test_every_app_migrates_to_zero_and_back_with_data(scratch_env):
         assert step["seeded after back"]["curated sources"] >= 1
         assert step["seeded after back"]["literary bases"] == 1
         assert step["seeded after back"]["roster entries"] >= 1
+
+
+def test_the_decision_log_moves_to_its_stored_text_and_back_and_a_row_rewritten_before_keeps_failing(scratch_env):
+    """Migration approvals.0011 on the demo book's log: back and forth, the log verifies as before; a rationale
+    rewritten in its old column before the upgrade is still named after it (its text is built from the columns)."""
+    result = subprocess.run(
+        [sys.executable, "-m", "tests.migrate_log_storage"],
+        cwd=ROOT,
+        env=scratch_env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    lines = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    assert result.returncode == 0 and lines and lines[-1]["ok"], result.stdout[-2000:] + result.stderr[-3000:]
+    report = lines[-1]
+    assert report["before"]["ok"] and report["before"]["entries"] >= 2
+    assert report["rewritten before the upgrade"]["ok"] is False
