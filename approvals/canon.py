@@ -123,10 +123,6 @@ def canon_record(subject_type: str, subject_id) -> dict | None:
     return None
 
 
-def _parsed(detail) -> dict:
-    return detail if isinstance(detail, dict) else json.loads(detail or "{}")
-
-
 def canon_verify(book) -> tuple[int, str | None]:
     """Check every approved charter, claim and research item of the book against the entry that approved it.
 
@@ -148,8 +144,11 @@ def canon_verify(book) -> tuple[int, str | None]:
             entries = DecisionLogEntry.objects.filter(
                 subject_type=subject_type, decision=APPROVING, subject_id__in=ids[at : at + 500]
             )
-            for subject_id, detail in entries.order_by("sequence").values_list("subject_id", "detail"):
-                approving[subject_id] = _parsed(detail)
+            # What the entry says is read from its hashed text, not from the columns generated from it.
+            said = [json.loads(text) for text in entries.values_list("entry", flat=True)]
+            for fields in sorted(said, key=lambda fields: fields["sequence"]):
+                if (fields["subject_type"], fields["decision"]) == (subject_type, APPROVING):
+                    approving[fields["subject_id"]] = fields["detail"]
         for pk, fields in current.items():
             checked += 1
             detail = approving.get(pk)

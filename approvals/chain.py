@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import itertools
 import json
-import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -135,183 +133,80 @@ class Verification:
         }
 
 
-# Verification recomputes every entry's canonical bytes, so it builds them directly: the
-# keys of CHAIN_FIELDS in sorted order, each string through the JSON encoder's own string
-# escaper (the one ``json.dumps(ensure_ascii=False)`` uses), the detail through one cached
-# sorted encoder. The result is byte-for-byte ``canonical_bytes`` (tests/test_foundation.py
-# checks it); it avoids building a dict and a JSONEncoder per entry, which made verification
-# 7x slower than hashing alone (see bench/RESULTS.md).
-_encode_string = json.encoder.encode_basestring
-_encode_sorted = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True).encode
-assert tuple(sorted(CHAIN_FIELDS)) == (
-    "book",
-    "decision",
-    "detail",
-    "gate",
-    "prev_hash",
-    "ratified_by",
-    "rationale",
-    "reversibility_class",
-    "sequence",
-    "subject_id",
-    "subject_type",
-    "ts",
-), "verify_rows writes the canonical keys in this order"
+def entry_text(fields: dict) -> str:
+    """The canonical text of an entry: what the log stores (``DecisionLogEntry.entry``) and what its hash covers."""
+    return canonical_bytes(fields).decode()
 
 
-_SQLITE_TS = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(\.\d{6})?")
-
-
-def _ts_text(ts: datetime | str) -> str:
-    """``format_ts`` for the values a database returns: aware, or naive in UTC (Django's SQLite
-    storage), or SQLite's stored text itself ("YYYY-MM-DD HH:MM:SS[.ffffff]", UTC)."""
-    if ts.__class__ is str:
-        # A changed ts cannot pass for another: the text lands inside the hashed bytes either way.
-        if len(ts) == 26 and ts[10] == " ":
-            return f"{ts[:10]}T{ts[11:]}Z"
-        if _SQLITE_TS.fullmatch(ts) is None:
-            return format_ts(datetime.fromisoformat(ts).replace(tzinfo=UTC))
-        return f"{ts[:10]}T{ts[11:]}.000000Z"
-    if ts.tzinfo is not None:
-        if ts.utcoffset():
-            ts = ts.astimezone(UTC)
-        if ts.year >= 1000:
-            return ts.isoformat(timespec="microseconds")[:26] + "Z"  # drop the "+00:00"
-        return format_ts(ts)
-    if ts.year >= 1000:
-        return ts.isoformat(timespec="microseconds") + "Z"
-    return format_ts(ts.replace(tzinfo=UTC))  # strftime's %Y does not pad years below 1000
-
-
-def _detail_text(detail) -> str:
-    """The canonical JSON of ``detail or {}``; ``detail`` is a value or its JSON text (a raw database read)."""
-    if detail.__class__ is str:
-        if detail == "{}":
-            return detail
-        detail = json.loads(detail)
-    return _encode_sorted(detail) if detail else "{}"
-
-
-def _stored_detail(detail) -> str:
-    """The detail as stored, when it is text: written canonically, it needs no re-encoding.
-
-    Only a first guess: if the hash does not match, verify_rows re-encodes it and tries
-    again, so a row stored before canonical storage (or on PostgreSQL, whose jsonb
-    reorders keys) verifies exactly as the recipe says.
-    """
-    return detail if detail.__class__ is str else _detail_text(detail)
-
-
-def _with_key_ids(rows):
-    """Rows of 14 columns as they are (no per-row cost); rows of 13 (no ``seal_key_id``) with a blank one."""
-    rows = iter(rows)
-    first = next(rows, None)
-    if first is None:
-        return ()
-    if len(first) == 14:
-        return itertools.chain((first,), rows)
-    return ((*row, "") for row in itertools.chain((first,), rows))
+def _unlinked(entry: bytes, count: int) -> Verification:
+    """Why the ``count``-th entry does not follow the one before it (the slow path: its text is parsed)."""
+    try:
+        sequence = json.loads(entry).get("sequence")
+    except (ValueError, AttributeError):
+        sequence = None
+    if sequence != count:
+        return Verification(False, count, count, f"expected sequence {count}, found {sequence}")
+    return Verification(False, count, count, "prev_hash does not match the previous entry's hash")
 
 
 def verify_rows(book_id, rows, *, checkpoint: int | None = None) -> Verification:
-    """Recompute a chain from rows in sequence order and name the first entry that fails.
+    """Re-hash a chain from rows in sequence order and name the first entry that fails, by its place in the chain.
 
-    ``rows`` yields tuples (sequence, ts, gate, decision, subject_type, subject_id,
-    ratified_by, reversibility_class, rationale, detail, prev_hash, hash, seal, seal_key_id);
-    ``ts`` may be aware or naive UTC and ``detail`` a value or its JSON text, so a raw cursor
-    can feed it without the ORM's per-row conversions. ``seal_key_id`` may be left out (13
-    columns) or blank (entries sealed before the key ring): any key of the ring then verifies.
-    The result carries the hash of entry ``checkpoint`` (the anchored tip) and of the newest entry.
+    ``rows`` yields tuples (prev_hash, entry, hash, seal, seal_key_id), the columns of
+    ``approvals.selectors.VERIFY_COLUMNS``, in sequence order. ``entry`` is the stored canonical text (bytes, or
+    str) and is hashed as it is: it is the only stored copy of what the entry says. ``prev_hash`` is the column
+    the database generates from that text (``decision_log_verify`` checks that it still is). Each entry's text
+    names its predecessor's hash, and the first entry's text names its book: so the chain is this book's, from
+    its first entry on, and a deleted, replayed, reordered or foreign entry fails even though its hash and seal
+    are its own. ``seal_key_id`` may be blank (entries sealed before the key ring): any key of the ring then
+    verifies. The result carries the hash of entry ``checkpoint`` (the anchored tip) and of the newest entry.
     """
     expected_prev = GENESIS_HASH
-    expected_sequence = 1
     count = 0
     checkpoint_hash = None
     # One keyed HMAC state per key of the ring, copied per entry: HMAC-SHA256 without re-keying each time.
     ring = {kid: hmac.new(key.encode(), digestmod=hashlib.sha256) for kid, key in seal_keys().items()}
     current = next(iter(ring))
     sealer = ring[current]
-    book_json = _encode_string(str(book_id))
+    head = ('{"book":' + json.dumps(str(book_id)) + ",").encode()
     sha256 = hashlib.sha256
     compare = hmac.compare_digest
-    enc = _encode_string
-    for (
-        sequence,
-        ts,
-        gate,
-        decision,
-        subject_type,
-        subject_id,
-        ratified_by,
-        reversibility,
-        rationale,
-        detail,
-        prev_hash,
-        stored_hash,
-        stored_seal,
-        kid,
-    ) in _with_key_ids(rows):
+    for prev_hash, entry, stored_hash, stored_seal, kid in rows:
         count += 1
-        if sequence != expected_sequence:
-            return Verification(
-                False,
-                count,
-                sequence,
-                f"expected sequence {expected_sequence}, found {sequence}",
-            )
+        if entry.__class__ is str:
+            entry = entry.encode()
         if prev_hash != expected_prev:
-            return Verification(
-                False,
-                count,
-                sequence,
-                "prev_hash does not match the previous entry's hash",
-            )
-        # prev_hash equals the previous entry's verified hex hash (checked above): no escaping needed.
-        canonical = (
-            f'{{"book":{book_json},"decision":{enc(decision)},'
-            f'"detail":{"{}" if detail == "{}" else _stored_detail(detail)},'
-            f'"gate":{"null" if gate is None else enc(gate)},"prev_hash":"{prev_hash}",'
-            f'"ratified_by":{enc(ratified_by)},"rationale":{enc(rationale)},'
-            f'"reversibility_class":{enc(reversibility)},"sequence":{sequence},'
-            f'"subject_id":{enc(subject_id)},"subject_type":{enc(subject_type)},"ts":"{_ts_text(ts)}"}}'
-        )
-        recomputed = sha256(canonical.encode()).hexdigest()
-        if recomputed != stored_hash and detail.__class__ is str and detail != "{}":
-            # Stored text not in canonical form: re-encode it as the recipe says.
-            canonical = canonical.replace(f'"detail":{detail},', f'"detail":{_detail_text(detail)},', 1)
-            recomputed = sha256(canonical.encode()).hexdigest()
-        if recomputed != stored_hash:
-            return Verification(False, count, sequence, "hash does not match the entry's content")
+            return _unlinked(entry, count)
+        digest = sha256(entry).hexdigest()
+        if digest != stored_hash:
+            return Verification(False, count, count, "hash does not match the entry's content")
+        # Every later entry names its predecessor's hash: the first one's book is the whole chain's.
+        if count == 1 and not entry.startswith(head):
+            return Verification(False, count, count, "the entry's text names another book")
         if kid == current:
             seal = sealer.copy()
-            seal.update(stored_hash.encode())
+            seal.update(digest.encode())
             sealed = compare(seal.hexdigest(), stored_seal)
         elif kid in ring:
             seal = ring[kid].copy()
-            seal.update(stored_hash.encode())
+            seal.update(digest.encode())
             sealed = compare(seal.hexdigest(), stored_seal)
         elif kid:
             return Verification(
                 False,
                 count,
-                sequence,
+                count,
                 f"sealed by key {kid}, which is not in the seal key ring (NOVELGRAPH_SEAL_OLD_KEYS)",
             )
         else:  # sealed before the key ring recorded key ids: any key of the ring
             sealed = False
             for each in ring.values():
                 seal = each.copy()
-                seal.update(stored_hash.encode())
+                seal.update(digest.encode())
                 sealed = sealed or compare(seal.hexdigest(), stored_seal)
         if not sealed:
-            return Verification(
-                False,
-                count,
-                sequence,
-                "seal does not match: the hash was not written by this server",
-            )
-        if sequence == checkpoint:
+            return Verification(False, count, count, "seal does not match: the hash was not written by this server")
+        if count == checkpoint:
             checkpoint_hash = stored_hash
         expected_prev = stored_hash
-        expected_sequence += 1
     return Verification(True, count, tip_hash=None if count == 0 else expected_prev, checkpoint_hash=checkpoint_hash)

@@ -146,19 +146,73 @@ class CanonicalJSONTextField(models.JSONField):
         return json.dumps(value, cls=self.encoder)
 
 
+class EntryValue(models.Func):
+    """One value of a decision-log entry's hashed text, as the database reads it: the expression a generated
+    column of ``DecisionLogEntry`` is computed from (``"$.rationale"`` of ``entry``, and so on).
+
+    The hashed text is the only stored copy of what an entry says, so verification hashes it as it is, and
+    the columns that show it (and that queries filter on) cannot say anything else: the database computes
+    them, and refuses to be told a value for them."""
+
+    arity = 1
+
+    def __init__(self, key: str, *, output_field):
+        self.key = key
+        super().__init__(models.F("entry"), output_field=output_field)
+
+    def as_sqlite(self, compiler, connection, **extra):
+        path = f"'$.{self.key}'"
+        if self.key == "ts":  # the recipe's "YYYY-MM-DDTHH:MM:SS.ffffffZ" as Django's SQLite text
+            template = f"replace(substr(json_extract(%(expressions)s, {path}), 1, 26), 'T', ' ')"
+        elif self.key == "detail":
+            template = f"json(json_extract(%(expressions)s, {path}))"
+        else:
+            template = f"json_extract(%(expressions)s, {path})"
+        return self.as_sql(compiler, connection, template=template, **extra)
+
+    def as_postgresql(self, compiler, connection, **extra):
+        if self.key == "ts":
+            # Immutable, as a generated column must be (a cast of text to a timestamp depends on DateStyle):
+            # the recipe's UTC text taken apart into make_timestamp's numbers, then read as UTC.
+            text = "((%(expressions)s)::jsonb ->> 'ts')"
+            year_to_minute = ", ".join(
+                f"substr({text}, {at}, {n})::int" for at, n in ((1, 4), (6, 2), (9, 2), (12, 2), (15, 2))
+            )
+            template = f"timezone('UTC', make_timestamp({year_to_minute}, substr({text}, 18, 9)::float8))"
+        elif self.key == "detail":
+            template = "((%(expressions)s)::jsonb -> 'detail')"
+        elif self.key == "sequence":
+            template = "(((%(expressions)s)::jsonb ->> 'sequence')::integer)"
+        else:
+            template = f"((%(expressions)s)::jsonb ->> '{self.key}')"
+        return self.as_sql(compiler, connection, template=template, **extra)
+
+
+def _entry_value(key: str, output_field) -> models.GeneratedField:
+    return models.GeneratedField(
+        expression=EntryValue(key, output_field=output_field), output_field=output_field, db_persist=True
+    )
+
+
 class DecisionLogEntry(models.Model):
-    """One row of a book's append-only, hash-chained, HMAC-sealed decision log."""
+    """One row of a book's append-only, hash-chained, HMAC-sealed decision log.
+
+    ``entry`` is the entry's canonical text, exactly the bytes its ``hash`` covers (``approvals.chain``): what
+    the entry says is stored once, there. Its fields (``ts``, ``decision``, ``rationale``, ``detail``...) are
+    columns the database generates from that text, so no one can change what an entry shows without changing
+    the hashed text, and verification reads the text and hashes it as it is (issue 19)."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     book = models.ForeignKey("discovery.Book", on_delete=models.PROTECT, related_name="decision_log")
-    sequence = models.PositiveIntegerField()
-    ts = models.DateTimeField()
-    gate = models.CharField(max_length=4, choices=Gate.choices, null=True, blank=True)
-    decision = models.CharField(max_length=30, choices=Verdict.choices)
-    subject_type = models.CharField(max_length=30)
-    subject_id = models.CharField(max_length=64)
+    entry = models.TextField()
+    sequence = _entry_value("sequence", models.PositiveIntegerField())
+    ts = _entry_value("ts", models.DateTimeField())
+    gate = _entry_value("gate", models.CharField(max_length=4, choices=Gate.choices, null=True, blank=True))
+    decision = _entry_value("decision", models.CharField(max_length=30, choices=Verdict.choices))
+    subject_type = _entry_value("subject_type", models.CharField(max_length=30))
+    subject_id = _entry_value("subject_id", models.CharField(max_length=64))
     # "author:<username>" for a person; "controller:sol" for an automatic gate.
-    ratified_by = models.CharField(max_length=200)
+    ratified_by = _entry_value("ratified_by", models.CharField(max_length=200))
     ratified_by_user = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         null=True,
@@ -166,12 +220,12 @@ class DecisionLogEntry(models.Model):
         on_delete=models.PROTECT,
         related_name="+",
     )
-    reversibility_class = models.CharField(max_length=20, choices=Reversibility.choices)
-    rationale = models.TextField()
+    reversibility_class = _entry_value(
+        "reversibility_class", models.CharField(max_length=20, choices=Reversibility.choices)
+    )
+    rationale = _entry_value("rationale", models.TextField())
     # Verdict-specific detail (constraint, steer, what was granted, affected slots).
-    # Stored in its canonical form (sorted keys, compact) so verification can hash the
-    # stored text as it is instead of parsing and re-encoding it (bench/RESULTS.md).
-    detail = CanonicalJSONTextField(default=dict, blank=True, encoder=CanonicalJSONEncoder)
+    detail = _entry_value("detail", models.JSONField())
     approval = models.ForeignKey(
         Approval,
         null=True,
@@ -179,7 +233,7 @@ class DecisionLogEntry(models.Model):
         on_delete=models.PROTECT,
         related_name="log_entries",
     )
-    prev_hash = models.CharField(max_length=64)
+    prev_hash = _entry_value("prev_hash", models.CharField(max_length=64))
     hash = models.CharField(max_length=64)
     seal = models.CharField(max_length=64)
     # Which key of the seal key ring sealed it (approvals.chain.seal_keys); blank before the ring.
@@ -195,6 +249,22 @@ class DecisionLogEntry(models.Model):
             # Two entries can never follow the same predecessor: the chain cannot fork.
             models.UniqueConstraint(fields=["book", "prev_hash"], name="decisionlog_no_fork"),
             models.CheckConstraint(condition=Q(sequence__gte=1), name="decisionlog_sequence_positive"),
+            # Every field of the recipe is in the entry's text (a generated column is NULL where a key is missing).
+            models.CheckConstraint(
+                condition=Q(
+                    sequence__isnull=False,
+                    ts__isnull=False,
+                    decision__isnull=False,
+                    subject_type__isnull=False,
+                    subject_id__isnull=False,
+                    ratified_by__isnull=False,
+                    reversibility_class__isnull=False,
+                    rationale__isnull=False,
+                    detail__isnull=False,
+                    prev_hash__isnull=False,
+                ),
+                name="decisionlog_entry_complete",
+            ),
             enum_check("decision", Verdict, "decisionlog_decision_valid"),
             enum_check("reversibility_class", Reversibility, "decisionlog_reversibility_valid"),
             models.CheckConstraint(condition=~Q(rationale=""), name="decisionlog_rationale_required"),
@@ -214,6 +284,9 @@ class DecisionLogEntry(models.Model):
 
     def delete(self, *args, **kwargs):
         raise ValidationError("The decision log is append-only.")
+
+    def get_decision_display(self) -> str:
+        return Verdict(self.decision).label
 
 
 class DecisionList(models.TextChoices):

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import hmac
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import connection
-from django.db.models import Count, F, Func, Q, QuerySet, TextField
+from django.db.models import BinaryField, Count, Q, QuerySet
 from django.db.models.functions import Cast
+from psycopg.types.string import ByteaBinaryLoader
 
 from discovery.access import BookAccess, Cap, book_access, books_visible_to
 from discovery.models import Book, StoryCharter
@@ -19,70 +21,118 @@ from discovery.refs import resolve_source_refs
 from discovery.selectors import withheld_claims
 from novelgraph.auth import Principal
 from novelgraph.errors import Forbidden, NotFound
+from novelgraph.rows import per_vendor
 
 from .anchor import anchor_line, anchor_seal, anchor_tip
 from .canon import canon_verify
-from .chain import Verification, chain_fields, seal_keys, verify_rows
+from .chain import Verification, seal_keys, verify_rows
 from .models import Approval, DecisionList, DecisionListItem, DecisionLogEntry, Verdict
 
-VERIFY_COLUMNS = (
-    "sequence",
-    "ts",
-    "gate",
-    "decision",
-    "subject_type",
-    "subject_id",
-    "ratified_by",
-    "reversibility_class",
-    "rationale",
-    "detail",
-    "prev_hash",
-    "hash",
-    "seal",
-    "seal_key_id",
-)
+# What verification reads of each entry (approvals.chain.verify_rows), in sequence order: its predecessor's hash
+# (a column generated from its text), its stored text (the only copy of what it says), its hash and its seal.
+VERIFY_COLUMNS = ("prev_hash", "entry", "hash", "seal", "seal_key_id")
 
 
 def decision_log_for(book: Book) -> QuerySet[DecisionLogEntry]:
     return DecisionLogEntry.objects.filter(book=book).order_by("sequence")
 
 
-def _cursor_rows(queryset: QuerySet, batch: int = 2000) -> Iterator[tuple]:
-    """The rows of a ``values_list`` queryset straight from the database cursor, in batches.
+def _entry_rows(book: Book, batch: int = 2000) -> Iterator[tuple]:
+    """The book's ``VERIFY_COLUMNS`` in sequence order, streamed from the database (constant memory), with each
+    entry's text as bytes: verification hashes the text as it is, so it is never decoded and encoded again."""
+    rows = DecisionLogEntry.objects.filter(book=book).order_by("sequence")
+    if connection.vendor == "sqlite":
+        rows = rows.annotate(entry_bytes=Cast("entry", output_field=BinaryField()))
+        columns = ("entry_bytes" if c == "entry" else c for c in VERIFY_COLUMNS)
+        sql, params = rows.values_list(*columns).query.sql_with_params()
+        with connection.chunked_cursor() as cursor:
+            cursor.execute(sql, params)
+            while chunk := cursor.fetchmany(batch):
+                yield from chunk
+        return
+    sql, params = rows.values_list(*VERIFY_COLUMNS).query.sql_with_params()
+    # PostgreSQL streams the rows with COPY in binary format (a fifth faster than a server-side cursor, and as
+    # constant in memory), where a text value is its UTF-8 bytes: ``entry`` (the only text column; the others
+    # are varchar) is loaded as those bytes, the way bytea is. COPY takes no parameters: psycopg quotes them.
+    with connection.cursor() as wrapper:
+        cursor = wrapper.cursor
+        cursor.adapters.register_loader("text", ByteaBinaryLoader)
+        with cursor.copy(f"COPY ({cursor.mogrify(sql, params)}) TO STDOUT (FORMAT BINARY)") as copy:
+            copy.set_types(_COPY_TYPES)
+            yield from copy.rows()
 
-    Skips the ORM's per-row conversions (aware datetimes, parsed JSON), which cost more
-    than the hashing itself; ``verify_rows`` takes the raw values (see bench/RESULTS.md).
-    """
-    sql, params = queryset.query.sql_with_params()
-    with connection.chunked_cursor() as cursor:
-        cursor.execute(sql, params)
-        while rows := cursor.fetchmany(batch):
-            yield from rows
+
+# The database types of VERIFY_COLUMNS, for reading them from binary COPY.
+_COPY_TYPES = ["varchar", "text", "varchar", "varchar", "varchar"]
 
 
-_PG_TS_TEXT = "to_char(%(expressions)s AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US')"
+@per_vendor
+def _generated_shapes(connection) -> list[tuple[str, re.Pattern | str]]:
+    """Each column that shows a log entry, with what the catalog says of it while it is generated from the text
+    as the migrations made it: on SQLite its declaration in the table's DDL, on PostgreSQL its text key."""
+    shapes = []
+    for field in DecisionLogEntry._meta.concrete_fields:
+        if field.generated:
+            if connection.vendor == "sqlite":
+                sql, _params = field.generated_sql(connection)
+                declared = rf'"{field.column}" [^,"]* GENERATED ALWAYS AS \({re.escape(sql)}\) STORED'
+                shapes.append((field.column, re.compile(declared, re.IGNORECASE)))
+            else:
+                shapes.append((field.column, f"'{field.expression.key}'::text"))
+    return shapes
+
+
+def _shown_columns_problem() -> str | None:
+    """Whether every column that shows a log entry is still generated from its hashed text, as the migrations
+    made it: None, or the first column that is not. One catalog read. An edited row cannot change a generated
+    column; only an altered table can, and then pages (and verification's own reading of an entry's place in
+    the chain) would no longer show what the hashed text says."""
+    table = DecisionLogEntry._meta.db_table
+    with connection.cursor() as cursor:
+        if connection.vendor == "sqlite":
+            cursor.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = %s", [table])
+            ddl = cursor.fetchone()[0]
+            cursor.execute(f'PRAGMA table_xinfo("{table}")')
+            hidden = {name: flag for _cid, name, _kind, _nn, _default, _pk, flag in cursor.fetchall()}
+            for column, declared in _generated_shapes(connection):
+                if hidden.get(column) != 3 or declared.search(ddl) is None:  # 3: a stored generated column
+                    return column
+            return None
+        cursor.execute(
+            "SELECT a.attname, a.attgenerated, pg_get_expr(d.adbin, d.adrelid) FROM pg_attribute a"
+            " LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum"
+            " WHERE a.attrelid = %s::regclass AND a.attnum > 0 AND NOT a.attisdropped",
+            [table],
+        )
+        declared = {name: (generated, expression or "") for name, generated, expression in cursor.fetchall()}
+    for column, key in _generated_shapes(connection):
+        generated, expression = declared.get(column, ("", ""))
+        if generated != "s" or "(entry)::jsonb" not in expression or key not in expression:
+            return column
+    return None
 
 
 def decision_log_verify(book: Book, *, use_anchor: bool = True) -> Verification:
     """Recompute the book's chain and seals; names the first entry that fails.
 
-    A chain alone cannot show that its newest entries were cut off, so the check also asks
+    First, the columns that show an entry (its place in the chain among them) must still be generated from its
+    hashed text. A chain alone cannot show that its newest entries were cut off, so the check also asks
     that the tip anchored outside the database (approvals/anchor.py) is still in the chain
     with its hash, and that every decided approval of the book still has its log entry. Then
     every approved charter, claim and research item is checked against the entry that
     approved it (approvals/canon.py). The chain streams in batches: constant memory.
     """
+    altered = _shown_columns_problem()
+    if altered is not None:  # first: the chain's order is read from generated columns
+        return Verification(
+            False,
+            0,
+            None,
+            f"the log's column {altered} is no longer generated from the entries' hashed text: the table was "
+            "altered outside the migrations, so what pages show of an entry may not be what it says",
+        )
     anchor = anchor_tip(book.pk) if use_anchor else None
-    rows = DecisionLogEntry.objects.filter(book=book).order_by("sequence")
-    if connection.vendor == "sqlite":
-        # The stored text of ts, not a parsed datetime (SQLite keeps it as UTC text).
-        rows = rows.annotate(ts_text=Cast("ts", output_field=TextField()))
-    else:
-        # PostgreSQL formats ts as UTC text in the same shape ("YYYY-MM-DD HH:MM:SS.ffffff"): building a
-        # timezone-aware datetime per row and formatting it again cost a quarter of verification (issue 19).
-        rows = rows.annotate(ts_text=Func(F("ts"), template=_PG_TS_TEXT, output_field=TextField()))
-    rows = rows.values_list(*("ts_text" if c == "ts" else c for c in VERIFY_COLUMNS))
-    result = verify_rows(book.pk, _cursor_rows(rows), checkpoint=anchor.sequence if anchor else None)
+    result = verify_rows(book.pk, _entry_rows(book), checkpoint=anchor.sequence if anchor else None)
     if not result.ok:
         return result
     anchored = anchor.sequence if anchor else None
@@ -155,20 +205,16 @@ def decision_log_export_lines(book: Book, *, withheld: dict[str, str] | None = N
     rows = (
         DecisionLogEntry.objects.filter(book=book)
         .order_by("sequence")
-        .values_list(*VERIFY_COLUMNS)
+        .values_list("sequence", "entry", "hash", "seal", "seal_key_id")
         .iterator(chunk_size=2000)
     )
     tip = None
-    for row in rows:
-        values = dict(zip(VERIFY_COLUMNS, row, strict=True))
-        fields = chain_fields(
-            book_id=book.pk, **{k: values[k] for k in VERIFY_COLUMNS if k not in {"hash", "seal", "seal_key_id"}}
-        )
-        line = dict(fields, hash=values["hash"], seal=values["seal"], seal_key_id=values["seal_key_id"])
-        hidden = withheld_line(withheld, values["subject_type"], values["subject_id"])
+    for sequence, entry, digest, seal, key_id in rows:
+        line = dict(json.loads(entry), hash=digest, seal=seal, seal_key_id=key_id)
+        hidden = withheld_line(withheld, line["subject_type"], line["subject_id"])
         if hidden is not None:
             line.update(rationale="", detail={}, withheld=hidden)
-        tip = (values["sequence"], values["hash"])
+        tip = (sequence, digest)
         yield json.dumps(line, ensure_ascii=False, sort_keys=True) + "\n"
     if tip is not None:
         # The tip seal, as the anchor file writes it: whoever keeps this export can later show that a

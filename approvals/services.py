@@ -29,7 +29,7 @@ from novelgraph.pagination import rest_link
 
 from .anchor import anchor_after_commit
 from .canon import APPROVING, canon_record
-from .chain import GENESIS_HASH, chain_fields, current_key_id, entry_hash, seal_of
+from .chain import GENESIS_HASH, chain_fields, current_key_id, entry_hash, entry_text, seal_of
 from .models import Approval, ApprovalKind, DecisionList, DecisionListItem, DecisionLogEntry, Reversibility, Verdict
 
 # Verdicts that need a text saying what they impose, steer or grant.
@@ -177,20 +177,15 @@ def decision_log_append(
             detail=json.loads(json.dumps(detail or {}, default=str)),
             prev_hash=prev_hash,
         )
+        text = entry_text(fields)
         digest = entry_hash(fields)
+        # What the entry says is stored once, as the text its hash covers; the database generates the
+        # columns that show it (ts, decision, rationale...) and returns them with the insert.
         entry = DecisionLogEntry.objects.create(
             book=book,
             sequence=sequence,
-            ts=ts,
-            gate=gate,
-            decision=decision,
-            subject_type=subject_type,
-            subject_id=str(subject_id),
-            ratified_by=ratified_by,
+            entry=text,
             ratified_by_user=ratified_by_user,
-            reversibility_class=reversibility_class,
-            rationale=fields["rationale"],
-            detail=fields["detail"],
             approval=approval,
             prev_hash=prev_hash,
             hash=digest,

@@ -39,7 +39,7 @@ def build_chain(book, user, *, entries: int, appends: int, text: common.ZipfText
     from django.db import transaction
     from django.utils import timezone
 
-    from approvals.chain import GENESIS_HASH, chain_fields, current_key_id, entry_hash, seal_of
+    from approvals.chain import GENESIS_HASH, chain_fields, current_key_id, entry_hash, entry_text, seal_of
     from approvals.models import DecisionLogEntry
     from approvals.services import decision_log_append
 
@@ -93,18 +93,8 @@ def build_chain(book, user, *, entries: int, appends: int, text: common.ZipfText
         rows.append(
             DecisionLogEntry(
                 book=book,
-                sequence=sequence,
-                ts=ts,
-                gate=fields["gate"],
-                decision=fields["decision"],
-                subject_type=fields["subject_type"],
-                subject_id=fields["subject_id"],
-                ratified_by=ratified_by,
+                entry=entry_text(fields),
                 ratified_by_user=None if controller else user,
-                reversibility_class=fields["reversibility_class"],
-                rationale=fields["rationale"],
-                detail=fields["detail"],
-                prev_hash=prev_hash,
                 hash=digest,
                 seal=seal_of(digest),
                 seal_key_id=current_key_id(),
@@ -116,31 +106,11 @@ def build_chain(book, user, *, entries: int, appends: int, text: common.ZipfText
 
 
 def canonical_rows(book) -> list[bytes]:
-    """The canonical bytes of every entry, computed outside the timed region (the floor's input)."""
-    from approvals.chain import canonical_bytes, chain_fields
+    """The canonical bytes of every entry, read outside the timed region (the floor's input)."""
     from approvals.models import DecisionLogEntry
 
-    out = []
-    for entry in DecisionLogEntry.objects.filter(book=book).order_by("sequence").iterator(chunk_size=2000):
-        out.append(
-            canonical_bytes(
-                chain_fields(
-                    book_id=entry.book_id,
-                    sequence=entry.sequence,
-                    ts=entry.ts,
-                    gate=entry.gate,
-                    decision=entry.decision,
-                    subject_type=entry.subject_type,
-                    subject_id=entry.subject_id,
-                    ratified_by=entry.ratified_by,
-                    reversibility_class=entry.reversibility_class,
-                    rationale=entry.rationale,
-                    detail=entry.detail,
-                    prev_hash=entry.prev_hash,
-                )
-            )
-        )
-    return out
+    texts = DecisionLogEntry.objects.filter(book=book).order_by("sequence").values_list("entry", flat=True)
+    return [text.encode() for text in texts.iterator(chunk_size=2000)]
 
 
 def floor_verify(payloads: list[bytes], key: bytes) -> int:
@@ -178,20 +148,11 @@ def bare_read(sql: str, params) -> int:
 
 def verify_sql(book):
     """The statement ``decision_log_verify`` runs for the chain, with its parameters."""
-    from django.db import connection
-    from django.db.models import F, Func, TextField
-    from django.db.models.functions import Cast
-
     from approvals import selectors
     from approvals.models import DecisionLogEntry
 
     rows = DecisionLogEntry.objects.filter(book=book).order_by("sequence")
-    if connection.vendor == "sqlite":
-        rows = rows.annotate(ts_text=Cast("ts", output_field=TextField()))
-    else:
-        rows = rows.annotate(ts_text=Func(F("ts"), template=selectors._PG_TS_TEXT, output_field=TextField()))
-    rows = rows.values_list(*("ts_text" if c == "ts" else c for c in selectors.VERIFY_COLUMNS))
-    return rows.query.sql_with_params()
+    return rows.values_list(*selectors.VERIFY_COLUMNS).query.sql_with_params()
 
 
 def peak_bytes(fn) -> int:

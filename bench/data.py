@@ -262,7 +262,7 @@ def _log_canon(book, author, claims) -> None:
     from django.utils import timezone
 
     from approvals.canon import canon_digest
-    from approvals.chain import GENESIS_HASH, chain_fields, current_key_id, entry_hash, seal_of
+    from approvals.chain import GENESIS_HASH, chain_fields, current_key_id, entry_hash, entry_text, seal_of
     from approvals.models import DecisionLogEntry
 
     last = DecisionLogEntry.objects.filter(book=book).order_by("-sequence").values_list("sequence", "hash").first()
@@ -298,18 +298,9 @@ def _log_canon(book, author, claims) -> None:
         rows.append(
             DecisionLogEntry(
                 book=book,
-                sequence=sequence,
-                ts=ts,
-                decision="approve",
-                subject_type="claim",
-                subject_id=str(claim.pk),
-                ratified_by=recipe["ratified_by"],
+                entry=entry_text(recipe),
                 ratified_by_user=author,
-                reversibility_class="reversible",
-                rationale=recipe["rationale"],
-                detail=recipe["detail"],
                 approval=claim.approval,
-                prev_hash=prev_hash,
                 hash=digest,
                 seal=seal_of(digest),
                 seal_key_id=current_key_id(),

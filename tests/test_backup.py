@@ -9,7 +9,6 @@ import os
 import sqlite3
 import subprocess
 import sys
-from datetime import UTC, datetime
 from io import StringIO
 from pathlib import Path
 
@@ -17,7 +16,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.db import connection
 
-from approvals.chain import verify_rows
+from approvals.chain import entry_text, verify_rows
 from approvals.selectors import VERIFY_COLUMNS
 from approvals.services import decision_log_append
 
@@ -39,23 +38,16 @@ def _log(book, author, n: int) -> None:
 
 
 def _restored_log(path: Path, book_id) -> list[tuple]:
-    """Read the log of one book straight from a restored file (no Django connection involved)."""
+    """Read the log of one book straight from a restored file (no Django connection involved): its
+    ``VERIFY_COLUMNS``, as ``verify_rows`` takes them."""
     restored = sqlite3.connect(path)
     try:
         columns = ", ".join(VERIFY_COLUMNS)
-        rows = restored.execute(
+        return restored.execute(
             f"SELECT {columns} FROM approvals_decisionlogentry WHERE book_id = ? ORDER BY sequence", [book_id.hex]
         ).fetchall()
     finally:
         restored.close()
-    ts_at, detail_at = VERIFY_COLUMNS.index("ts"), VERIFY_COLUMNS.index("detail")
-    converted = []
-    for row in rows:
-        row = list(row)
-        row[ts_at] = datetime.fromisoformat(row[ts_at]).replace(tzinfo=UTC)
-        row[detail_at] = json.loads(row[detail_at])
-        converted.append(tuple(row))
-    return converted
 
 
 @sqlite_only
@@ -72,8 +64,11 @@ def test_a_backup_restores_into_a_fresh_file_with_a_verifiable_decision_log(book
     rows = _restored_log(restored, book.pk)
     assert len(rows) == 5
     assert verify_rows(book.pk, rows).ok
-    assert rows[2][VERIFY_COLUMNS.index("rationale")] == "Reason 2 — with “quotes” and ünïcode"
+    assert json.loads(rows[2][VERIFY_COLUMNS.index("entry")])["rationale"] == "Reason 2 — with “quotes” and ünïcode"
     with sqlite3.connect(restored) as check:
+        # The generated columns come back with the file, computed from the text.
+        (rationale,) = check.execute("SELECT rationale FROM approvals_decisionlogentry WHERE sequence = 3").fetchone()
+        assert rationale == "Reason 2 — with “quotes” and ünïcode"
         assert check.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         assert check.execute("PRAGMA journal_mode").fetchone()[0] == "delete", "one self-contained file"
         assert check.execute("SELECT COUNT(*) FROM discovery_book").fetchone()[0] == 1
@@ -82,16 +77,26 @@ def test_a_backup_restores_into_a_fresh_file_with_a_verifiable_decision_log(book
 @sqlite_only
 @pytest.mark.django_db(transaction=True)
 def test_a_tampered_restore_is_detected(book, author, tmp_path):
+    """A copy edited outside the app, triggers dropped: its rationale column cannot be written (it is generated
+    from the entry's text), and a rationale changed in the text, hash and seal left, is named by its sequence."""
     _log(book, author, 3)
     call_command("backup", output=tmp_path / "copy.sqlite3", stdout=StringIO())
     with sqlite3.connect(tmp_path / "copy.sqlite3") as copy:
         copy.execute("DROP TRIGGER approvals_decisionlogentry_no_update")
-        copy.execute("UPDATE approvals_decisionlogentry SET rationale = 'forged' WHERE sequence = 2")
+        with pytest.raises(sqlite3.OperationalError, match="cannot UPDATE generated column"):
+            copy.execute("UPDATE approvals_decisionlogentry SET rationale = 'forged' WHERE sequence = 2")
+        (text,) = copy.execute("SELECT entry FROM approvals_decisionlogentry WHERE sequence = 2").fetchone()
+        forged = entry_text({**json.loads(text), "rationale": "forged"})
+        copy.execute("UPDATE approvals_decisionlogentry SET entry = ? WHERE sequence = 2", [forged])
+        assert copy.execute("SELECT rationale FROM approvals_decisionlogentry WHERE sequence = 2").fetchone() == (
+            "forged",
+        )
 
     result = verify_rows(book.pk, _restored_log(tmp_path / "copy.sqlite3", book.pk))
 
     assert not result.ok
     assert result.first_bad_sequence == 2
+    assert result.reason == "hash does not match the entry's content"
 
 
 @sqlite_only

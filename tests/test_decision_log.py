@@ -14,7 +14,6 @@ import subprocess
 import sys
 import threading
 import uuid
-from contextlib import contextmanager
 from io import StringIO
 from pathlib import Path
 
@@ -25,13 +24,13 @@ from django.core.management import CommandError, call_command
 from django.db import DatabaseError, connection, transaction
 from django.test import Client
 
-from approvals.chain import CHAIN_FIELDS, GENESIS_HASH, chain_fields, entry_hash
+from approvals.chain import CHAIN_FIELDS, GENESIS_HASH, canonical_bytes, chain_fields, entry_hash
 from approvals.models import DecisionLogEntry
-from approvals.selectors import decision_log_verify
+from approvals.selectors import decision_log_for, decision_log_verify
 from approvals.services import decision_log_append
-from novelgraph.db import install_append_only, remove_append_only
 
 from .factories import PASSWORD, BookFactory, UserFactory
+from .log_tamper import book_param, entry_fields, guards_lifted, rewrite_entry, write_entry
 
 TABLE = "approvals_decisionlogentry"
 SCRIPT = Path(settings.BASE_DIR) / "scripts" / "verify_decision_log_export.py"
@@ -62,23 +61,8 @@ def logged(book, author):
     return append_entries(book, author)
 
 
-@contextmanager
-def guards_lifted():
-    """Drop the append-only triggers for a tamper test; restore them afterwards."""
-    remove_append_only(connection, [TABLE])
-    try:
-        with connection.cursor() as cursor:
-            yield cursor
-    finally:
-        install_append_only(connection, [TABLE])
-
-
 def db_value(field_name: str, value):
     return DecisionLogEntry._meta.get_field(field_name).get_db_prep_value(value, connection)
-
-
-def book_param(book):
-    return db_value("book", book.pk)
 
 
 def run_command(*args) -> str:
@@ -178,8 +162,11 @@ def test_an_automatic_gate_is_ratified_by_the_controller_role(book):
 
 
 def test_the_database_refuses_update_and_delete_through_the_orm(book, logged):
+    text = logged[0].entry.replace(logged[0].rationale, "rewritten")
     with pytest.raises(DatabaseError), transaction.atomic():
-        DecisionLogEntry.objects.filter(book=book).update(rationale="rewritten")
+        DecisionLogEntry.objects.filter(book=book).update(entry=text)
+    # What an entry shows is generated from its text: Django does not even try to write the column.
+    assert DecisionLogEntry.objects.filter(book=book).update(rationale="rewritten") == 0
     with pytest.raises(DatabaseError), transaction.atomic():
         DecisionLogEntry.objects.filter(book=book).delete()
     assert DecisionLogEntry.objects.filter(book=book).count() == 5
@@ -230,100 +217,69 @@ def test_the_admin_shows_entries_but_refuses_to_change_or_delete_them(book, logg
 
 def tamper_edited_rationale(book, logged):
     with guards_lifted() as cursor:
-        cursor.execute(
-            f"UPDATE {TABLE} SET rationale = %s WHERE book_id = %s AND sequence = 3",
-            ["We never said that.", book_param(book)],
-        )
+        rewrite_entry(cursor, book, 3, rationale="We never said that.")
     return 3, "hash does not match"
 
 
 def tamper_deleted_row(book, logged):
     with guards_lifted() as cursor:
         cursor.execute(f"DELETE FROM {TABLE} WHERE book_id = %s AND sequence = 3", [book_param(book)])
-    return 4, "expected sequence 3, found 4"
+    return 3, "expected sequence 3, found 4"
 
 
 def tamper_inserted_row(book, logged):
-    """A forged entry slipped in at 3, with a valid SHA-256 hash and its successor relinked."""
+    """A forged entry slipped in at 3, with a valid SHA-256 hash and a copied seal; the entries after it are
+    renumbered and its successor relinked, each with a valid SHA-256 hash of its new text."""
     second = logged[1]
-    forged = chain_fields(
-        book_id=book.pk,
-        sequence=3,
-        ts=second.ts,
-        gate=None,
-        decision="approve",
-        subject_type="claim",
-        subject_id="forged",
-        ratified_by="author:ada",
-        reversibility_class="reversible",
-        rationale="Approved, obviously.",
-        detail={},
-        prev_hash=second.hash,
-    )
+    forged = {
+        **entry_fields(book, 2),
+        "sequence": 3,
+        "gate": None,
+        "decision": "approve",
+        "subject_type": "claim",
+        "subject_id": "forged",
+        "rationale": "Approved, obviously.",
+        "detail": {},
+        "prev_hash": second.hash,
+    }
     forged_hash = entry_hash(forged)
-    param = book_param(book)
     with guards_lifted() as cursor:
-        cursor.execute(f"UPDATE {TABLE} SET sequence = sequence + 1000 WHERE book_id = %s AND sequence >= 3", [param])
-        cursor.execute(f"UPDATE {TABLE} SET sequence = sequence - 999 WHERE book_id = %s AND sequence > 1000", [param])
-        cursor.execute(f"UPDATE {TABLE} SET prev_hash = %s WHERE book_id = %s AND sequence = 4", [forged_hash, param])
+        for sequence in range(len(logged), 2, -1):  # from the tip down: the unique sequence never collides
+            moved = {**entry_fields(book, sequence), "sequence": sequence + 1}
+            if sequence == 3:
+                moved["prev_hash"] = forged_hash
+            write_entry(cursor, book, sequence, moved, rehash=True)
         cursor.execute(
-            f"INSERT INTO {TABLE} (id, book_id, sequence, ts, gate, decision, subject_type, subject_id, ratified_by,"
-            " ratified_by_user_id, reversibility_class, rationale, detail, approval_id, prev_hash, hash, seal)"
-            f" SELECT %s, book_id, 3, ts, NULL, %s, %s, %s, ratified_by, ratified_by_user_id, reversibility_class,"
-            f" %s, %s, NULL, %s, %s, seal FROM {TABLE} WHERE book_id = %s AND sequence = 2",
-            [
-                db_value("id", uuid.uuid4()),
-                "approve",
-                "claim",
-                "forged",
-                "Approved, obviously.",
-                db_value("detail", {}),
-                second.hash,
-                forged_hash,
-                param,
-            ],
+            f"INSERT INTO {TABLE} (id, book_id, entry, ratified_by_user_id, approval_id, hash, seal, seal_key_id)"
+            f" SELECT %s, book_id, %s, ratified_by_user_id, NULL, %s, seal, seal_key_id FROM {TABLE}"
+            " WHERE book_id = %s AND sequence = 2",
+            [db_value("id", uuid.uuid4()), canonical_bytes(forged).decode(), forged_hash, book_param(book)],
         )
     return 3, "seal does not match"
 
 
 def tamper_swapped_rows(book, logged):
-    param = book_param(book)
+    """Entries 2 and 3 trade places: the order is the one their texts give, so the texts must change."""
+    second, third = entry_fields(book, 2), entry_fields(book, 3)
     with guards_lifted() as cursor:
-        cursor.execute(f"UPDATE {TABLE} SET sequence = 1002 WHERE book_id = %s AND sequence = 2", [param])
-        cursor.execute(f"UPDATE {TABLE} SET sequence = 2 WHERE book_id = %s AND sequence = 3", [param])
-        cursor.execute(f"UPDATE {TABLE} SET sequence = 3 WHERE book_id = %s AND sequence = 1002", [param])
-    return 2, "prev_hash does not match"
+        write_entry(cursor, book, 2, {**second, "sequence": 1002})
+        write_entry(cursor, book, 3, {**third, "sequence": 2})
+        write_entry(cursor, book, 1002, {**second, "sequence": 3})
+    return 2, "hash does not match"
 
 
 def tamper_recomputed_without_the_secret(book, logged):
     """Edit entry 3 and recompute a perfectly valid SHA-256 chain from there; the seals cannot follow."""
-    param = book_param(book)
     prev_hash = logged[1].hash
     with guards_lifted() as cursor:
         for entry in logged[2:]:
-            rationale = "We never said that." if entry.sequence == 3 else entry.rationale
-            fields = chain_fields(
-                book_id=book.pk,
-                sequence=entry.sequence,
-                ts=entry.ts,
-                gate=entry.gate,
-                decision=entry.decision,
-                subject_type=entry.subject_type,
-                subject_id=entry.subject_id,
-                ratified_by=entry.ratified_by,
-                reversibility_class=entry.reversibility_class,
-                rationale=rationale,
-                detail=entry.detail,
-                prev_hash=prev_hash,
-            )
+            fields = entry_fields(book, entry.sequence)
+            if entry.sequence == 3:
+                fields["rationale"] = "We never said that."
+            fields["prev_hash"] = prev_hash
             new_hash = entry_hash(fields)
             guessed_seal = hashlib.sha256(f"guess:{new_hash}".encode()).hexdigest()
-            cursor.execute(
-                f"UPDATE {TABLE} SET rationale = %s, prev_hash = %s, hash = %s, seal = %s"
-                " WHERE book_id = %s AND sequence = %s",
-                [rationale, prev_hash, new_hash, guessed_seal, param, entry.sequence],
-            )
-            prev_hash = new_hash
+            prev_hash = write_entry(cursor, book, entry.sequence, fields, rehash=True, seal=guessed_seal)
     return 3, "seal does not match"
 
 
@@ -361,6 +317,45 @@ def test_tampering_is_detected_and_named_by_the_api_and_the_command(
     assert f"BROKEN  {book.pk}" in out.getvalue() and f"entry {bad_sequence} fails" in out.getvalue()
     # The other book's chain is untouched and still verifies on its own.
     assert "2 entries verified" in run_command("--book", str(other_book.pk))
+
+
+def test_an_entry_moved_in_from_another_books_chain_is_named(book, logged, other_book, outsider):
+    """Another book's entry 3, with its own valid hash and seal, put in place of this book's entry 3."""
+    append_entries(other_book, outsider, 3)
+    with guards_lifted() as cursor:
+        cursor.execute(f"DELETE FROM {TABLE} WHERE book_id = %s AND sequence = 3", [book_param(book)])
+        cursor.execute(
+            f"UPDATE {TABLE} SET book_id = %s WHERE book_id = %s AND sequence = 3",
+            [book_param(book), book_param(other_book)],
+        )
+    result = decision_log_verify(book)
+    assert (result.ok, result.first_bad_sequence) == (False, 3), result
+
+
+def test_the_columns_that_show_an_entry_cannot_be_written(book, logged):
+    """What an entry shows (its rationale, its place in the chain) is generated from its hashed text: even with
+    the append-only guards lifted, the database refuses to be told another value."""
+    for column, value in (("rationale", "We never said that."), ("sequence", 9), ("prev_hash", "0" * 64)):
+        with pytest.raises(DatabaseError), transaction.atomic(), guards_lifted() as cursor:
+            cursor.execute(f"UPDATE {TABLE} SET {column} = %s WHERE book_id = %s", [value, book_param(book)])
+    assert [e.rationale for e in decision_log_for(book)] == [e.rationale for e in logged]
+    assert decision_log_verify(book).ok
+
+
+def test_a_shown_column_made_writable_by_altering_the_table_is_named(book, logged):
+    """Beyond editing rows: the table altered so that a shown column is plain again, then written. The hashed
+    texts are untouched (the chain verifies), but what pages show is no longer what the entries say."""
+    with guards_lifted() as cursor:
+        if connection.vendor == "sqlite":
+            cursor.execute(f'ALTER TABLE {TABLE} DROP COLUMN "gate"')
+            cursor.execute(f'ALTER TABLE {TABLE} ADD COLUMN "gate" varchar(4)')
+        else:
+            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # no ALTER TABLE with the inserts' checks pending
+            cursor.execute(f'ALTER TABLE {TABLE} ALTER COLUMN "gate" DROP EXPRESSION')
+        cursor.execute(f"UPDATE {TABLE} SET gate = 'G3' WHERE book_id = %s", [book_param(book)])
+    assert set(DecisionLogEntry.objects.filter(book=book).values_list("gate", flat=True)) == {"G3"}
+    result = decision_log_verify(book)
+    assert result.ok is False and "column gate is no longer generated" in result.reason
 
 
 def test_a_recomputed_chain_passes_sha256_alone_but_not_the_seal(book, logged, author_api, tmp_path):

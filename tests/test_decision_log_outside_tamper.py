@@ -26,6 +26,7 @@ from novelgraph.db import install_append_only, remove_append_only
 
 from .discovery_support import charter_body, start
 from .factories import PASSWORD
+from .log_tamper import guards_lifted, rewrite_entry
 from .loop_scenes import ask_gate, pass_gate
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -311,7 +312,8 @@ def test_after_a_deliberate_restore_reanchor_accepts_the_restored_tip_once_the_c
     assert _verified(author_api, book)["ok"]
     assert len(anchor_path(book.pk).read_text().splitlines()) == 3, "the older anchor lines stay"
     # A chain that does not verify is never re-anchored.
-    _sql(f"UPDATE {LOG} SET rationale = 'Forged' WHERE book_id = %s AND sequence = 1", [_id(book.pk)])
+    with guards_lifted() as cursor:
+        rewrite_entry(cursor, book, 1, rationale="Forged")
     with pytest.raises(CommandError):
         call_command("verify_decision_log", "--book", str(book.pk), "--reanchor", stdout=StringIO())
     assert len(anchor_path(book.pk).read_text().splitlines()) == 3

@@ -49,17 +49,17 @@ def scratch_env(tmp_path, db):
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-def test_every_app_migrates_to_zero_and_back_with_data(scratch_env):
+def _run(env, module: str, *args: str) -> tuple[subprocess.CompletedProcess, list[dict]]:
+    """``python -m <module> <args>`` against the scratch database: the process and the JSON lines it printed."""
     result = subprocess.run(
-        [sys.executable, "-m", "tests.migrate_roundtrip", *APPS],
-        cwd=ROOT,
-        env=scratch_env,
-        capture_output=True,
-        text=True,
-        timeout=1200,
+        [sys.executable, "-m", module, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=1200
     )
+    return result, [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
 
-    steps = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+
+def test_every_app_migrates_to_zero_and_back_with_data(scratch_env):
+    result, steps = _run(scratch_env, "tests.migrate_roundtrip", *APPS)
+
     failed = [step for step in steps if not step["ok"]]
     assert not failed, json.dumps(failed, indent=1)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
@@ -68,3 +68,13 @@ def test_every_app_migrates_to_zero_and_back_with_data(scratch_env):
         assert step["seeded after back"]["curated sources"] >= 1
         assert step["seeded after back"]["literary bases"] == 1
         assert step["seeded after back"]["roster entries"] >= 1
+
+
+def test_the_decision_log_moves_to_its_stored_text_and_back_and_a_row_rewritten_before_keeps_failing(scratch_env):
+    """Migration approvals.0011 on the demo book's log: back and forth, the log verifies as before; a rationale
+    rewritten in its old column before the upgrade is still named after it (its text is built from the columns)."""
+    result, lines = _run(scratch_env, "tests.migrate_log_storage")
+    assert result.returncode == 0 and lines and lines[-1]["ok"], result.stdout[-2000:] + result.stderr[-3000:]
+    report = lines[-1]
+    assert report["before"]["ok"] and report["before"]["entries"] >= 2
+    assert report["rewritten before the upgrade"]["ok"] is False

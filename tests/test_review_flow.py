@@ -16,10 +16,10 @@ from django.utils.html import escape
 from approvals.models import Approval, DecisionLogEntry
 from approvals.services import approval_request
 from discovery.models import StoryCharter
-from novelgraph.db import install_append_only, remove_append_only
 
 from .approval_subjects import propose_charter, refs_to, sources_of
 from .factories import BookFactory, StoryCharterFactory
+from .log_tamper import guards_lifted, rewrite_entry
 
 HX = {"HTTP_HX_REQUEST": "true"}
 
@@ -241,13 +241,8 @@ def test_the_log_page_badge_names_the_broken_entry(author_browser, book, author_
     for i in range(3):
         charter = propose_charter(book, thrust=f"Thrust {i}.")
         author_api.post(f"/approvals/{charter.approval_id}/verdict", {"verdict": "reject", "rationale": f"No {i}."})
-    table = DecisionLogEntry._meta.db_table
-    remove_append_only(connection, [table])
-    try:
-        with connection.cursor() as cursor:
-            cursor.execute(f"UPDATE {table} SET rationale = %s WHERE sequence = 2", ["Rewritten."])
-    finally:
-        install_append_only(connection, [table])
+    with guards_lifted() as cursor:
+        rewrite_entry(cursor, book, 2, rationale="Rewritten.")
     _, html = page(author_browser, f"/review/books/{book.pk}/log/")
     assert 'data-testid="log-badge">broken at entry 2</span>' in html
     assert "hash does not match" in html

@@ -108,10 +108,12 @@ def test_an_entry_sealed_before_the_ring_verifies_with_any_key_of_the_ring(book,
     from approvals.chain import verify_rows
     from approvals.selectors import VERIFY_COLUMNS
 
+    key_id_at = VERIFY_COLUMNS.index("seal_key_id")
     rows = [
-        (*row[:-1], "")
+        (*row[:key_id_at], "", *row[key_id_at + 1 :])
         for row in DecisionLogEntry.objects.filter(book=book).order_by("sequence").values_list(*VERIFY_COLUMNS)
     ]
+    assert rows and all(row[key_id_at] == "" for row in rows)
     with override_settings(DECISION_LOG_SEAL_KEY=secrets.token_hex(32), DECISION_LOG_SEAL_OLD_KEYS=[old]):
         assert verify_rows(book.pk, rows).ok
     with override_settings(DECISION_LOG_SEAL_KEY=secrets.token_hex(32), DECISION_LOG_SEAL_OLD_KEYS=[]):

@@ -7,11 +7,11 @@ from io import StringIO
 import pytest
 from django.core.checks import run_checks
 from django.core.management import call_command
-from django.db import connection
 
 from approvals.services import decision_log_append
 from novelgraph.checks import decision_log_check
-from novelgraph.db import install_append_only, remove_append_only
+
+from .log_tamper import guards_lifted, rewrite_entry
 
 
 def _log(book, author, n: int = 3) -> None:
@@ -27,15 +27,8 @@ def _log(book, author, n: int = 3) -> None:
 
 
 def _tamper(book, sequence: int, rationale: str) -> None:
-    remove_append_only(connection, ["approvals_decisionlogentry"])
-    try:
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "UPDATE approvals_decisionlogentry SET rationale = %s WHERE book_id = %s AND sequence = %s",
-                [rationale, book.pk.hex if connection.vendor == "sqlite" else book.pk, sequence],
-            )
-    finally:
-        install_append_only(connection, ["approvals_decisionlogentry"])
+    with guards_lifted() as cursor:
+        rewrite_entry(cursor, book, sequence, rationale=rationale)
 
 
 def test_an_intact_log_raises_no_warning(book, author):
