@@ -18,7 +18,7 @@ import tempfile
 
 import httpx2
 import pytest
-from asgiref.sync import async_to_sync, sync_to_async
+from asgiref.sync import SyncToAsync
 from django.db import connections
 from django.test import Client
 from mcp.shared.exceptions import MCPError
@@ -110,9 +110,10 @@ def live_server_url(django_db_setup):
         yield f"{server.url}/mcp"
     finally:
         server.stop()
-        # The server's database work ran in Django's thread-sensitive executor: close its connections
-        # there (PostgreSQL does not drop a test database that is still in use).
-        async_to_sync(sync_to_async(connections.close_all, thread_sensitive=True))()
+        # The server's MCP database work ran in asgiref's single thread executor (thread-sensitive calls made
+        # outside any request's context): close that thread's connections there, or PostgreSQL refuses to drop
+        # the test database while its session is open.
+        SyncToAsync.single_thread_executor.submit(connections.close_all).result()
 
 
 @pytest.fixture(scope="module", params=["stdio", "http"])
