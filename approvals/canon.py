@@ -144,11 +144,10 @@ def canon_verify(book) -> tuple[int, str | None]:
             entries = DecisionLogEntry.objects.filter(
                 subject_type=subject_type, decision=APPROVING, subject_id__in=ids[at : at + 500]
             )
-            # What the entry says is read from its hashed text, not from the columns generated from it.
-            said = [json.loads(text) for text in entries.values_list("entry", flat=True)]
-            for fields in sorted(said, key=lambda fields: fields["sequence"]):
-                if (fields["subject_type"], fields["decision"]) == (subject_type, APPROVING):
-                    approving[fields["subject_id"]] = fields["detail"]
+            # What the entry approved is read from its hashed text.
+            for text in entries.order_by("sequence").values_list("entry", flat=True):
+                said = json.loads(text)
+                approving[said["subject_id"]] = said["detail"]
         for pk, fields in current.items():
             checked += 1
             detail = approving.get(pk)

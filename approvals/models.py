@@ -130,8 +130,8 @@ class CanonicalJSONEncoder(json.JSONEncoder):
 class CanonicalJSONTextField(models.JSONField):
     """A JSON value kept as its canonical text (sorted keys, compact, UTF-8) in a text column, on every database.
 
-    PostgreSQL's ``jsonb`` reorders keys and respaces the text, so verification had to parse and re-encode
-    every detail there (issue 19); stored as text, it comes back byte-for-byte as hashed, as on SQLite."""
+    The decision log's ``detail`` column was one from migration 0009 until 0011 stored each entry whole as its
+    hashed text (``DecisionLogEntry.entry``); those migrations' states still name it."""
 
     def db_type(self, connection) -> str:
         return "text"
