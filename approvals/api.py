@@ -9,8 +9,8 @@ from ninja.pagination import paginate
 
 from discovery.access import Cap, book_access, books_visible_to, principal_capabilities
 from discovery.loop.selectors import impact_capped
-from novelgraph.auth import principal_of
-from novelgraph.schemas import ERRORS
+from novelgraph.core.auth import principal_of
+from novelgraph.core.schemas import ERRORS
 
 from .models import Approval, DecisionList
 from .schemas import (

@@ -10,7 +10,9 @@ class ApprovalsConfig(AppConfig):
     def ready(self) -> None:
         from django.db.models.signals import post_migrate
 
-        from novelgraph.db import guard_tables_after_migrate, register_append_only
+        from novelgraph.core.db import guard_tables_after_migrate, register_append_only
+
+        from . import checks  # noqa: F401  (registers the decision log's system check)
 
         # The decision log refuses UPDATE and DELETE; the guard is back after every migrate and flush.
         register_append_only(*APPEND_ONLY)

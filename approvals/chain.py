@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 
 from django.conf import settings
 
-from novelgraph.sealkey import key_id_of
+from novelgraph.core.sealkey import key_id_of
 
 GENESIS_HASH = "0" * 64
 CHAIN_FIELDS = (

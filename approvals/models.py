@@ -10,7 +10,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 
-from novelgraph.db import TimeStampedModel, enum_check
+from novelgraph.core.db import TimeStampedModel, enum_check
 
 
 class ApprovalKind(models.TextChoices):

@@ -12,7 +12,7 @@ from typing import Any
 from ninja import Field, Schema
 
 from discovery.models import ThrustCandidate
-from novelgraph.schemas import LONG_TEXT, Text, limit
+from novelgraph.core.schemas import LONG_TEXT, Text, limit
 
 from .models import Approval, ApprovalStatus, Verdict
 from .selectors import withheld_line

@@ -19,9 +19,9 @@ from discovery.access import BookAccess, Cap, book_access, books_visible_to
 from discovery.models import Book, StoryCharter
 from discovery.refs import resolve_source_refs
 from discovery.selectors import withheld_claims
-from novelgraph.auth import Principal
-from novelgraph.errors import Forbidden, NotFound
-from novelgraph.rows import per_vendor
+from novelgraph.core.auth import Principal
+from novelgraph.core.errors import Forbidden, NotFound
+from novelgraph.core.rows import per_vendor
 
 from .anchor import anchor_line, anchor_seal, anchor_tip
 from .canon import canon_verify

@@ -23,9 +23,9 @@ from django.utils import timezone
 
 from discovery.access import BookAccess
 from discovery.models import Book
-from novelgraph.db import lock_row
-from novelgraph.errors import Conflict, Invalid, NotFound
-from novelgraph.pagination import rest_link
+from novelgraph.core.db import lock_row
+from novelgraph.core.errors import Conflict, Invalid, NotFound
+from novelgraph.core.pagination import rest_link
 
 from .anchor import anchor_after_commit
 from .canon import APPROVING, canon_record

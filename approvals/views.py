@@ -21,12 +21,12 @@ from django.views.decorators.http import require_GET, require_http_methods
 from discovery.access import BookAccess, Cap, page_access
 from discovery.agents.selectors import produced_by
 from discovery.selectors import approval_conflicts
-from novelgraph.auth import principal_for_user
-from novelgraph.errors import Conflict, Forbidden, Invalid
-from novelgraph.events import APPROVALS_CHANGED, announce
-from novelgraph.pagination import page_at, page_offset, page_url, read_page
-from novelgraph.schemas import parse_form
-from novelgraph.words import AGENT_NAMES
+from novelgraph.core.auth import principal_for_user
+from novelgraph.core.errors import Conflict, Forbidden, Invalid
+from novelgraph.core.events import APPROVALS_CHANGED, announce
+from novelgraph.core.pagination import page_at, page_offset, page_url, read_page
+from novelgraph.core.schemas import parse_form
+from novelgraph.core.words import AGENT_NAMES
 
 from .models import Approval, Verdict
 from .schemas import VerdictIn

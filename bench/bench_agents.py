@@ -41,7 +41,7 @@ def main(argv=None) -> common.Report:
     from discovery.loop.models import LoopMeta
     from discovery.loop.services import loop_ensure
     from discovery.services import dossier_store
-    from novelgraph.auth import Principal
+    from novelgraph.core.auth import Principal
 
     start = common.now_ns()
     bench = build_book(

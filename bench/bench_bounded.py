@@ -42,7 +42,7 @@ def main(argv=None) -> common.Report:
 
     from bench.data import build_book
     from discovery.selectors import VIEW_PAGE
-    from novelgraph.services import api_key_create
+    from novelgraph.core.services import api_key_create
 
     text = common.ZipfText(common.SEED)
     books = {}

@@ -301,7 +301,7 @@ def main(argv=None) -> common.Report:
     from bench.data import build_book
     from discovery.access import BookAccess, book_access
     from discovery.services.dossiers import dossier_content, dossier_create
-    from novelgraph.auth import Principal
+    from novelgraph.core.auth import Principal
     from tests.sqltrace import sql_trace
 
     def author_of(bench_book) -> BookAccess:

@@ -158,7 +158,7 @@ def main(argv=None) -> common.Report:
     from bench.bench_search import populate
     from bench.data import build_book
     from discovery.access import CAPABILITIES
-    from novelgraph.services import api_key_create
+    from novelgraph.core.services import api_key_create
 
     text = common.ZipfText(common.SEED)
     populate(vendor, args.chunks, text)

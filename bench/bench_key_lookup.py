@@ -6,7 +6,7 @@ Three implementations resolve the same unrestricted key and the same key limited
 
 - **ORM (before issue 19's lookup)**: the key with its owner through a queryset (an ``Exists`` for the book
   list), and a second query for the books of a limited key;
-- **ours**: ``novelgraph.auth.principal_for_key``: one bare statement (key, owner, book list), the principal
+- **ours**: ``novelgraph.core.auth.principal_for_key``: one bare statement (key, owner, book list), the principal
   reused from the per-process cache while the row is unchanged;
 - **floor**: the same bare statement on the DB-API cursor, the row fetched and nothing built.
 
@@ -28,8 +28,8 @@ def orm_lookup(raw_key: str):
     """The lookup as it was on main before this change (two ORM queries for a limited key)."""
     from django.db.models import Exists, OuterRef
 
-    from novelgraph.auth import Principal
-    from novelgraph.models import ApiKey, hash_api_key
+    from novelgraph.core.auth import Principal
+    from novelgraph.core.models import ApiKey, hash_api_key
 
     scoped = ApiKey.books.through.objects.filter(apikey_id=OuterRef("pk"))
     key = (
@@ -52,9 +52,9 @@ def main(argv=None) -> common.Report:
 
     from django.db import connection
 
-    from novelgraph import auth
-    from novelgraph.models import hash_api_key
-    from novelgraph.services import api_key_create
+    from novelgraph.core import auth
+    from novelgraph.core.models import hash_api_key
+    from novelgraph.core.services import api_key_create
     from tests.factories import BookFactory, UserFactory
     from tests.sqltrace import sql_trace
 

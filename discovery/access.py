@@ -19,10 +19,10 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db.models import Q, QuerySet
 
-from novelgraph.auth import Principal, principal_for_user
-from novelgraph.errors import Forbidden, NotFound
-from novelgraph.roles import AgentRole, PersonRole
-from novelgraph.rows import RowModel, per_vendor
+from novelgraph.core.auth import Principal, principal_for_user
+from novelgraph.core.errors import Forbidden, NotFound
+from novelgraph.core.roles import AgentRole, PersonRole
+from novelgraph.core.rows import RowModel, per_vendor
 
 from .models import Book, Series
 
@@ -140,7 +140,7 @@ class _BookLookup:
 
     Every column of the book, of its series (a left join) and of its owner, and whether the caller edits it
     (an ``EXISTS`` on the editors table). Bare SQL on Django's cursor, like the key's lookup
-    (``novelgraph.auth._KeyLookup``): every API request and page resolves its book here, and building and
+    (``novelgraph.core.auth._KeyLookup``): every API request and page resolves its book here, and building and
     compiling the equivalent queryset cost several times the statement (issue 19).
     """
 
@@ -276,5 +276,5 @@ def principal_capabilities(principal: Principal) -> frozenset[Cap]:
 
 def page_access(request, book: Book | Any, *caps: Cap, missing: str = "book") -> BookAccess:
     """The signed-in person's access to a book, for a page (refusals become the error page with
-    their status through ``novelgraph.pages``)."""
+    their status through ``novelgraph.core.pages``)."""
     return book_access(principal_for_user(request.user), book, *caps, missing=missing)

@@ -10,9 +10,9 @@ from ninja import Query, Router
 from ninja.pagination import paginate
 from ninja.responses import Status
 
-from novelgraph.auth import principal_of
-from novelgraph.pagination import rest_link
-from novelgraph.schemas import ERRORS
+from novelgraph.core.auth import principal_of
+from novelgraph.core.pagination import rest_link
+from novelgraph.core.schemas import ERRORS
 
 from . import services
 from .access import BookAccess, Cap, book_access, books_visible_to, first_visible_book_ids, principal_capabilities

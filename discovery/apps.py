@@ -15,7 +15,7 @@ class DiscoveryConfig(AppConfig):
     def ready(self) -> None:
         from django.db.models.signals import post_migrate
 
-        from novelgraph.db import guard_tables_after_migrate, register_append_only
+        from novelgraph.core.db import guard_tables_after_migrate, register_append_only
 
         from .services.knowledge import ensure_literary_base_after_migrate
         from .services.subjects import register

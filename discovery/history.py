@@ -17,8 +17,8 @@ from django.db.models.expressions import RawSQL
 from django.urls import reverse
 
 from approvals.models import DecisionLogEntry, Verdict
-from novelgraph.errors import NotFound
-from novelgraph.pagination import rest_link
+from novelgraph.core.errors import NotFound
+from novelgraph.core.pagination import rest_link
 
 from .access import BookAccess
 from .models import KnowledgeClaim

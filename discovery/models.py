@@ -16,8 +16,8 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from novelgraph.db import TimeStampedModel, choices_check, enum_check
-from novelgraph.roles import ANY_ROLE, AgentRole, choices_of
+from novelgraph.core.db import TimeStampedModel, choices_check, enum_check
+from novelgraph.core.roles import ANY_ROLE, AgentRole, choices_of
 
 
 class Provenance(models.TextChoices):

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from library.models import KnowledgeChunk, ResearchItem
-from novelgraph.errors import Invalid
+from novelgraph.core.errors import Invalid
 
 from .access import BookAccess, Cap
 from .models import Book, KnowledgeClaim, Observation, ScratchpadEntry, StoryCharter, Turn

@@ -10,9 +10,9 @@ from typing import Annotated, Any, Literal, get_args
 from ninja import Field, Schema
 from pydantic import AfterValidator, StrictBool, ValidationInfo, field_validator
 
-from novelgraph.pagination import rest_link
-from novelgraph.roles import AgentRole
-from novelgraph.schemas import LONG_TEXT, MAX_LIST_ITEMS, JsonValue, Text, TextList, input_error, limit
+from novelgraph.core.pagination import rest_link
+from novelgraph.core.roles import AgentRole
+from novelgraph.core.schemas import LONG_TEXT, MAX_LIST_ITEMS, JsonValue, Text, TextList, input_error, limit
 
 from .models import (
     Book,

@@ -12,8 +12,8 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db.models import Model, OuterRef, Q, QuerySet, Subquery
 
-from novelgraph.errors import NotFound
-from novelgraph.pagination import page_at
+from novelgraph.core.errors import NotFound
+from novelgraph.core.pagination import page_at
 
 from .access import BookAccess, Cap
 from .canon import STORY_COLUMNS, as_of, conflicts_with, effective_until, fair_play, visibility

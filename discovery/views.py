@@ -21,11 +21,11 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from approvals.models import Approval, DecisionLogEntry
 from library.models import ResearchItem
-from novelgraph.auth import principal_for_user
-from novelgraph.errors import Conflict, DomainError, NotFound
-from novelgraph.pagination import page_offset, page_url, read_page
-from novelgraph.roles import AgentRole
-from novelgraph.schemas import parse_form
+from novelgraph.core.auth import principal_for_user
+from novelgraph.core.errors import Conflict, DomainError, NotFound
+from novelgraph.core.pagination import page_offset, page_url, read_page
+from novelgraph.core.roles import AgentRole
+from novelgraph.core.schemas import parse_form
 
 from . import services
 from .access import BookAccess, Cap, books_visible_to, page_access

@@ -14,9 +14,9 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
-from novelgraph.auth import principal_for_user
-from novelgraph.errors import DomainError
-from novelgraph.schemas import parse_form
+from novelgraph.core.auth import principal_for_user
+from novelgraph.core.errors import DomainError
+from novelgraph.core.schemas import parse_form
 
 from . import services
 from .models import KnowledgeChunk, KnowledgeSource, ResearchItem

@@ -8,9 +8,9 @@ from ninja import Query, Router, Status
 from ninja.pagination import paginate
 
 from discovery.access import Cap, book_access, principal_capabilities, refusal
-from novelgraph.auth import principal_of
-from novelgraph.pagination import rest_link
-from novelgraph.schemas import ERRORS
+from novelgraph.core.auth import principal_of
+from novelgraph.core.pagination import rest_link
+from novelgraph.core.schemas import ERRORS
 
 from . import selectors, services
 from .schemas import (

@@ -10,7 +10,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from novelgraph.db import TimeStampedModel, enum_check
+from novelgraph.core.db import TimeStampedModel, enum_check
 
 
 class KnowledgeSource(TimeStampedModel):

@@ -12,8 +12,8 @@ from ninja import Field, Schema
 from pydantic import AfterValidator, TypeAdapter
 from pydantic import ValidationError as PydanticValidationError
 
-from novelgraph.errors import Invalid
-from novelgraph.schemas import LONG_TEXT, Labels, Text, input_error, limit
+from novelgraph.core.errors import Invalid
+from novelgraph.core.schemas import LONG_TEXT, Labels, Text, input_error, limit
 
 from .models import KnowledgeChunk, KnowledgeSource, ResearchItem
 from .search import DEFAULT_LIMIT, MAX_LIMIT, MAX_QUERY_CHARS

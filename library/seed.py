@@ -118,7 +118,7 @@ def curated_topics_complete(KnowledgeSource, KnowledgeChunk) -> int:
 
 def seed_curated_library_after_migrate(sender, using: str = "default", **kwargs) -> None:
     """``post_migrate``: the curated library is present (after a flush in tests, too)."""
-    from novelgraph.db import tables_exist
+    from novelgraph.core.db import tables_exist
 
     if not tables_exist(using, "library_knowledgesource", "library_knowledgechunk"):
         return

@@ -12,7 +12,7 @@ from django.db.models.expressions import RawSQL
 from discovery.access import BookAccess, Cap
 from discovery.models import Book
 from discovery.selectors import SCOPE_READ_CAP, SCOPE_WITHHELD_LABEL, book_bases
-from novelgraph.errors import NotFound
+from novelgraph.core.errors import NotFound
 
 from . import search as search_index
 from .models import KnowledgeChunk, KnowledgeSource, ResearchItem

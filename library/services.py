@@ -28,9 +28,9 @@ from approvals.services import (
     subject_decide,
 )
 from discovery.access import BookAccess, Cap, principal_capabilities, refusal
-from novelgraph.auth import Principal
-from novelgraph.errors import Conflict, Forbidden, Invalid
-from novelgraph.schemas import limit
+from novelgraph.core.auth import Principal
+from novelgraph.core.errors import Conflict, Forbidden, Invalid
+from novelgraph.core.schemas import limit
 
 from . import search as search_index
 from .models import KnowledgeChunk, KnowledgeSource, ResearchItem

@@ -13,10 +13,10 @@ from django.views.decorators.http import require_POST
 
 from discovery.access import BookAccess, Cap, page_access, principal_capabilities, refusal
 from discovery.views import book_links
-from novelgraph.auth import principal_for_user
-from novelgraph.errors import Conflict, DomainError, Invalid, NotFound
-from novelgraph.events import APPROVALS_CHANGED, announce
-from novelgraph.schemas import parse_form
+from novelgraph.core.auth import principal_for_user
+from novelgraph.core.errors import Conflict, DomainError, Invalid, NotFound
+from novelgraph.core.events import APPROVALS_CHANGED, announce
+from novelgraph.core.schemas import parse_form
 
 from . import search as search_index
 from . import services

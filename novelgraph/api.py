@@ -20,10 +20,10 @@ from discovery.agents.api import router as agents_router
 from discovery.api import router as discovery_router
 from discovery.loop.api import router as loop_router
 from library.api import router as library_router
-from novelgraph.auth import ApiKeyAuth, BrowserSessionAuth
-from novelgraph.errors import DomainError, Invalid
-from novelgraph.schemas import refuse_nul
-from novelgraph.security import body_limit_for
+from novelgraph.core.auth import ApiKeyAuth, BrowserSessionAuth
+from novelgraph.core.errors import DomainError, Invalid
+from novelgraph.core.schemas import refuse_nul
+from novelgraph.core.security import body_limit_for
 
 
 def _refuse_constant(name: str):

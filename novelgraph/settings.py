@@ -11,7 +11,7 @@ from pathlib import Path
 
 import dj_database_url
 
-from novelgraph.sealkey import local_seal_key, split_keys
+from novelgraph.core.sealkey import local_seal_key, split_keys
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("NOVELGRAPH_VAR_DIR", BASE_DIR / "var"))
@@ -64,20 +64,21 @@ INSTALLED_APPS = [
     "ninja",
     "django_tasks",
     "django_tasks_db",
-    "novelgraph",
+    "novelgraph.core",
     "discovery",
     "discovery.loop",
     "discovery.agents",
     "library",
     "approvals",
+    "novelgraph",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "csp.middleware.CSPMiddleware",
-    "novelgraph.security.ApiJsonErrorsMiddleware",
+    "novelgraph.core.security.ApiJsonErrorsMiddleware",
     # Before anything that reads the body (sessions, CSRF, views): an oversized body is a 413.
-    "novelgraph.security.RequestSizeLimitMiddleware",
+    "novelgraph.core.security.RequestSizeLimitMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -87,7 +88,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     # A rule's refusal that a page does not show inline becomes the error page with its status.
-    "novelgraph.pages.DomainErrorPages",
+    "novelgraph.core.pages.DomainErrorPages",
 ]
 
 ROOT_URLCONF = "novelgraph.urls"
@@ -154,15 +155,15 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # request uses it (runserver still closes its per-request threads' connections).
 DATABASES["default"]["CONN_MAX_AGE"] = int(os.environ.get("NOVELGRAPH_CONN_MAX_AGE", "600"))
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
-# API requests with a bearer key skip the browser's middleware (novelgraph.browser_only); session-cookie
+# API requests with a bearer key skip the browser's middleware (novelgraph.core.browser_only); session-cookie
 # requests, API or not, still go through Django's own.
 BROWSER_ONLY_MIDDLEWARE = {
-    "django.contrib.sessions.middleware.SessionMiddleware": "novelgraph.browser_only.BrowserSessionMiddleware",
-    "django.middleware.csrf.CsrfViewMiddleware": "novelgraph.browser_only.BrowserCsrfViewMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware": "novelgraph.core.browser_only.BrowserSessionMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware": "novelgraph.core.browser_only.BrowserCsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware": (
-        "novelgraph.browser_only.BrowserAuthenticationMiddleware"
+        "novelgraph.core.browser_only.BrowserAuthenticationMiddleware"
     ),
-    "django.contrib.messages.middleware.MessageMiddleware": "novelgraph.browser_only.BrowserMessageMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware": "novelgraph.core.browser_only.BrowserMessageMiddleware",
 }
 MIDDLEWARE = [BROWSER_ONLY_MIDDLEWARE.get(name, name) for name in MIDDLEWARE]
 # Django's CSRF deploy check looks for its middleware by name; novelgraph.W003 accepts the subclass instead.
@@ -174,9 +175,9 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
-# Username/password with login throttling (novelgraph.security): too many failures for one
+# Username/password with login throttling (novelgraph.core.security): too many failures for one
 # username from one address refuse further attempts for the window (HTTP 429 on the login page).
-AUTHENTICATION_BACKENDS = ["novelgraph.security.ThrottledModelBackend"]
+AUTHENTICATION_BACKENDS = ["novelgraph.core.security.ThrottledModelBackend"]
 NOVELGRAPH_LOGIN_FAILURE_LIMIT = int(os.environ.get("NOVELGRAPH_LOGIN_FAILURE_LIMIT", "5"))
 NOVELGRAPH_LOGIN_FAILURE_WINDOW = int(os.environ.get("NOVELGRAPH_LOGIN_FAILURE_WINDOW", "900"))  # seconds
 LOGIN_URL = "login"
@@ -210,7 +211,7 @@ X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 # Content-Security-Policy on every response (django-csp): only the site's own scripts, styles and images;
-# no inline script or style anywhere (pages, admin, API docs). novelgraph.security.CONTENT_SECURITY_POLICY
+# no inline script or style anywhere (pages, admin, API docs). novelgraph.core.security.CONTENT_SECURITY_POLICY
 # is the same policy as one header value. (With DEBUG on, django-csp leaves Django's debug 404/500 pages alone.)
 CONTENT_SECURITY_POLICY = {
     "DIRECTIVES": {
@@ -275,7 +276,7 @@ LOGGING = {
 }
 
 # API lists: `@paginate` (limit/offset) answers {"items": [...], "count": N}; a limit above the maximum, or an
-# offset above a billion (novelgraph.pagination), is a 422 naming the parameter.
-NINJA_PAGINATION_CLASS = "novelgraph.pagination.BoundedLimitOffsetPagination"
+# offset above a billion (novelgraph.core.pagination), is a 422 naming the parameter.
+NINJA_PAGINATION_CLASS = "novelgraph.core.pagination.BoundedLimitOffsetPagination"
 NINJA_PAGINATION_PER_PAGE = 50
 NINJA_PAGINATION_MAX_LIMIT = 200

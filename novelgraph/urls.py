@@ -2,11 +2,12 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+from novelgraph.core.security import ThrottledLoginView
+
 from . import views
 from .api import api
-from .security import ThrottledLoginView
 
-handler400 = "novelgraph.security.bad_request"
+handler400 = "novelgraph.core.security.bad_request"
 
 urlpatterns = [
     path("login/", ThrottledLoginView.as_view(), name="login"),

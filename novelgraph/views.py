@@ -8,13 +8,12 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from discovery.access import books_visible_to
-
-from .auth import principal_for_user
-from .errors import DomainError
-from .models import ApiKey
-from .roles import KEY_ROLES
-from .schemas import ApiKeyIn, parse_form
-from .services import api_key_create, api_key_revoke
+from novelgraph.core.auth import principal_for_user
+from novelgraph.core.errors import DomainError
+from novelgraph.core.models import ApiKey
+from novelgraph.core.roles import KEY_ROLES
+from novelgraph.core.schemas import ApiKeyIn, parse_form
+from novelgraph.core.services import api_key_create, api_key_revoke
 
 
 def _page(request: HttpRequest, *, raw_key: str | None = None, created: ApiKey | None = None, error=None, status=200):

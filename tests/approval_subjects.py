@@ -8,7 +8,7 @@ from discovery.schemas import CharterIn
 from discovery.services.charters import charter_propose
 from library.schemas import ResearchIn
 from library.services import research_propose
-from novelgraph.auth import Principal
+from novelgraph.core.auth import Principal
 
 from .factories import DiscoverySessionFactory, KnowledgeChunkFactory, ScratchpadEntryFactory, TurnFactory
 

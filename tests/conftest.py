@@ -9,15 +9,15 @@ import pytest
 from django.db import connection
 from django.test import Client
 
-from novelgraph.db import remove_append_only
-from novelgraph.services import api_key_create
+from novelgraph.core.db import remove_append_only
+from novelgraph.core.services import api_key_create
 
 from .factories import PASSWORD, BookFactory, UserFactory
 
 # --- Append-only guards and transactional tests ------------------------------
 # Transactional tests end with a flush that deletes every row; on SQLite the
 # append-only triggers would refuse it, so they are lifted for the flush. The
-# flush then emits post_migrate, and novelgraph.db.restore_store_invariants puts
+# flush then emits post_migrate, and novelgraph.core.db.restore_store_invariants puts
 # the guards and the data-migration rows (curated library, roster) back.
 
 

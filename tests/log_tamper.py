@@ -14,7 +14,7 @@ from django.db import connection
 
 from approvals.chain import canonical_bytes, entry_hash
 from approvals.models import DecisionLogEntry
-from novelgraph.db import install_append_only, remove_append_only
+from novelgraph.core.db import install_append_only, remove_append_only
 
 TABLE = DecisionLogEntry._meta.db_table
 

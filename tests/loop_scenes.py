@@ -31,7 +31,7 @@ def a_governing_charter(book) -> None:
     from approvals.services import approval_decide
     from discovery.access import book_access
     from discovery.models import StoryCharter
-    from novelgraph.auth import principal_for_user
+    from novelgraph.core.auth import principal_for_user
 
     from .approval_subjects import propose_charter
 
@@ -122,7 +122,7 @@ def start_discovery(book) -> None:
     """Start the book's discovery through the API, as its author: that is when its loop begins (G0)."""
     from django.test import Client
 
-    from novelgraph.services import api_key_create
+    from novelgraph.core.services import api_key_create
 
     from .conftest import Api
 

@@ -42,9 +42,9 @@ from discovery.loop.models import PlanNode
 from discovery.loop.schemas import CandidateIn, QuestionIn
 from discovery.models import KnowledgeBase
 from discovery.schemas import HandoffIn
-from novelgraph.auth import principal_for_key, principal_for_user
+from novelgraph.core.auth import principal_for_key, principal_for_user
+from novelgraph.core.services import api_key_create
 from novelgraph.mcp.server import build_server, key_source
-from novelgraph.services import api_key_create
 
 from .factories import BookFactory, KnowledgeClaimFactory, TurnFactory
 

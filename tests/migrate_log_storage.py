@@ -26,7 +26,7 @@ from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.db.models.signals import pre_migrate  # noqa: E402
 
-from novelgraph.db import install_append_only, remove_append_only  # noqa: E402
+from novelgraph.core.db import install_append_only, remove_append_only  # noqa: E402
 
 pre_migrate.disconnect(dispatch_uid="novelgraph-backup-before-migrate")
 TABLE = "approvals_decisionlogentry"

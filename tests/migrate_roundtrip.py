@@ -30,7 +30,7 @@ from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.db.models.signals import pre_migrate  # noqa: E402
 
-from novelgraph.db import APPEND_ONLY_TABLES  # noqa: E402
+from novelgraph.core.db import APPEND_ONLY_TABLES  # noqa: E402
 
 pre_migrate.disconnect(dispatch_uid="novelgraph-backup-before-migrate")
 

@@ -24,7 +24,7 @@ from discovery.models import (
     StoryCharter,
     ThrustCandidate,
 )
-from novelgraph.services import api_key_create
+from novelgraph.core.services import api_key_create
 
 from .agents_support import ask_sol, discover_a_new_book, work_off_queue
 from .conftest import Api

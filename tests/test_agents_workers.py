@@ -21,7 +21,7 @@ from discovery.agents.schemas import AgentRunIn
 from discovery.agents.services import agent_run_start
 from discovery.models import StoryCharter
 from discovery.services import discovery_start
-from novelgraph.auth import principal_for_user
+from novelgraph.core.auth import principal_for_user
 
 pytestmark = pytest.mark.django_db(transaction=True)
 RUNS = 50

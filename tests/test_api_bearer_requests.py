@@ -11,7 +11,7 @@ from django.conf import settings
 from django.test import Client
 
 from discovery.models import DiscoverySession
-from novelgraph.services import api_key_create
+from novelgraph.core.services import api_key_create
 
 from .factories import PASSWORD
 
@@ -85,7 +85,7 @@ def test_pages_keep_the_session_even_when_a_bearer_header_is_sent(browser, key):
 
 
 def test_a_deploy_without_csrf_protection_is_still_warned(settings):
-    from novelgraph.checks import csrf_middleware_check
+    from novelgraph.core.checks import csrf_middleware_check
 
     assert csrf_middleware_check() == []
     settings.MIDDLEWARE = [m for m in settings.MIDDLEWARE if "Csrf" not in m]

@@ -28,7 +28,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from novelgraph.services import api_key_create
+from novelgraph.core.services import api_key_create
 from novelgraph.wsgi import application
 
 from .security_scene import build_scene

@@ -15,8 +15,8 @@ from approvals.selectors import decision_log_verify
 from approvals.services import HANDLERS, approval_decide
 from discovery.models import StoryCharter
 from library.models import ResearchItem
-from novelgraph.auth import principal_for_user
-from novelgraph.errors import Conflict, Forbidden, Invalid
+from novelgraph.core.auth import principal_for_user
+from novelgraph.core.errors import Conflict, Forbidden, Invalid
 
 from .approval_subjects import propose_charter, refs_to, sources_of
 from .factories import BookFactory
@@ -259,7 +259,7 @@ def test_a_changed_charter_lapses_its_approval_409_superseded(book, charter, app
 
 def test_the_service_refuses_agents_blank_rationales_and_stale_decisions(book, author, charter, approval):
     from discovery.access import book_access
-    from novelgraph.auth import Principal
+    from novelgraph.core.auth import Principal
 
     with pytest.raises(Forbidden):
         approval_decide(

@@ -105,8 +105,8 @@ def test_the_auth_layer_sits_below_the_apps():
     """``novelgraph`` modules the apps build on import no app (the API mounts routers from above)."""
     modules = _modules()
     known = set(modules)
-    below = ["novelgraph.auth", "novelgraph.db", "novelgraph.errors", "novelgraph.models", "novelgraph.roles",
-             "novelgraph.schemas", "novelgraph.services", "novelgraph.pagination"]  # fmt: skip
+    below = ["novelgraph.core.auth", "novelgraph.core.db", "novelgraph.core.errors", "novelgraph.core.models", "novelgraph.core.roles",
+             "novelgraph.core.schemas", "novelgraph.core.services", "novelgraph.core.pagination"]  # fmt: skip
     for name in below:
         apps = {t for t in _imports(name, modules[name], known) if not t.startswith("novelgraph")}
         assert apps == set(), f"{name} imports {apps}"
@@ -248,7 +248,7 @@ def test_no_form_writes_its_own_text_limit():
 def test_a_forms_limit_is_the_schemas_and_the_columns():
     from approvals.models import Approval
     from discovery.models import ThrustCandidate, Turn
-    from novelgraph.templatetags.limits import schema_limit
+    from novelgraph.core.templatetags.limits import schema_limit
 
     assert schema_limit("discovery.schemas.TurnIn", "content") == Turn._meta.get_field("content").max_length
     assert schema_limit("approvals.schemas.VerdictIn", "rationale") == Approval._meta.get_field("rationale").max_length

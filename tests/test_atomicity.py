@@ -19,7 +19,7 @@ from discovery.models import Observation, StoryCharter, Turn
 from library.models import KnowledgeChunk, KnowledgeSource
 from library.schemas import SourceImportIn
 from library.services import source_import
-from novelgraph.auth import principal_for_user
+from novelgraph.core.auth import principal_for_user
 
 from .approval_subjects import propose_charter
 from .factories import DiscoverySessionFactory

@@ -41,7 +41,7 @@ from django.urls import URLPattern, URLResolver, get_resolver
 
 from discovery.models import KnowledgeBase, KnowledgeLink
 from novelgraph.api import api
-from novelgraph.services import api_key_create, api_key_revoke
+from novelgraph.core.services import api_key_create, api_key_revoke
 
 from .dbstate import rows_written
 from .factories import (
@@ -170,7 +170,7 @@ def body_for(operation: dict, ids: dict) -> dict | None:
 def scene(author, editor, outsider, book, other_book, sol_api, monkeypatch):
     # A key records when it was used at most once a minute; the matrix runs longer than a minute, so that
     # once-a-minute write is moved out of its way (the check below is that refusals and reads write nothing).
-    monkeypatch.setattr("novelgraph.auth.KEY_USE_RESOLUTION", timedelta(days=1))
+    monkeypatch.setattr("novelgraph.core.auth.KEY_USE_RESOLUTION", timedelta(days=1))
     ids = build_scene(book, sol_api)
     node = ids.get("node_id")
     if node:

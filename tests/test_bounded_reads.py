@@ -127,7 +127,7 @@ def test_the_discovery_view_stays_the_same_size_when_the_book_grows(author_api, 
 def test_the_rest_of_a_collection_is_refused_to_a_caller_who_may_not_read_the_book(outsider, big_book):
     from django.test import Client
 
-    from novelgraph.services import api_key_create
+    from novelgraph.core.services import api_key_create
 
     from .conftest import Api
 

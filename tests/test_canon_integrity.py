@@ -14,8 +14,8 @@ from django.test import Client
 from approvals.models import Approval, DecisionLogEntry
 from approvals.services import approval_request
 from discovery.models import Book, KnowledgeBase, KnowledgeClaim, KnowledgeLink, StoryCharter
-from novelgraph.models import ApiKey
-from novelgraph.services import api_key_create, api_key_revoke
+from novelgraph.core.models import ApiKey
+from novelgraph.core.services import api_key_create, api_key_revoke
 
 from .conftest import Api
 from .discovery_support import charter_body, start

@@ -14,7 +14,7 @@ from django.test.utils import CaptureQueriesContext
 from approvals.models import Approval, DecisionLogEntry
 from discovery.agents.models import AgentRun
 from discovery.models import Book, KnowledgeClaim, ScratchpadEntry
-from novelgraph.services import api_key_create
+from novelgraph.core.services import api_key_create
 
 from .agents_support import start_run, work_off_queue
 from .conftest import Api

@@ -204,7 +204,7 @@ def test_the_bench_floor_answers_me_as_ours_does(author, book, monkeypatch, extr
 
     from bench import floor_wsgi
     from discovery.access import CAPABILITIES
-    from novelgraph.services import api_key_create
+    from novelgraph.core.services import api_key_create
 
     from .conftest import Api
 
@@ -506,7 +506,7 @@ def test_an_observation_gives_a_page_of_its_revisions_and_a_link_to_the_rest(aut
 def test_an_observation_with_few_revisions_has_no_link(author_api, book, outsider):
     from django.test import Client
 
-    from novelgraph.services import api_key_create
+    from novelgraph.core.services import api_key_create
 
     from .conftest import Api
     from .factories import ObservationFactory, TurnFactory
@@ -1153,8 +1153,8 @@ def test_two_sessions_of_a_book_proposing_at_once_queue_on_the_books_lock(book):
     from discovery.models import DiscoverySession, ThrustCandidate
     from discovery.schemas import ThrustIn
     from discovery.services.sessions import MAX_OPEN_THRUSTS, thrust_propose
-    from novelgraph.auth import principal_for_user
-    from novelgraph.errors import Conflict
+    from novelgraph.core.auth import principal_for_user
+    from novelgraph.core.errors import Conflict
 
     from .discovery_support import thrust_body
     from .factories import DiscoverySessionFactory, ThrustCandidateFactory

@@ -15,7 +15,7 @@ from approvals.views import PER_PAGE as LOG_PER_PAGE
 from discovery.access import book_access
 from discovery.models import KnowledgeBase, KnowledgeClaim
 from discovery.selectors import codex_view
-from novelgraph.auth import principal_for_key
+from novelgraph.core.auth import principal_for_key
 
 from .discovery_support import start
 from .factories import PASSWORD, BookFactory, KnowledgeChunkFactory

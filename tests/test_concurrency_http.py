@@ -21,7 +21,7 @@ from discovery.access import book_access
 from discovery.models import ScratchpadEntry, Turn
 from library.schemas import ResearchIn
 from library.services import research_propose
-from novelgraph.auth import principal_for_key
+from novelgraph.core.auth import principal_for_key
 
 from .factories import DiscoverySessionFactory
 

@@ -117,7 +117,7 @@ def test_each_book_has_its_own_chain(book, other_book, author, outsider):
 def test_an_entry_needs_a_rationale_a_known_decision_and_a_ratifier(book, author):
     from django.db import IntegrityError
 
-    from novelgraph.errors import Invalid
+    from novelgraph.core.errors import Invalid
 
     with pytest.raises(Invalid) as blank:
         decision_log_append(
@@ -533,7 +533,7 @@ def test_concurrent_decisions_on_distinct_approvals_of_one_book_never_fork(trans
     from approvals.services import approval_decide
     from discovery.access import book_access
     from discovery.models import StoryCharter
-    from novelgraph.auth import principal_for_user
+    from novelgraph.core.auth import principal_for_user
 
     from .approval_subjects import propose_charter
 

@@ -22,7 +22,7 @@ from approvals.models import Approval, DecisionLogEntry
 from approvals.selectors import decision_log_verify
 from discovery.models import KnowledgeClaim, StoryCharter
 from library.models import ResearchItem
-from novelgraph.db import install_append_only, remove_append_only
+from novelgraph.core.db import install_append_only, remove_append_only
 
 from .discovery_support import charter_body, start
 from .factories import PASSWORD

@@ -14,7 +14,7 @@ from approvals.models import DecisionLogEntry
 from approvals.selectors import decision_log_verify
 from discovery.loop.models import LoopMeta
 from discovery.models import Book, Chapter, DiscoverySession, StoryCharter
-from novelgraph.services import api_key_create
+from novelgraph.core.services import api_key_create
 
 from .conftest import Api
 from .loop_scenes import ask_gate, decide, review

@@ -12,9 +12,9 @@ from discovery.access import book_access
 from discovery.models import KnowledgeBase, KnowledgeLink
 from discovery.refs import resolve_source_refs, validate_source_refs
 from discovery.schemas import EntryIn
-from novelgraph.auth import Principal
-from novelgraph.errors import Invalid
-from novelgraph.schemas import parse_form
+from novelgraph.core.auth import Principal
+from novelgraph.core.errors import Invalid
+from novelgraph.core.schemas import parse_form
 
 from .factories import (
     BookFactory,

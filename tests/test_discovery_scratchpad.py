@@ -10,7 +10,7 @@ from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.test import Client
 
 from discovery.models import KnowledgeClaim, Observation, ScratchpadEntry
-from novelgraph.services import api_key_create
+from novelgraph.core.services import api_key_create
 
 from .conftest import Api
 from .discovery_support import start

@@ -20,7 +20,7 @@ from discovery.models import (
     ThrustCandidate,
     Turn,
 )
-from novelgraph.services import api_key_create
+from novelgraph.core.services import api_key_create
 
 from .conftest import Api
 from .discovery_support import assert_forbidden, start, thrust_body

@@ -11,7 +11,7 @@ from django.db import IntegrityError, connection, transaction
 from discovery.models import KnowledgeBase
 from library.models import KnowledgeChunk, KnowledgeSource
 from library.seed import CURATED_ENTRIES, seed_curated_library
-from novelgraph.models import ApiKey, hash_api_key
+from novelgraph.core.models import ApiKey, hash_api_key
 
 from .factories import (
     BookFactory,

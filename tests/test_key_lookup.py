@@ -1,6 +1,6 @@
 """Bearer-key lookup: one statement per request, a per-process cache that never serves a stale principal.
 
-``novelgraph.auth.principal_for_key`` reads the key, its owner and its book list in one statement, and reuses
+``novelgraph.core.auth.principal_for_key`` reads the key, its owner and its book list in one statement, and reuses
 the principal it built only while that row is unchanged. Every test here warms the cache first, then changes
 the key, its owner or its books through the ordinary services and models, and checks the very next request.
 """
@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from django.test import Client
 
-from novelgraph import auth
-from novelgraph.models import ApiKey
-from novelgraph.services import api_key_create, api_key_revoke
+from novelgraph.core import auth
+from novelgraph.core.models import ApiKey
+from novelgraph.core.services import api_key_create, api_key_revoke
 
 from .factories import BookFactory
 from .sqltrace import sql_trace

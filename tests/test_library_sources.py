@@ -16,8 +16,8 @@ from library.schemas import SourceImportIn
 from library.search import search
 from library.seed import seed_curated_library
 from library.services import source_import, split_document
-from novelgraph.auth import principal_for_user
-from novelgraph.errors import Conflict, Forbidden
+from novelgraph.core.auth import principal_for_user
+from novelgraph.core.errors import Conflict, Forbidden
 
 from .factories import PASSWORD, KnowledgeChunkFactory, KnowledgeSourceFactory, UserFactory
 
@@ -284,7 +284,7 @@ def test_a_failure_mid_import_rolls_back_the_chunks_already_written(author):
 
 
 def test_an_agent_may_not_import(author, sol_api):
-    from novelgraph.auth import principal_for_key
+    from novelgraph.core.auth import principal_for_key
 
     principal = principal_for_key(sol_api.key)
     with pytest.raises(Forbidden, match="literary:write"):

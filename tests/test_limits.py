@@ -169,7 +169,7 @@ def test_every_list_route_refuses_a_page_larger_than_200(author_api, book, sol_a
 
 def test_every_list_route_answers_a_huge_offset_with_a_422_naming_it(author_api, book, sol_api):
     """A 20-digit offset cannot reach the database (it would overflow its 64-bit integers): 422, on both backends."""
-    from novelgraph.pagination import MAX_OFFSET
+    from novelgraph.core.pagination import MAX_OFFSET
 
     from .security_scene import build_scene
 

@@ -7,7 +7,7 @@ import pytest
 
 from discovery.loop.models import Altitude, BlackboardArtifact, Candidate, Lifecycle, PlanNode
 from discovery.loop.schemas import ArtifactIn, CandidateIn, NodeIn, NodePatch
-from novelgraph.schemas import limit
+from novelgraph.core.schemas import limit
 
 from .loop_scenes import (
     started_book,  # noqa: F401 (the book, its discovery started)

@@ -13,7 +13,7 @@ from django.utils.html import escape
 
 from approvals.models import DecisionLogEntry
 from discovery.loop.models import Candidate, LoopMeta, OpenQuestion, OptionCard, PlanNode
-from novelgraph.schemas import limit
+from novelgraph.core.schemas import limit
 
 from .factories import BookFactory
 from .loop_scenes import (

@@ -257,7 +257,7 @@ def unstarted(author):
 @pytest.fixture
 def quiet_keys(monkeypatch):
     """A key records its use at most once a minute; move that write out of the way of the no-write checks."""
-    monkeypatch.setattr("novelgraph.auth.KEY_USE_RESOLUTION", timedelta(days=1))
+    monkeypatch.setattr("novelgraph.core.auth.KEY_USE_RESOLUTION", timedelta(days=1))
 
 
 def test_reading_the_loop_of_a_book_not_started_creates_nothing(
@@ -282,7 +282,7 @@ def test_reading_the_loop_of_a_book_not_started_creates_nothing(
 def test_a_write_to_a_loop_not_started_is_refused_and_creates_nothing(unstarted, author):
     from django.test import Client
 
-    from novelgraph.services import api_key_create
+    from novelgraph.core.services import api_key_create
 
     from .conftest import Api
 

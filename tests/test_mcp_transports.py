@@ -27,10 +27,10 @@ from discovery import services
 from discovery.access import book_access
 from discovery.models import Handoff, ScratchpadEntry
 from discovery.schemas import ClaimIn, HandoffIn
-from novelgraph.auth import principal_for_user
+from novelgraph.core.auth import principal_for_user
+from novelgraph.core.models import ApiKey, hash_api_key
+from novelgraph.core.services import api_key_revoke
 from novelgraph.mcp.tools import tools_for
-from novelgraph.models import ApiKey, hash_api_key
-from novelgraph.services import api_key_revoke
 
 from .factories import BookFactory, TurnFactory, UserFactory
 from .mcp_support import ClientThread, LiveServer, http_client, stdio_client

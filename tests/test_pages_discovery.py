@@ -13,7 +13,7 @@ from discovery.models import ContextDossier, Turn
 from library.models import ResearchItem
 from library.schemas import ResearchIn
 from library.services import research_propose
-from novelgraph.auth import principal_for_user
+from novelgraph.core.auth import principal_for_user
 
 from .factories import (
     PASSWORD,

@@ -59,7 +59,7 @@ def test_an_in_place_research_admission_tells_the_review_badge_and_the_badge_lis
     from discovery.access import book_access
     from library.schemas import ResearchIn
     from library.services import research_propose
-    from novelgraph.auth import principal_for_user
+    from novelgraph.core.auth import principal_for_user
 
     item = research_propose(
         access=book_access(principal_for_user(author), book),

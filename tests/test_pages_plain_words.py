@@ -12,7 +12,7 @@ from discovery.models import KnowledgeClaim
 from discovery.schemas import ClaimIn
 from discovery.services import claim_propose, claim_request_approval, discovery_start
 from discovery.services.knowledge import book_base
-from novelgraph.auth import Principal
+from novelgraph.core.auth import Principal
 
 from .approval_subjects import propose_charter
 from .loop_scenes import ask_gate, decide

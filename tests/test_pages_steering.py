@@ -13,7 +13,7 @@ from django.test import Client
 from approvals.models import Approval
 from discovery.loop.models import Candidate, OpenQuestion, PlanNode
 from discovery.models import Book, StoryCharter, Turn
-from novelgraph.services import api_key_create
+from novelgraph.core.services import api_key_create
 
 from .approval_subjects import propose_charter
 from .conftest import Api

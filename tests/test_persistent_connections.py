@@ -11,7 +11,7 @@ from django.core.handlers.wsgi import WSGIHandler
 from django.db import connection, connections
 from django.test import RequestFactory
 
-from novelgraph.services import api_key_create
+from novelgraph.core.services import api_key_create
 
 from .factories import BookFactory
 

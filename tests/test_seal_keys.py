@@ -18,7 +18,7 @@ from approvals.chain import current_key_id, seal_of
 from approvals.models import DecisionLogEntry
 from approvals.selectors import decision_log_verify
 from approvals.services import decision_log_append
-from novelgraph.sealkey import key_id_of, local_seal_key
+from novelgraph.core.sealkey import key_id_of, local_seal_key
 
 from .test_security_deploy import production_env
 

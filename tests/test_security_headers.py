@@ -7,7 +7,7 @@ import re
 import pytest
 from django.test import Client
 
-from novelgraph.security import CONTENT_SECURITY_POLICY
+from novelgraph.core.security import CONTENT_SECURITY_POLICY
 
 from .factories import PASSWORD, UserFactory
 

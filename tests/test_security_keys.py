@@ -9,7 +9,7 @@ from io import StringIO
 from django.core.management import call_command
 from django.test import Client
 
-from novelgraph.models import ApiKey
+from novelgraph.core.models import ApiKey
 
 from .factories import BookFactory
 

@@ -8,7 +8,7 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from novelgraph.models import LoginFailure
+from novelgraph.core.models import LoginFailure
 
 from .factories import PASSWORD
 

@@ -8,8 +8,8 @@ import pytest
 from django.core.checks import run_checks
 from django.core.management import call_command
 
+from approvals.checks import decision_log_check
 from approvals.services import decision_log_append
-from novelgraph.checks import decision_log_check
 
 from .log_tamper import guards_lifted, rewrite_entry
 
@@ -71,5 +71,5 @@ def test_manage_py_check_prints_the_warning_but_does_not_fail(book, author):
 @pytest.mark.django_db(transaction=True)
 def test_the_check_is_silent_when_the_tables_do_not_exist_yet(monkeypatch):
     # Before `migrate` the table is missing: the check must return nothing rather than fail.
-    monkeypatch.setattr("novelgraph.checks.DECISION_LOG_TABLE", "no_such_table_yet")
+    monkeypatch.setattr("approvals.checks.DECISION_LOG_TABLE", "no_such_table_yet")
     assert decision_log_check() == []

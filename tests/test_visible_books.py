@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from discovery.access import VISIBLE_PAGE, books_visible_to, first_visible_book_ids
-from novelgraph.auth import Principal
+from novelgraph.core.auth import Principal
 
 from .factories import BookFactory, UserFactory
 

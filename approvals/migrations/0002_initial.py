@@ -11,7 +11,7 @@ def forget_rows_whose_books_are_gone(apps, schema_editor):
     ``book`` column added below cannot be filled for them. On a fresh database the tables are empty.
     The decision log's append-only guard belongs to 0003, which puts it back; ``post_migrate`` restored it
     after the unapply, so it is lifted first."""
-    from novelgraph.db import remove_append_only
+    from novelgraph.core.db import remove_append_only
 
     remove_append_only(schema_editor.connection, ["approvals_decisionlogentry"])
     with schema_editor.connection.cursor() as cursor:

@@ -3,7 +3,7 @@
 import django.db.models.deletion
 from django.db import migrations, models
 
-from novelgraph.db import AppendOnly
+from novelgraph.core.db import AppendOnly
 
 
 class Migration(migrations.Migration):

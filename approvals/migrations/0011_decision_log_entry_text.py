@@ -17,7 +17,7 @@ from django.db.models import Q
 
 import approvals.models
 from approvals.chain import chain_fields, entry_text
-from novelgraph.db import AppendOnly, enum_check, install_append_only, remove_append_only
+from novelgraph.core.db import AppendOnly, enum_check, install_append_only, remove_append_only
 
 TABLE = "approvals_decisionlogentry"
 RECIPE = (

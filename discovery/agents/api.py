@@ -9,8 +9,8 @@ from ninja.pagination import paginate
 from ninja.responses import Status
 
 from discovery.access import book_access
-from novelgraph.auth import principal_of
-from novelgraph.schemas import ERRORS
+from novelgraph.core.auth import principal_of
+from novelgraph.core.schemas import ERRORS
 
 from .schemas import AgentRunIn, AgentRunOut, RunOutputOut
 from .selectors import agent_run_get, run_outputs, run_readable, runs_for

@@ -21,7 +21,7 @@ from discovery.models import (
 )
 from discovery.selectors import book_bases, current_session, readable_bases
 from library.services import library_search
-from novelgraph.auth import Principal
+from novelgraph.core.auth import Principal
 
 from .models import AgentRun, AgentTask
 

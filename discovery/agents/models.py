@@ -13,8 +13,8 @@ from django.db import models
 from django.db.models import Q
 
 from discovery.models import Book, ContextDossier
-from novelgraph.db import TimeStampedModel, enum_check
-from novelgraph.roles import AgentRole, choices_of
+from novelgraph.core.db import TimeStampedModel, enum_check
+from novelgraph.core.roles import AgentRole, choices_of
 
 
 class AgentTask(models.TextChoices):

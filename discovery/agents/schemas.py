@@ -26,8 +26,8 @@ from discovery.schemas import (
     ThrustIn,
 )
 from discovery.selectors import VIEW_PAGE
-from novelgraph.pagination import rest_link
-from novelgraph.schemas import LONG_TEXT, Text
+from novelgraph.core.pagination import rest_link
+from novelgraph.core.schemas import LONG_TEXT, Text
 
 from .models import AgentTask, Provider
 

@@ -9,7 +9,7 @@ from django.db.models import Prefetch, QuerySet
 
 from discovery.access import BookAccess, Cap
 from discovery.selectors import MappedRows
-from novelgraph.errors import NotFound
+from novelgraph.core.errors import NotFound
 
 from .models import AgentRun, AgentRunOutput, RunStatus
 

@@ -37,8 +37,8 @@ from discovery.services import (
     scratchpad_append,
     thrust_propose,
 )
-from novelgraph.errors import Conflict, DomainError, Invalid, NotFound
-from novelgraph.schemas import field_of
+from novelgraph.core.errors import Conflict, DomainError, Invalid, NotFound
+from novelgraph.core.schemas import field_of
 
 from .context import agent_access, looked_up, run_context
 from .models import TASK_ROLE, AgentRun, AgentRunOutput, AgentTask, OutputType, RunStatus

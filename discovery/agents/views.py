@@ -16,9 +16,9 @@ from django.views.decorators.http import require_POST
 
 from discovery.access import BookAccess, Cap, page_access
 from discovery.selectors import current_session
-from novelgraph.errors import DomainError
-from novelgraph.events import AGENTS_FINISHED, announce
-from novelgraph.schemas import parse_form
+from novelgraph.core.errors import DomainError
+from novelgraph.core.events import AGENTS_FINISHED, announce
+from novelgraph.core.schemas import parse_form
 
 from .models import AgentRun, AgentTask
 from .schemas import AgentRunIn

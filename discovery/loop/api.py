@@ -17,9 +17,9 @@ from approvals.models import Gate
 from approvals.services import approval_decide
 from discovery.access import BookAccess, Cap, book_access
 from discovery.selectors import VIEW_PAGE, MappedRows
-from novelgraph.auth import principal_of
-from novelgraph.errors import Conflict, Invalid, NotFound
-from novelgraph.schemas import ERRORS
+from novelgraph.core.auth import principal_of
+from novelgraph.core.errors import Conflict, Invalid, NotFound
+from novelgraph.core.schemas import ERRORS
 
 from . import selectors
 from . import services as loop

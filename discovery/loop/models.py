@@ -16,8 +16,8 @@ from django.db.models import Q
 
 from approvals.models import Gate, Reversibility, Verdict
 from discovery.models import CandidateStatus
-from novelgraph.db import AboveValidator, TimeStampedModel, choices_check, enum_check
-from novelgraph.roles import choices_of
+from novelgraph.core.db import AboveValidator, TimeStampedModel, choices_check, enum_check
+from novelgraph.core.roles import choices_of
 
 SCHEMA_VERSION = "0.1"
 GATE_ORDER = Gate.values  # the gates in order
@@ -189,7 +189,7 @@ class LoopMeta(models.Model):
     """The counters and state of one book's loop, with its bounds.
 
     Each bound's range is declared once, by its field's validators; every input that sets a bound (an extend
-    verdict's grant, an imported meta file) reads it through ``novelgraph.schemas.bounded``.
+    verdict's grant, an imported meta file) reads it through ``novelgraph.core.schemas.bounded``.
     """
 
     Status = LoopStatus

@@ -6,7 +6,7 @@ it from here. Existing rows are left as staff edited them unless a migration ove
 
 from __future__ import annotations
 
-from novelgraph.db import tables_exist
+from novelgraph.core.db import tables_exist
 
 ROSTER = [
     # slug, name, kind, agent_role, required, required_at_gate, rerun_cost, description

@@ -14,7 +14,7 @@ from pydantic import AfterValidator, StrictBool
 from approvals.models import Approval, Gate, Reversibility, Verdict
 from approvals.schemas import ThrustChoiceIn
 from discovery.selectors import VIEW_PAGE
-from novelgraph.schemas import (
+from novelgraph.core.schemas import (
     LIST_ITEM_TEXT,
     MAX_LIST_ITEMS,
     Text,

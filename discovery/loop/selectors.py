@@ -9,7 +9,7 @@ from approvals.models import Gate
 from approvals.selectors import decision_log_for
 from discovery.models import Book
 from discovery.selectors import VIEW_PAGE, bounded
-from novelgraph.pagination import rest_link
+from novelgraph.core.pagination import rest_link
 
 from .models import (
     GATE_ORDER,

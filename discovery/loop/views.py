@@ -19,8 +19,8 @@ from django.views.decorators.http import require_POST
 
 from discovery.access import BookAccess, page_access
 from discovery.views import book_links
-from novelgraph.errors import DomainError
-from novelgraph.schemas import parse_form
+from novelgraph.core.errors import DomainError
+from novelgraph.core.schemas import parse_form
 
 from . import selectors
 from .models import CandidateStatus, QuestionStatus

@@ -1,6 +1,6 @@
 from django.db import migrations
 
-from novelgraph.db import AppendOnly
+from novelgraph.core.db import AppendOnly
 
 
 class Migration(migrations.Migration):

@@ -5,7 +5,7 @@ import django.utils.timezone
 import uuid
 from django.db import migrations, models
 
-from novelgraph.db import AppendOnly
+from novelgraph.core.db import AppendOnly
 
 
 class Migration(migrations.Migration):

@@ -8,9 +8,9 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils.text import slugify
 
-from novelgraph.auth import Principal
-from novelgraph.db import lock_row
-from novelgraph.errors import Conflict, Forbidden, Invalid, NotFound
+from novelgraph.core.auth import Principal
+from novelgraph.core.db import lock_row
+from novelgraph.core.errors import Conflict, Forbidden, Invalid, NotFound
 
 from ..access import BookAccess
 from ..models import Book, Series

@@ -7,7 +7,7 @@ from django.db.models import Max
 
 from approvals.models import ApprovalKind, Verdict
 from approvals.services import approval_request, subject_decide
-from novelgraph.db import lock_row
+from novelgraph.core.db import lock_row
 
 from ..access import BookAccess, Cap
 from ..models import Book, DiscoverySession, StoryCharter

@@ -13,9 +13,9 @@ from django.db import transaction
 
 from approvals.models import Approval, ApprovalKind, Reversibility, Verdict
 from approvals.services import approval_request, decision_log_append, subject_decide
-from novelgraph.auth import Principal
-from novelgraph.errors import Conflict, Forbidden, Invalid, NotFound
-from novelgraph.words import inline
+from novelgraph.core.auth import Principal
+from novelgraph.core.errors import Conflict, Forbidden, Invalid, NotFound
+from novelgraph.core.words import inline
 
 from ..access import BookAccess, Cap, book_access, books_visible_to
 from ..models import KnowledgeBase, KnowledgeClaim, RevealKind

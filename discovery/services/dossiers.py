@@ -8,8 +8,8 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from approvals.models import DecisionLogEntry, Verdict
-from novelgraph.errors import Conflict, Forbidden
-from novelgraph.pagination import rest_link
+from novelgraph.core.errors import Conflict, Forbidden
+from novelgraph.core.pagination import rest_link
 
 from ..access import BookAccess, Cap, capabilities_of
 from ..canon import as_of

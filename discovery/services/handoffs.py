@@ -7,7 +7,7 @@ from __future__ import annotations
 from django.db import transaction
 from django.utils import timezone
 
-from novelgraph.errors import Conflict, Forbidden, Invalid
+from novelgraph.core.errors import Conflict, Forbidden, Invalid
 
 from ..access import BookAccess, Cap, capabilities_of
 from ..models import Handoff, ScratchpadEntry

@@ -3,7 +3,7 @@ canon, and its sessions' run notes. Ensured when discovery starts; never created
 
 from __future__ import annotations
 
-from novelgraph.db import tables_exist
+from novelgraph.core.db import tables_exist
 
 from ..models import (
     LITERARY_LIBRARY_NAME,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from django.db import transaction
 from django.db.models import Max
 
-from novelgraph.errors import Conflict, Invalid
+from novelgraph.core.errors import Conflict, Invalid
 
 from ..access import BookAccess
 from ..models import Observation, ObservationAction, ObservationRevision, ObservationStatus

@@ -8,7 +8,7 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from novelgraph.errors import Conflict, Invalid
+from novelgraph.core.errors import Conflict, Invalid
 
 from ..access import BookAccess, Cap, refusal
 from ..models import DiscoverySession, Handoff, Provenance, ScratchpadEntry

@@ -5,9 +5,9 @@ from __future__ import annotations
 from django.db import transaction
 from django.db.models import Max
 
-from novelgraph.db import lock_row
-from novelgraph.errors import Conflict, Forbidden, Invalid
-from novelgraph.schemas import MAX_LIST_ITEMS
+from novelgraph.core.db import lock_row
+from novelgraph.core.errors import Conflict, Forbidden, Invalid
+from novelgraph.core.schemas import MAX_LIST_ITEMS
 
 from ..access import BookAccess, Cap, refusal
 from ..models import (

@@ -21,8 +21,8 @@ from approvals.services import (
     register_subject_handler,
 )
 from library.evidence import evidence_findings
-from novelgraph.errors import Conflict, Forbidden
-from novelgraph.words import inline
+from novelgraph.core.errors import Conflict, Forbidden
+from novelgraph.core.words import inline
 
 from ..canon import charter_content_digest
 from ..models import DiscoverySession, KnowledgeBase, KnowledgeClaim, StoryCharter

@@ -39,7 +39,7 @@ def as_text(value: Any) -> str:
     """A claim value or other JSON value as readable text on one line (never JSON)."""
     if isinstance(value, str):
         return value
-    from novelgraph.words import inline
+    from novelgraph.core.words import inline
 
     return inline(value)
 

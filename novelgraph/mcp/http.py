@@ -20,9 +20,9 @@ from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from novelgraph.auth import Principal
-from novelgraph.errors import DomainError, NotAuthenticated
-from novelgraph.security import CONTENT_SECURITY_POLICY
+from novelgraph.core.auth import Principal
+from novelgraph.core.errors import DomainError, NotAuthenticated
+from novelgraph.core.security import CONTENT_SECURITY_POLICY
 
 from .server import KEY_REFUSED, agent_principal, build_server, in_db
 

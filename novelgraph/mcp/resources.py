@@ -25,8 +25,8 @@ from discovery.schemas import DossierOut, HandoffOut, SessionQuestionOut, handof
 from discovery.selectors import current_session, handoffs_open_to
 from library.schemas import ChunkOut, SourceOut
 from library.selectors import chunk_get
-from novelgraph.auth import Principal
-from novelgraph.errors import NotFound
+from novelgraph.core.auth import Principal
+from novelgraph.core.errors import NotFound
 
 SCHEME = "novelgraph"
 UUID = r"(?P<{}>[0-9a-fA-F-]{{32,36}})"

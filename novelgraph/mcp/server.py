@@ -31,9 +31,9 @@ from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError as PydanticValidationError
 
-from novelgraph.auth import Principal, principal_for_key
-from novelgraph.errors import DomainError, Forbidden, Invalid, NotAuthenticated
-from novelgraph.schemas import field_of, refuse_nul
+from novelgraph.core.auth import Principal, principal_for_key
+from novelgraph.core.errors import DomainError, Forbidden, Invalid, NotAuthenticated
+from novelgraph.core.schemas import field_of, refuse_nul
 
 from .resources import RESOURCES, resource_read, resources_listed
 from .tools import TOOLS_BY_NAME, ToolSpec, tools_for

@@ -66,7 +66,7 @@ from discovery.schemas import (
 from discovery.selectors import handoff_get, session_get
 from library import services as library
 from library.schemas import SearchOut, SearchParams
-from novelgraph.auth import Principal
+from novelgraph.core.auth import Principal
 
 # --- Arguments: the route's path parameters plus its input schema -------------------------------
 

@@ -11,7 +11,7 @@ from django_tasks_db.management.commands.db_worker import Worker
 
 from discovery.access import book_access
 from discovery.services import discovery_start
-from novelgraph.auth import principal_for_user
+from novelgraph.core.auth import principal_for_user
 from tests.factories import PASSWORD, BookFactory, UserFactory
 
 from .conftest import assert_accessible_basics, log_in

@@ -12,7 +12,7 @@ import pytest
 from discovery.access import book_access
 from library.schemas import ResearchIn
 from library.services import research_propose
-from novelgraph.auth import principal_for_user
+from novelgraph.core.auth import principal_for_user
 from tests.factories import PASSWORD, BookFactory, UserFactory
 
 from .conftest import assert_accessible_basics, log_in

@@ -15,7 +15,7 @@ from django.test import Client
 from approvals.models import Approval, DecisionLogEntry
 from discovery.loop.models import LoopMeta
 from discovery.models import Book, Chapter, DiscoverySession, KnowledgeClaim, StoryCharter, ThrustCandidate
-from novelgraph.services import api_key_create
+from novelgraph.core.services import api_key_create
 from tests.discovery_support import thrust_body
 from tests.factories import PASSWORD, UserFactory
 

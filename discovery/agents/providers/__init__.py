@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from novelgraph.errors import Invalid
+from novelgraph.core.errors import Invalid
 
 from ..models import Provider
 from .base import ProviderError, Reply

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django import template
 
 from discovery.access import BookAccess, capabilities_of
-from novelgraph.auth import principal_for_user
+from novelgraph.core.auth import principal_for_user
 
 from ..views import agents_panel as panel_context
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from django.db import transaction
 
 from discovery.access import BookAccess
-from novelgraph.errors import Conflict, Forbidden, Invalid, NotFound
-from novelgraph.pagination import rest_link
+from novelgraph.core.errors import Conflict, Forbidden, Invalid, NotFound
+from novelgraph.core.pagination import rest_link
 
 from ..models import (
     ArtifactStatus,

@@ -12,7 +12,7 @@ from django.db import transaction
 
 from discovery.access import BookAccess, Cap, refusal
 from discovery.models import Book
-from novelgraph.errors import Conflict
+from novelgraph.core.errors import Conflict
 
 from ..lint import LintReport, lint
 from ..models import (

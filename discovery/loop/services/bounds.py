@@ -18,8 +18,8 @@ from django.db import transaction
 from django.db.models import Sum
 
 from discovery.access import BookAccess
-from novelgraph.errors import Invalid, NotFound
-from novelgraph.schemas import parse_input
+from novelgraph.core.errors import Invalid, NotFound
+from novelgraph.core.schemas import parse_input
 
 from ..models import CardStatus, LoopMeta, LoopStatus, OptionCard, PlanNode
 from ..schemas import BoundsGrant, CostIn

@@ -5,7 +5,7 @@ from __future__ import annotations
 from approvals.models import Approval, ApprovalKind
 from approvals.services import approval_request, fingerprint
 from discovery.models import ThrustCandidate
-from novelgraph.schemas import limit
+from novelgraph.core.schemas import limit
 
 from ..models import BlackboardArtifact, CardStatus, LoopMeta, OptionCard, PlanNode
 
@@ -66,7 +66,7 @@ def card_impact(card: OptionCard) -> dict | None:
     """The impact preview of a card: the cascade from its trace seed, as the review page shows it."""
     if not card.trace_seed:
         return None
-    from novelgraph.errors import NotFound
+    from novelgraph.core.errors import NotFound
 
     from .cascade import cascade_preview
 

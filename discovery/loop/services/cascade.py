@@ -24,8 +24,8 @@ from django.db.models import F, Q
 
 from discovery.models import Book
 from discovery.selectors import VIEW_PAGE
-from novelgraph.errors import NotFound
-from novelgraph.pagination import rest_link
+from novelgraph.core.errors import NotFound
+from novelgraph.core.pagination import rest_link
 
 from ..models import (
     ArtifactStatus,

@@ -124,7 +124,7 @@ def charter_reopen_settle(*, book_id, charter, approved: bool, detail: dict) -> 
 
 def refuse_card_verdict(card: OptionCard) -> None:
     """A reopen card is decided with its charter version, never on its own."""
-    from novelgraph.errors import Conflict
+    from novelgraph.core.errors import Conflict
 
     if (card.payload or {}).get("action") == REOPEN:
         version = (card.payload.get("charter") or {}).get("version")

@@ -31,7 +31,7 @@ from discovery.models import (
     StoryCharter,
     ThrustCandidate,
 )
-from novelgraph.errors import Conflict, Invalid
+from novelgraph.core.errors import Conflict, Invalid
 
 from ..models import (
     GATE_ORDER,

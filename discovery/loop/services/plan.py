@@ -14,7 +14,7 @@ from django.db import transaction
 
 from approvals.models import Reversibility
 from discovery.access import BookAccess
-from novelgraph.errors import Conflict, Invalid, NotFound
+from novelgraph.core.errors import Conflict, Invalid, NotFound
 
 from ..models import Candidate, CandidateStatus, Lifecycle, PlanNode, ValidationPlanItem, ValidationStatus
 from ..schemas import CandidateIn, NodeIn, NodePatch, SelectIn, ValidationItemIn, ValidationStatusIn

@@ -20,7 +20,7 @@ from django.db import transaction
 from approvals.models import DecisionLogEntry
 from approvals.services import decision_log_append
 from discovery.access import BookAccess, Cap, refusal
-from novelgraph.errors import Conflict, Invalid, NotFound
+from novelgraph.core.errors import Conflict, Invalid, NotFound
 
 from ..models import (
     BlackboardArtifact,

@@ -11,7 +11,7 @@ from django.db import transaction
 from django.db.models import Q
 
 from discovery.access import BookAccess
-from novelgraph.errors import Conflict, Forbidden, Invalid, NotFound
+from novelgraph.core.errors import Conflict, Forbidden, Invalid, NotFound
 
 from ..models import ArtifactStatus, BlackboardArtifact, RosterEntry, TraceEdge, TraceNode, TraceStatus
 from ..schemas import TraceEdgeIn, TraceEdgeWithdrawIn, TraceNodeIn, TraceSettingsIn, WithdrawIn

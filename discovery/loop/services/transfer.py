@@ -28,8 +28,8 @@ from approvals.models import DecisionLogEntry
 from approvals.services import decision_log_append
 from discovery.access import BookAccess, Cap
 from discovery.models import Book, StoryCharter
-from novelgraph.errors import Conflict, Invalid
-from novelgraph.schemas import S, parse_input
+from novelgraph.core.errors import Conflict, Invalid
+from novelgraph.core.schemas import S, parse_input
 
 from ..models import (
     GATE_ORDER,

@@ -25,8 +25,8 @@ import uuid
 from approvals.models import Approval, DecisionList, Verdict
 from approvals.services import LOOP_VERDICTS, Decision, SubjectHandler, record_list
 from discovery.models import ThrustCandidate
-from novelgraph.errors import Conflict, Invalid
-from novelgraph.schemas import limit
+from novelgraph.core.errors import Conflict, Invalid
+from novelgraph.core.schemas import limit
 
 from ..models import (
     ArtifactStatus,

@@ -2,9 +2,9 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from discovery.models import Book
-from novelgraph.errors import DomainError
-from novelgraph.roles import KEY_ROLES
-from novelgraph.services import api_key_create
+from novelgraph.core.errors import DomainError
+from novelgraph.core.roles import KEY_ROLES
+from novelgraph.core.services import api_key_create
 
 
 class Command(BaseCommand):

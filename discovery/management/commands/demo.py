@@ -37,7 +37,7 @@ from discovery.services import (
 from library.models import KnowledgeChunk
 from library.schemas import ResearchIn
 from library.services import research_decide, research_propose
-from novelgraph.auth import Principal
+from novelgraph.core.auth import Principal
 
 SERIES_TITLE = "The Drowned Coast Mysteries"
 BOOK_TITLE = "The Lighthouse Letter"

@@ -5,8 +5,8 @@ from tqdm import tqdm
 
 from library.schemas import SourceImportIn
 from library.services import source_import, split_document
-from novelgraph.errors import DomainError
-from novelgraph.schemas import parse_form
+from novelgraph.core.errors import DomainError
+from novelgraph.core.schemas import parse_form
 
 
 class Command(BaseCommand):

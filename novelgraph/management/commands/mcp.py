@@ -16,7 +16,7 @@ from django.db import connections
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
-from novelgraph.errors import DomainError
+from novelgraph.core.errors import DomainError
 from novelgraph.mcp.server import agent_principal, build_server, key_source
 
 

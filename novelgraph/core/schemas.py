@@ -142,7 +142,7 @@ class ValidationErrorOut(Error):
 
 
 # Declare on routes: response={200: Out, **ERRORS}. 413: any request whose body is over the limit
-# (novelgraph.security.RequestSizeLimitMiddleware answers it before the route runs).
+# (novelgraph.core.security.RequestSizeLimitMiddleware answers it before the route runs).
 ERRORS = {401: Error, 403: Error, 404: Error, 409: Error, 413: Error, 422: ValidationErrorOut}
 
 

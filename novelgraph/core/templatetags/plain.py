@@ -14,7 +14,7 @@ from django import template
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
-from novelgraph.words import AGENT_NAMES, inline, label_of
+from novelgraph.core.words import AGENT_NAMES, inline, label_of
 
 register = template.Library()
 

@@ -34,7 +34,7 @@ def choices_check(field: str, choices: list[tuple[str, str]], name: str) -> mode
 @deconstructible
 class AboveValidator(BaseValidator):
     """``value > limit_value``: an exclusive lower bound (a budget or a share that must be positive), beside
-    Django's inclusive ``MinValueValidator``. Input schemas read it with ``novelgraph.schemas.bounded``."""
+    Django's inclusive ``MinValueValidator``. Input schemas read it with ``novelgraph.core.schemas.bounded``."""
 
     message = "Ensure this value is greater than %(limit_value)s."
     code = "above_value"

@@ -2,7 +2,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from novelgraph.backup import BackupUnsupported, database_backup
+from novelgraph.core.backup import BackupUnsupported, database_backup
 
 
 class Command(BaseCommand):

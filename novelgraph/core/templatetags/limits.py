@@ -1,7 +1,7 @@
 """A form's ``maxlength`` read from the input schema that validates it (issue 14: one limit, one place).
 
 ``{% input_limit "discovery.schemas.TurnIn" "content" %}`` is the ``max_length`` of that schema field's text,
-which the schema itself takes from the model field (``novelgraph.schemas.limit``). The browser's limit, the
+which the schema itself takes from the model field (``novelgraph.core.schemas.limit``). The browser's limit, the
 server's 422 and the column then cannot drift apart.
 """
 
