@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from discovery.admin import ReadOnlyAdmin
+from novelgraph.core.admin import ReadOnlyAdmin
 
 from .models import Approval, DecisionLogEntry
 

@@ -8,7 +8,6 @@ from ninja import Query, Router
 from ninja.pagination import paginate
 
 from discovery.access import Cap, book_access, books_visible_to, principal_capabilities
-from discovery.loop.selectors import impact_capped
 from novelgraph.core.auth import principal_of
 from novelgraph.core.schemas import ERRORS
 
@@ -35,6 +34,7 @@ from .selectors import (
     withheld_subjects,
 )
 from .services import approval_decide
+from .subjects import handler_of
 
 router = Router(tags=["approvals"])
 
@@ -63,7 +63,8 @@ def approval_detail(request: HttpRequest, approval_id: uuid.UUID):
     view = approval_view(access, approval)
     out = ApprovalOut.from_orm(view.approval, context={"request": request}).dict()
     # A loop card's impact preview is capped like GET .../loop/cascade-preview, with the same link to the rest.
-    impact = impact_capped(access.book.pk, view.impact)
+    handler = handler_of(approval.kind)
+    impact = handler.impact_page(access.book.pk, view.impact) if handler and handler.impact_page else view.impact
     proposal = {**view.proposal, "impact": impact} if "impact" in view.proposal else view.proposal
     out.update(
         verdicts=view.verdicts,

@@ -242,7 +242,7 @@ class DecisionLogEntry(models.Model):
     class Meta:
         ordering = ["book", "sequence"]
         verbose_name_plural = "decision log entries"
-        # Verification finds the entry that approved each approved subject (approvals/canon.py).
+        # Verification finds the entry that approved each approved subject (approvals/canon_record.py).
         indexes = [models.Index(fields=["subject_type", "subject_id"], name="decisionlog_subject")]
         constraints = [
             models.UniqueConstraint(fields=["book", "sequence"], name="decisionlog_unique_sequence"),

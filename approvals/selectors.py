@@ -17,16 +17,16 @@ from psycopg.types.string import ByteaBinaryLoader
 
 from discovery.access import BookAccess, Cap, book_access, books_visible_to
 from discovery.models import Book, StoryCharter
-from discovery.refs import resolve_source_refs
 from discovery.selectors import withheld_claims
 from novelgraph.core.auth import Principal
 from novelgraph.core.errors import Forbidden, NotFound
 from novelgraph.core.rows import per_vendor
 
 from .anchor import anchor_line, anchor_seal, anchor_tip
-from .canon import canon_verify
+from .canon_record import canon_verify
 from .chain import Verification, seal_keys, verify_rows
 from .models import Approval, DecisionList, DecisionListItem, DecisionLogEntry, Verdict
+from .subjects import approval_is_current, handler_of
 
 # What verification reads of each entry (approvals.chain.verify_rows), in sequence order: its predecessor's hash
 # (a column generated from its text), its stored text (the only copy of what it says), its hash and its seal.
@@ -120,7 +120,7 @@ def decision_log_verify(book: Book, *, use_anchor: bool = True) -> Verification:
     that the tip anchored outside the database (approvals/anchor.py) is still in the chain
     with its hash, and that every decided approval of the book still has its log entry. Then
     every approved charter, claim and research item is checked against the entry that
-    approved it (approvals/canon.py). The chain streams in batches: constant memory.
+    approved it (approvals/canon_record.py). The chain streams in batches: constant memory.
     """
     altered = _shown_columns_problem()
     if altered is not None:  # first: the chain's order is read from generated columns
@@ -317,14 +317,12 @@ class ApprovalView:
 
 
 def approval_view(access: BookAccess, approval: Approval) -> ApprovalView:
-    """The proposal as its handler describes it, with source refs resolved and the impact preview.
+    """The proposal as its handler describes it, with source refs resolved (by its handler) and the impact preview.
 
     A subject the reader's role may not read (a series claim, for Luna) is withheld: the
     proposal says so and shows nothing of it.
     """
-    from .services import HANDLERS, approval_is_current
-
-    handler = HANDLERS.get(approval.kind)
+    handler = handler_of(approval.kind)
     proposal: dict = {}
     withheld = withheld_subjects(access.principal, access.caps, [access.book])
     line = withheld_line(withheld, approval.subject_type, approval.subject_id)
@@ -333,7 +331,7 @@ def approval_view(access: BookAccess, approval: Approval) -> ApprovalView:
     elif handler is not None and handler.describe is not None:
         proposal = dict(handler.describe(approval) or {})
     refs = proposal.get("source_refs") or []
-    resolved = resolve_source_refs(access, refs) if refs else []
+    resolved = handler.sources(access, refs) if refs and handler.sources is not None else []
     log_entry = (
         DecisionLogEntry.objects.filter(approval=approval).order_by("sequence").first()
         if approval.status == Approval.Status.DECIDED

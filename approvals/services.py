@@ -10,11 +10,8 @@ book's author decides, a rationale is required, a decided or lapsed approval is 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
@@ -28,9 +25,10 @@ from novelgraph.core.errors import Conflict, Invalid, NotFound
 from novelgraph.core.pagination import rest_link
 
 from .anchor import anchor_after_commit
-from .canon import APPROVING, canon_record
+from .canon_record import APPROVING, canon_record
 from .chain import GENESIS_HASH, chain_fields, current_key_id, entry_hash, entry_text, seal_of
 from .models import Approval, ApprovalKind, DecisionList, DecisionListItem, DecisionLogEntry, Reversibility, Verdict
+from .subjects import HANDLERS, Decision, handler_for
 
 # Verdicts that need a text saying what they impose, steer or grant.
 VERDICT_NEEDS_CONSTRAINT = {
@@ -38,24 +36,6 @@ VERDICT_NEEDS_CONSTRAINT = {
     Verdict.REDIRECT: "the steer",
     Verdict.EXTEND: "what is granted",
 }
-LOOP_VERDICTS = frozenset(Verdict.values) - {Verdict.REJECT}
-PROPOSAL_VERDICTS = frozenset({Verdict.APPROVE, Verdict.REJECT})
-
-
-@dataclass(frozen=True)
-class Decision:
-    """What a handler receives when the author decides."""
-
-    approval: Approval
-    verdict: str
-    rationale: str
-    constraint: str
-    access: BookAccess
-    detail: dict = field(default_factory=dict)  # the handler may add to what is logged
-    # G1.5: the thrust the author chooses (None: the one the card recommends) and, per thrust she does not
-    # choose, her reason (thrust id -> text). Only a gate card's handler takes them.
-    thrust_id: Any = None
-    not_chosen: dict = field(default_factory=dict)
 
 
 def decision_list_link(approval: Approval, route: str) -> str:
@@ -82,46 +62,6 @@ def record_list(decision: Decision, name: DecisionList, items: list, *, into: di
         DecisionListItem(approval=decision.approval, list=name, position=n, value=item) for n, item in enumerate(items)
     )
     capped_in(decision.detail if into is None else into, name.value, items, decision.approval, f"lists/{name.value}")
-
-
-@dataclass(frozen=True)
-class SubjectHandler:
-    """How one kind of subject takes part in approvals.
-
-    ``describe(approval)`` (optional) returns a JSON-serialisable dict shown on the
-    decision page and in ``GET /approvals/{id}``. Keys with a meaning:
-
-    - ``title`` (str) and ``fields`` (dict label -> value): what is proposed;
-    - ``source_refs`` (list of ``{"type", "id"}``): resolved for display with
-      ``discovery.refs.resolve_source_refs``;
-    - ``impact`` (dict or list): the impact preview of a blackboard-changing verdict.
-
-    Any other key is shown as it is.
-    """
-
-    kind: str
-    verdicts: frozenset[str]
-    # The subject's current fingerprint; differs from the stored one once it changed.
-    digest: Callable[[Approval], str]
-    # Apply the verdict to the subject, inside the deciding transaction.
-    apply: Callable[[Decision], None]
-    # Optional: resolve the subject for display (review page, API detail).
-    describe: Callable[[Approval], dict] | None = None
-    # Optional: after the approval lapsed at the author's verdict, put the subject before her again as it is
-    # now; returns the approval that waits for her then (a loop card is raised afresh), or None.
-    renew: Callable[[Approval], Approval | None] | None = None
-
-
-HANDLERS: dict[str, SubjectHandler] = {}
-
-
-def register_subject_handler(handler: SubjectHandler) -> None:
-    HANDLERS[handler.kind] = handler
-
-
-def fingerprint(value: Any) -> str:
-    """A stable SHA-256 of any JSON-serialisable value (used as a subject digest)."""
-    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()
 
 
 # --- The decision log --------------------------------------------------------
@@ -233,21 +173,6 @@ def approval_request(
     approval.subject_digest = handler.digest(approval)
     approval.save()
     return approval
-
-
-def handler_for(approval: Approval) -> SubjectHandler:
-    """The registered handler of the approval's kind (409 when its app is not installed)."""
-    handler = HANDLERS.get(approval.kind)
-    if handler is None:
-        raise Conflict(f"no handler is registered for {approval.kind} approvals", code="no_handler")
-    return handler
-
-
-def approval_is_current(approval: Approval) -> bool:
-    """False once the subject changed after the approval was requested."""
-    if approval.status == Approval.Status.SUPERSEDED:
-        return False
-    return handler_for(approval).digest(approval) == approval.subject_digest
 
 
 def approval_decide(

@@ -19,12 +19,12 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods
 
 from discovery.access import BookAccess, Cap, page_access
-from discovery.agents.selectors import produced_by
 from discovery.selectors import approval_conflicts
 from novelgraph.core.auth import principal_for_user
 from novelgraph.core.errors import Conflict, Forbidden, Invalid
 from novelgraph.core.events import APPROVALS_CHANGED, announce
 from novelgraph.core.pagination import page_at, page_offset, page_url, read_page
+from novelgraph.core.runs import produced_by
 from novelgraph.core.schemas import parse_form
 from novelgraph.core.words import AGENT_NAMES
 
@@ -38,7 +38,8 @@ from .selectors import (
     inbox_for,
     pending_count_for,
 )
-from .services import VERDICT_NEEDS_CONSTRAINT, approval_decide, handler_for
+from .services import VERDICT_NEEDS_CONSTRAINT, approval_decide
+from .subjects import handler_for
 from .wording import VERDICT_PAST, verdict_help
 
 PER_PAGE = 50

@@ -56,8 +56,7 @@ class RawDossier:
 
     def build(self, cursor, *, book, session, agent_role: str) -> dict:
         from discovery.access import Cap, capabilities_of
-        from discovery.selectors import SCOPE_READ_CAP, SCOPE_WITHHELD_LABEL
-        from discovery.services.dossiers import DOSSIER_PAGE, dossier_more_links
+        from discovery.selectors import DOSSIER_PAGE, SCOPE_READ_CAP, SCOPE_WITHHELD_LABEL, dossier_more_links
 
         limit = DOSSIER_PAGE
         more = {"claims": False, "scratchpad": False, "observations": False}

@@ -261,7 +261,7 @@ def _log_canon(book, author, claims) -> None:
     (verification checks every approved claim against the entry that approved it)."""
     from django.utils import timezone
 
-    from approvals.canon import canon_digest
+    from approvals.canon_record import canon_digest
     from approvals.chain import GENESIS_HASH, chain_fields, current_key_id, entry_hash, entry_text, seal_of
     from approvals.models import DecisionLogEntry
 

@@ -8,6 +8,8 @@ record of a discovery belong to the book's author and change only through her ow
 
 from django.contrib import admin
 
+from novelgraph.core.admin import ReadOnlyAdmin
+
 from .models import (
     Book,
     Chapter,
@@ -24,19 +26,6 @@ from .models import (
     ThrustCandidate,
     Turn,
 )
-
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    """Read-only in the admin: an author's books, canon and history are never edited here."""
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
 
 @admin.register(Series)

@@ -15,13 +15,20 @@ class DiscoveryConfig(AppConfig):
     def ready(self) -> None:
         from django.db.models.signals import post_migrate
 
+        from approvals.canon_record import register_canon_kind
+        from approvals.subjects import register_subject_handler
         from novelgraph.core.db import guard_tables_after_migrate, register_append_only
 
+        from .services.charters import CHARTER_CANON, CHARTER_HANDLER
         from .services.knowledge import ensure_literary_base_after_migrate
-        from .services.subjects import register
+        from .services.subjects import CLAIM_CANON, CLAIM_HANDLER
 
-        # The story-charter and canon-promotion subjects of approvals.services.approval_decide.
-        register()
+        # The story-charter and canon-promotion subjects of approvals.services.approval_decide, and what their
+        # approvals make canon (in the order verification checks them: charters, then claims).
+        register_subject_handler(CHARTER_HANDLER)
+        register_subject_handler(CLAIM_HANDLER)
+        register_canon_kind(CHARTER_CANON)
+        register_canon_kind(CLAIM_CANON)
         # The scratchpad and dossier snapshots refuse UPDATE and DELETE; after every migrate and
         # flush (tests) the guards and the shared literary base are back.
         register_append_only(*APPEND_ONLY)

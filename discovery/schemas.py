@@ -33,6 +33,7 @@ from .models import (
     ThrustCandidateKind,
     Turn,
 )
+from .selectors import VIEW_PAGE, bounded, dossier_capped
 
 RefType = Literal["turn", "observation", "entry", "claim", "chunk", "research", "charter", "other"]
 REF_TYPES: tuple[str, ...] = get_args(RefType)
@@ -710,8 +711,6 @@ class DossierOut(Schema):
 
     @staticmethod
     def resolve_content(dossier) -> dict:
-        from .services.dossiers import dossier_capped
-
         return dossier_capped(dossier)
 
 
@@ -820,9 +819,6 @@ class DiscoveryViewOut(Schema):
 
 def handoff_out(handoff) -> dict:
     """A handoff as ``HandoffOut`` shows it (the API and the MCP server)."""
-
-    from .selectors import VIEW_PAGE, bounded
-
     entries, more = bounded(handoff.result_entries.order_by("sequence", "id"), VIEW_PAGE)
     link = rest_link(f"handoffs/{handoff.pk}/result-entries")
     return {

@@ -17,7 +17,7 @@ from __future__ import annotations
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
-from .canon import label_of
+from .story_rules import label_of
 
 LABEL_W, CHAPTER_W, LANE_H, AXIS_H, PAD, STATUS_W = 230, 44, 30, 34, 12, 210
 TIMELINE_CHAPTERS = 50  # the chapters one drawing shows (VIEW_PAGE)

@@ -25,15 +25,13 @@ from novelgraph.core.auth import principal_for_user
 from novelgraph.core.errors import Conflict, DomainError, NotFound
 from novelgraph.core.pagination import page_offset, page_url, read_page
 from novelgraph.core.roles import AgentRole
+from novelgraph.core.runs import produced_by, runs_worked_on
 from novelgraph.core.schemas import parse_form
 
 from . import services
 from .access import BookAccess, Cap, books_visible_to, page_access
-from .agents.models import AgentRun
-from .agents.selectors import produced_by
+from .book_nav import book_links
 from .history import claim_history
-from .loop.models import LoopMeta, LoopStatus
-from .loop.selectors import gate_steps
 from .models import (
     Book,
     Chapter,
@@ -46,6 +44,7 @@ from .models import (
     StoryCharter,
     Turn,
 )
+from .panels import book_panels
 from .refs import resolve_source_refs
 from .schemas import (
     GENRE_PACKS,
@@ -73,6 +72,7 @@ from .selectors import (
     codex_view,
     current_session,
     discovery_view,
+    dossier_capped,
     observation_rows,
     readable_bases,
     scratchpad_for,
@@ -91,26 +91,6 @@ SUBJECT_WORDS = {
 
 
 # --- Links ----------------------------------------------------------------------
-
-
-def book_links(book: Book) -> dict[str, str | None]:
-    """Every page of a book, for the book navigation."""
-    return {
-        "book": reverse("discovery:book", args=[book.pk]),
-        "scratchpad": reverse("discovery:scratchpad", args=[book.pk]),
-        "agents": reverse("agents:runs", args=[book.pk]),
-        "dossiers": reverse("discovery:dossiers", args=[book.pk]),
-        "codex": reverse("discovery:codex", args=[book.pk]),
-        "research": reverse("library:research", args=[book.pk]),
-        "review": f"{reverse('approvals:inbox')}?book={book.pk}",
-        "log": reverse("approvals:book_log", args=[book.pk]),
-        "loop": reverse("loop:page", args=[book.pk]),
-        "library": reverse("library:search"),
-        "search": reverse("library:book_search", args=[book.pk]),
-        "people": reverse("discovery:people", args=[book.pk]),
-        "charter_new": reverse("discovery:charter_new", args=[book.pk]),
-        "charter_compare": reverse("discovery:charter_compare", args=[book.pk]),
-    }
 
 
 def ref_url(book: Book, ref: dict) -> str | None:
@@ -219,7 +199,7 @@ def recent_activity(book_ids: list) -> list[dict]:
                 "what": "decision",
                 "who": d.ratified_by.split(":", 1)[-1],
                 "text": f"{d.get_decision_display()} {SUBJECT_WORDS.get(d.subject_type, 'a decision')}: {d.rationale}",
-                "href": book_links(d.book)["log"],
+                "href": book_links(d.book_id)["log"],
             }
             for d in decisions.order_by("-ts")[:RECENT_ACTIVITY]
         ),
@@ -288,7 +268,6 @@ def _book_more(request: HttpRequest, access: BookAccess, section: str, offset: i
     context = {
         "book": access.book,
         "role": access.role,
-        "links": book_links(access.book),
         "section": section,
         "items": items,
         "offset": offset,
@@ -326,8 +305,7 @@ def _render_book(
         base_id__in=[b["id"] for b in all_bases], status=KnowledgeClaim.Status.PROPOSED
     ).count()
     pending = Approval.objects.filter(book=book, status=Approval.Status.PENDING).count()
-    meta = LoopMeta.objects.filter(book=book).first()
-    gates = gate_steps(meta)
+    panels = book_panels(book)  # the loop's gates
     attribute(view["thrusts"], "thrust")
     attribute(view["charters"], "charter")
     asked = SessionQuestion.objects.filter(session=view["session"]).order_by("-sequence").first()
@@ -343,15 +321,13 @@ def _render_book(
         {
             **view,
             "role": role,
-            "links": book_links(book),
             "pending": pending,
             "proposed_claims": proposed_claims,
             "research_counts": research,
-            "loop": meta,
-            "gates": gates,
+            **panels,
             # After G3: where drafting starts (the chapter the hand-off made from the decision brief).
             "handoff_chapter": Chapter.objects.filter(book=book, number=1).first()
-            if meta is not None and meta.status == LoopStatus.HANDED_OFF
+            if panels.get("handed_off")
             else None,
             "entry_count": len(view["scratchpad"]),
             "entries_more": view["more"]["scratchpad"],
@@ -402,7 +378,6 @@ def _render_scratchpad(
         "book": book,
         "role": role,
         "session": session,
-        "links": book_links(book),
         "entries": entries,
         "turns": turns,
         "kinds": ScratchpadEntryKind.choices,
@@ -413,7 +388,7 @@ def _render_scratchpad(
         "composer_error": composer_error,
         "composer_url": reverse("discovery:turn_add", args=[book.pk]),
         "draft": draft,
-        "agents_ran": AgentRun.objects.filter(book=book).exists(),
+        "agents_ran": runs_worked_on(book),
     }
     template = "discovery/scratchpad.html"
     if request.htmx and request.method == "GET":
@@ -451,7 +426,6 @@ def _dossiers_page(
         {
             "book": book,
             "role": role,
-            "links": book_links(book),
             "by_role": by_role,
             "roles": AgentRole.choices,
             "can_snapshot": role == "author",
@@ -470,7 +444,7 @@ def dossier_detail(request: HttpRequest, book_id: uuid.UUID, dossier_id: uuid.UU
     dossier = book.dossiers.select_related("requested_by").filter(pk=dossier_id).first()
     if dossier is None:
         raise NotFound("dossier not found")
-    content = services.dossier_capped(dossier)
+    content = dossier_capped(dossier)
     held = set(content.get("capabilities") or [])
     return render(
         request,
@@ -478,7 +452,6 @@ def dossier_detail(request: HttpRequest, book_id: uuid.UUID, dossier_id: uuid.UU
         {
             "book": book,
             "role": role,
-            "links": book_links(book),
             "dossier": dossier,
             "content": content,
             "capabilities": [(cap.value, cap.value in held) for cap in Cap],
@@ -491,8 +464,8 @@ def dossier_detail(request: HttpRequest, book_id: uuid.UUID, dossier_id: uuid.UU
                     if content.get("as_of_chapter")
                     else _more_url(book, "claims", content.get("limit") or VIEW_PAGE)
                 ),
-                "scratchpad": book_links(book)["scratchpad"],
-                "observations": book_links(book)["book"],
+                "scratchpad": book_links(book.pk)["scratchpad"],
+                "observations": book_links(book.pk)["book"],
                 "author_constraints": _more_url(book, "constraints", len(content.get("author_constraints") or [])),
                 "knowledge_bases": _more_url(book, "bases", len(content.get("knowledge_bases") or [])),
             },
@@ -539,7 +512,7 @@ def codex_claim(request: HttpRequest, book_id: uuid.UUID, claim_id: uuid.UUID) -
         "older_url": f"{here}?offset={max(at - VIEW_PAGE, 0)}" if at else None,
         "newer_url": f"{here}?offset={at + VIEW_PAGE}" if at + VIEW_PAGE < total else None,
     }
-    context = {**history, "pager": pager, "book": access.book, "role": access.role, "links": book_links(access.book)}
+    context = {**history, "pager": pager, "book": access.book, "role": access.role}
     return render(request, "discovery/codex_claim.html", context)
 
 
@@ -605,7 +578,6 @@ def _render_codex(
             "pagers": _codex_pagers(book, as_of_chapter, view, offsets, window),
             "book": book,
             "role": access.role,
-            "links": book_links(book),
             "as_of_raw": raw,
             "as_of_error": as_of_error,
             "timeline": timeline_svg(view["claims"], view["chapters"], view["fair_play"]["findings"], window),
@@ -788,7 +760,6 @@ def _people_page(request: HttpRequest, access: BookAccess, *, error=None, userna
         {
             "book": book,
             "role": access.role,
-            "links": book_links(book),
             "editors": list(book.editors.order_by("username")),
             "error": error,
             "username": username,
@@ -891,7 +862,6 @@ def _charter_page(request, access: BookAccess, *, form: dict, base, error=None, 
         {
             "book": book,
             "role": access.role,
-            "links": book_links(book),
             "fields": [(name, label, kind, form.get(name, "")) for name, label, kind in CHARTER_FIELDS],
             "required": REQUIRED_CHARTER_FIELDS,
             "base": base,
@@ -940,7 +910,6 @@ def charter_compare(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
         {
             "book": access.book,
             "role": access.role,
-            "links": book_links(access.book),
             "charters": charters,
             "left": left,
             "right": right,

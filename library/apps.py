@@ -10,12 +10,17 @@ class LibraryConfig(AppConfig):
         from django.db.backends.signals import connection_created
         from django.db.models.signals import post_migrate
 
+        from approvals.canon_record import register_canon_kind
+        from approvals.subjects import register_subject_handler
+
         from . import search
         from .seed import seed_curated_library_after_migrate
-        from .services import register_research_admission
+        from .services import RESEARCH_CANON, RESEARCH_HANDLER
 
         connection_created.connect(search.register_sqlite_functions, dispatch_uid="library_sqlite_functions")
         post_migrate.connect(search.ensure_search_schema, sender=self, dispatch_uid="library_search_schema")
         # The curated craft library is present after every migrate and flush (tests).
         post_migrate.connect(seed_curated_library_after_migrate, sender=self, dispatch_uid="library_curated_seed")
-        register_research_admission()
+        # The research-admission subject of approvals.services.approval_decide, and what an admission makes canon.
+        register_subject_handler(RESEARCH_HANDLER)
+        register_canon_kind(RESEARCH_CANON)

@@ -7,6 +7,10 @@ general. ``seed_curated_library`` is idempotent; the data migration and the
 
 from __future__ import annotations
 
+from novelgraph.core.db import tables_exist
+
+from .models import KnowledgeChunk, KnowledgeSource
+
 CURATED_ORIGIN = "novelgraph-curated"
 CURATED_TITLE = "NovelGraph Curated Craft Library"
 CURATED_VERSION = "1.0.0"
@@ -118,10 +122,6 @@ def curated_topics_complete(KnowledgeSource, KnowledgeChunk) -> int:
 
 def seed_curated_library_after_migrate(sender, using: str = "default", **kwargs) -> None:
     """``post_migrate``: the curated library is present (after a flush in tests, too)."""
-    from novelgraph.core.db import tables_exist
-
     if not tables_exist(using, "library_knowledgesource", "library_knowledgechunk"):
         return
-    from .models import KnowledgeChunk, KnowledgeSource
-
     seed_curated_library(KnowledgeSource, KnowledgeChunk)

@@ -17,18 +17,13 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
+from approvals.canon_record import CanonKind
 from approvals.models import Approval, ApprovalKind
-from approvals.services import (
-    PROPOSAL_VERDICTS,
-    Decision,
-    SubjectHandler,
-    approval_request,
-    fingerprint,
-    register_subject_handler,
-    subject_decide,
-)
+from approvals.services import approval_request, subject_decide
+from approvals.subjects import PROPOSAL_VERDICTS, Decision, SubjectHandler
 from discovery.access import BookAccess, Cap, principal_capabilities, refusal
 from novelgraph.core.auth import Principal
+from novelgraph.core.digest import fingerprint
 from novelgraph.core.errors import Conflict, Forbidden, Invalid
 from novelgraph.core.schemas import limit
 
@@ -313,16 +308,19 @@ def _describe(approval: Approval) -> dict:
     }
 
 
-def register_research_admission() -> None:
-    register_subject_handler(
-        SubjectHandler(
-            kind=RESEARCH_KIND,
-            verdicts=PROPOSAL_VERDICTS,
-            digest=_digest,
-            apply=_apply,
-            describe=_describe,
-        )
-    )
+def research_canon_rows(book, ids=None):
+    """Each admitted research item (of the book, or ``ids``) with the fields its admission made citable."""
+    rows = ResearchItem.objects.filter(status=ResearchItem.Status.ADMITTED)
+    rows = rows.filter(book=book) if ids is None else rows.filter(pk__in=ids)
+    columns = ("pk", "url", "title", "excerpt", "source_snapshot", "claim", "citation")
+    for pk, *values in rows.order_by("created_at").values_list(*columns):
+        yield str(pk), dict(zip(columns[1:], values, strict=True)), None
+
+
+RESEARCH_HANDLER = SubjectHandler(
+    kind=RESEARCH_KIND, verdicts=PROPOSAL_VERDICTS, digest=_digest, apply=_apply, describe=_describe
+)
+RESEARCH_CANON = CanonKind("research", "research item", research_canon_rows)
 
 
 def research_propose(*, access: BookAccess, payload: ResearchIn) -> ResearchItem:

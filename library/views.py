@@ -12,7 +12,6 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from discovery.access import BookAccess, Cap, page_access, principal_capabilities, refusal
-from discovery.views import book_links
 from novelgraph.core.auth import principal_for_user
 from novelgraph.core.errors import Conflict, DomainError, Invalid, NotFound
 from novelgraph.core.events import APPROVALS_CHANGED, announce
@@ -182,7 +181,6 @@ def book_search(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
     context = {
         "book": access.book,
         "role": access.role,
-        "links": book_links(access.book),
         "q": q,
         "hits": hits,
         "withheld": found.withheld if found else [],
@@ -224,7 +222,6 @@ def _render_research(
         {
             "book": access.book,
             "role": access.role,
-            "links": book_links(access.book),
             "items": items,
             "pending": [i for i in items if i.status == ResearchItem.Status.PENDING],
             "decided": [i for i in items if i.status != ResearchItem.Status.PENDING],

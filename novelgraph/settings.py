@@ -105,6 +105,8 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                # ``links``: every page of the book a page's URL names, for its navigation.
+                "discovery.book_nav.book_nav",
             ],
         },
     }

@@ -12,7 +12,8 @@ import pytest
 
 from approvals.models import Approval, DecisionLogEntry
 from approvals.selectors import decision_log_verify
-from approvals.services import HANDLERS, approval_decide
+from approvals.services import approval_decide
+from approvals.subjects import HANDLERS
 from discovery.models import StoryCharter
 from library.models import ResearchItem
 from novelgraph.core.auth import principal_for_user

@@ -1,7 +1,7 @@
-"""The architecture holds: no import cycles between the project's modules, and no concept defined twice.
+"""The architecture holds: the floors stand in their order, no import runs in a circle, no concept is defined twice.
 
-These walk the source itself (every ``import`` statement, including those inside functions), so a
-new cycle or a second definition fails here, where the next engineer will see it.
+These walk the source itself (every ``import`` statement, including those inside functions), so an import that
+climbs a floor, a new cycle or a second definition fails here, where the next engineer will see it.
 """
 
 from __future__ import annotations
@@ -18,24 +18,71 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("novelgraph", "discovery", "library", "approvals")
 
+# The floors, bottom to top. A module stands on the floor whose entry names it most closely (the longest
+# prefix); it may import its own floor and those below, never one above, not even inside a function. Where a
+# lower floor must reach up, the upper app registers a hook in its ``AppConfig.ready()`` (subject handlers, the
+# canon registry, discovery's events, the decision page's panels).
+LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    ("the kernel", ("novelgraph.core",)),
+    (
+        "discovery's ground",
+        (
+            "discovery.models",
+            "discovery.access",
+            "discovery.access_rows",
+            "discovery.story_rules",
+            "discovery.selectors",
+        ),
+    ),
+    ("approvals", ("approvals",)),
+    ("the library", ("library",)),
+    ("discovery's features", ("discovery",)),
+    ("the loop", ("discovery.loop",)),
+    ("the agents", ("discovery.agents",)),
+    ("the roof", ("novelgraph",)),
+]
 
-def _modules() -> dict[str, Path]:
+
+def _is_entry_point(name: str) -> bool:
+    """Management commands and migrations are run from outside, like the roof: they may import any floor, and
+    import inside their functions (a migration's operations run against its historical state)."""
+    return ".management." in f"{name}." or ".migrations." in f"{name}."
+
+
+def _floor(name: str) -> int:
+    best, floor = -1, None
+    for number, (_label, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            if (name == prefix or name.startswith(prefix + ".")) and len(prefix) > best:
+                best, floor = len(prefix), number
+    assert floor is not None, f"{name} stands on no floor of LAYERS"
+    return floor
+
+
+def _modules(*, entry_points: bool = False) -> dict[str, Path]:
     found = {}
     for package in PACKAGES:
         for path in (ROOT / package).rglob("*.py"):
             parts = path.relative_to(ROOT).with_suffix("").parts
-            if "migrations" in parts or "management" in parts:
-                continue
             name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+            if _is_entry_point(name) and not entry_points:
+                continue
             found[name] = path
     return found
 
 
-def _imports(name: str, path: Path, known: set[str]) -> set[str]:
-    """The project modules that ``name`` imports (absolute or relative, at any depth of the file)."""
+def _import_sites(name: str, path: Path, known: set[str]) -> list[tuple[str, int, str | None]]:
+    """Each project module that ``name`` imports (absolute or relative, at any depth of the file), with the line
+    and the function the import sits in (None at module level)."""
     tree = ast.parse(path.read_text())
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    targets: set[str] = set()
+    enclosing: dict[ast.AST, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            for inner in ast.walk(node):
+                if inner is not node and isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                    enclosing.setdefault(inner, node.name)
+    sites = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             candidates = [alias.name for alias in node.names]
@@ -53,9 +100,13 @@ def _imports(name: str, path: Path, known: set[str]) -> set[str]:
             # the deepest project module the import names (``from .services import x`` is the package)
             while candidate and candidate not in known:
                 candidate = candidate.rpartition(".")[0]
-            if candidate and candidate != name:
-                targets.add(candidate)
-    return targets
+            if candidate and candidate != name and (candidate, node.lineno, enclosing.get(node)) not in sites:
+                sites.append((candidate, node.lineno, enclosing.get(node)))
+    return sites
+
+
+def _imports(name: str, path: Path, known: set[str]) -> set[str]:
+    return {target for target, _line, _function in _import_sites(name, path, known)}
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -101,15 +152,79 @@ def test_no_module_imports_in_a_circle():
     assert _cycles(graph) == []
 
 
-def test_the_auth_layer_sits_below_the_apps():
-    """``novelgraph`` modules the apps build on import no app (the API mounts routers from above)."""
+def climbing_imports(modules: dict[str, Path]) -> list[str]:
+    """Every import, at any depth of its file, from a floor of ``LAYERS`` to a higher one."""
+    known = set(modules)
+    found = []
+    for name, path in sorted(modules.items()):
+        for target, line, _function in _import_sites(name, path, known):
+            if not _is_entry_point(target) and _floor(target) > _floor(name):
+                found.append(
+                    f"{name}:{line} ({LAYERS[_floor(name)][0]}) imports {target} ({LAYERS[_floor(target)][0]})"
+                )
+    return found
+
+
+def test_no_floor_imports_a_floor_above_it():
+    assert climbing_imports(_modules()) == []
+
+
+def test_the_floors_do_not_import_each_other_in_a_circle():
+    """At the floors' scale: whatever the modules, no floor reaches back to one below that imports it."""
     modules = _modules()
     known = set(modules)
-    below = ["novelgraph.core.auth", "novelgraph.core.db", "novelgraph.core.errors", "novelgraph.core.models", "novelgraph.core.roles",
-             "novelgraph.core.schemas", "novelgraph.core.services", "novelgraph.core.pagination"]  # fmt: skip
-    for name in below:
-        apps = {t for t in _imports(name, modules[name], known) if not t.startswith("novelgraph")}
-        assert apps == set(), f"{name} imports {apps}"
+    edges = {(_floor(name), _floor(target)) for name, path in modules.items() for target in _imports(name, path, known)}
+    assert sorted((LAYERS[a][0], LAYERS[b][0]) for a, b in edges if a < b) == []
+
+
+def function_level_imports(modules: dict[str, Path]) -> list[str]:
+    """Project imports inside a function, outside ``AppConfig.ready()`` (commands and migrations are left out of
+    ``modules``): an import hidden in a function is how a cycle or a climb hides from the floors."""
+    known = set(modules) | set(_modules(entry_points=True))
+    found = []
+    for name, path in sorted(modules.items()):
+        for target, line, function in _import_sites(name, path, known):
+            if function is not None and not (function == "ready" and name.endswith(".apps")):
+                found.append(f"{name}:{line} imports {target} inside {function}()")
+    return found
+
+
+def test_no_project_import_sits_inside_a_function():
+    assert function_level_imports(_modules()) == []
+
+
+# The chain that closed a circle of packages before the floors were written down, each link as it was written
+# (two of them inside functions, where a module-level check did not look).
+EARLIER_CHAIN = [
+    (
+        "discovery.services.charters",
+        "def charter_propose():\n    from discovery.loop.services import charter_reopen_card",
+    ),
+    ("discovery.loop.services", "from discovery.loop.selectors import loop_state"),
+    ("discovery.loop.selectors", "from approvals.selectors import decision_log_for"),
+    ("approvals.selectors", "def approval_view():\n    from discovery.refs import resolve_source_refs"),
+    ("discovery.refs", "from discovery.schemas import REF_TYPES"),
+    ("discovery.schemas", "def resolve_content():\n    from discovery.services import dossier_capped"),
+]
+
+
+def test_the_earlier_chain_climbs_and_hides_in_functions(tmp_path):
+    modules = {}
+    for number, (name, source) in enumerate(EARLIER_CHAIN):
+        modules[name] = tmp_path / f"m{number}.py"
+        modules[name].write_text(source)
+    modules["discovery.services"] = tmp_path / "services.py"  # the package the chain comes back to
+    modules["discovery.services"].write_text("")
+    climbs = climbing_imports(modules)
+    assert climbs == [
+        "approvals.selectors:2 (approvals) imports discovery.refs (discovery's features)",
+        "discovery.services.charters:2 (discovery's features) imports discovery.loop.services (the loop)",
+    ]
+    assert function_level_imports(modules) == [
+        "approvals.selectors:2 imports discovery.refs inside approval_view()",
+        "discovery.schemas:2 imports discovery.services inside resolve_content()",
+        "discovery.services.charters:2 imports discovery.loop.services inside charter_propose()",
+    ]
 
 
 def test_no_enumeration_or_constant_is_defined_twice():

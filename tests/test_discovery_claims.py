@@ -6,7 +6,7 @@ import pytest
 
 from approvals.models import Approval, DecisionLogEntry
 from approvals.selectors import decision_log_verify
-from approvals.services import approval_is_current
+from approvals.subjects import approval_is_current
 from discovery.models import KnowledgeBase, KnowledgeClaim
 
 from .discovery_support import assert_forbidden, start

@@ -508,7 +508,7 @@ def test_g15_ratifies_exactly_one_thrust_and_keeps_the_others_with_the_reason(
 def test_g2_needs_an_approved_charter_and_its_log_names_the_version_and_digest(
     author_api, sol_api, terra_api, luna_api, book
 ):
-    from discovery.canon import charter_content_digest
+    from discovery.services.charters import charter_content_digest
 
     session = start(author_api, book)
     _thrusts(terra_api, session, "The keeper's doubt")

@@ -179,7 +179,7 @@ def test_a_charter_proposed_after_g2_raises_a_card_with_its_impact_and_approving
     approved = author_api.post(f"/charters/{v2['id']}/resolve", {"approved": True, "rationale": "The lie is better."})
     assert approved.status_code == 200, approved.content
     row = DecisionLogEntry.objects.filter(book=book, subject_type="charter").order_by("-sequence").first()
-    from discovery.canon import charter_content_digest
+    from discovery.services.charters import charter_content_digest
 
     charter = StoryCharter.objects.get(pk=v2["id"])
     assert row.detail["g2_ratified"]["version"] == charter.version
@@ -188,7 +188,7 @@ def test_a_charter_proposed_after_g2_raises_a_card_with_its_impact_and_approving
     assert row.detail["reopen_cards"] == [card["id"]]
     cards = {c["id"]: c for c in author_api.get(f"/books/{book.pk}/loop/cards").json()["items"]}
     assert (cards[card["id"]]["status"], cards[card["id"]]["verdict"]) == ("decided", "approve")
-    from discovery.loop.services.charters import g2_ratification
+    from discovery.loop.services.reopen import g2_ratification
 
     assert g2_ratification(book)["version"] == charter.version
     assert LoopMeta.objects.get(book=book).status != "awaiting-human"
@@ -207,7 +207,7 @@ def test_rejecting_a_charter_proposed_after_g2_keeps_the_ratified_version(author
     row = DecisionLogEntry.objects.filter(book=book, subject_type="charter").order_by("-sequence").first()
     assert row.decision == "reject" and row.detail["g2_kept"]["version"] == v1.version
     assert "g2_ratified" not in row.detail
-    from discovery.loop.services.charters import g2_ratification
+    from discovery.loop.services.reopen import g2_ratification
 
     assert g2_ratification(book)["id"] == str(v1.pk)
     v1.refresh_from_db()

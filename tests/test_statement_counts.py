@@ -41,7 +41,8 @@ STATEMENTS: dict[str, tuple[int, int]] = {
     # raises a card that reopens convergence).
     "POST /books/{id}/charters": (11, 12),
     # +4: the canon it contradicts (bases, claims), for the log; +1 since the log records what became canon
-    # (approvals/canon.py reads the approved subject's content); PostgreSQL also locks the book before the handler.
+    # (approvals/canon_record.py reads the approved subject's content); PostgreSQL also locks the book before the
+    # handler.
     "POST /claims/{id}/promote": (28, 30),
     "POST /sessions/{id}/turns": (9, 9),  # + the question the turn answers
     "POST /sessions/{id}/scratchpad": (7, 7),

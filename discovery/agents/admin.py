@@ -2,7 +2,7 @@
 
 from django.contrib import admin
 
-from discovery.admin import ReadOnlyAdmin
+from novelgraph.core.admin import ReadOnlyAdmin
 
 from .models import AgentRun
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 
+from approvals.models import Approval, ApprovalKind
 from discovery.access import BookAccess, Cap, book_access
 from discovery.loop.models import CardStatus, LensRerun, LoopMeta, RerunStatus
 from discovery.loop.services.gates import g2_reasons, g3_reasons
@@ -154,8 +155,6 @@ def _charters(book) -> list[dict]:
 
 def _proposed_claims(access: BookAccess) -> list[dict]:
     """Proposed claims in the bases the role may read (never series canon for Luna)."""
-    from approvals.models import Approval, ApprovalKind
-
     bases, _ = readable_bases(book_bases(access.book), access.caps)
     claims = list(
         KnowledgeClaim.objects.filter(base_id__in=[b["id"] for b in bases], status=KnowledgeClaim.Status.PROPOSED)

@@ -58,5 +58,10 @@ def produced_by(kind: str, object_ids) -> dict[str, AgentRun]:
     return {row.object_id: row.run for row in rows}
 
 
+def ran_for(book) -> bool:
+    """Whether any run has worked on ``book``."""
+    return AgentRun.objects.filter(book=book).exists()
+
+
 def has_active_runs(runs) -> bool:
     return any(run.status in (RunStatus.QUEUED, RunStatus.RUNNING) for run in runs)

@@ -92,7 +92,6 @@ def runs(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
     access = page_access(request, book_id, Cap.DISCOVERY_READ)
     if request.htmx:
         return _runs_fragment(request, access)
-    from discovery.views import book_links
 
     return render(
         request,
@@ -100,7 +99,6 @@ def runs(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
         {
             "book": access.book,
             "role": access.role,
-            "links": book_links(access.book),
             "agents": agents_panel(request, access, limit=200),
         },
     )
@@ -129,7 +127,6 @@ def start(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
     except DomainError as exc:
         if request.htmx:
             return _runs_fragment(request, access, error=exc, status=exc.status)
-        from discovery.views import book_links
 
         return render(
             request,
@@ -137,7 +134,6 @@ def start(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
             {
                 "book": access.book,
                 "role": access.role,
-                "links": book_links(access.book),
                 "agents": agents_panel(request, access, error=exc, limit=200),
             },
             status=exc.status,

@@ -66,6 +66,7 @@ from .schemas import (
 )
 from .services.base import card_renew_after_lapse
 from .services.cards import card_impact
+from .services.cascade import stale_node_row
 from .services.transfer import loop_export, loop_import
 
 router = Router(tags=["loop"])
@@ -272,8 +273,6 @@ def cascade_affected(request: HttpRequest, book_id: uuid.UUID, node: str):
 def cascade_stale(request: HttpRequest, book_id: uuid.UUID, node: str, lens: str | None = None):
     """Every node a confirmed cascade from ``node`` made stale (``lens``: those its re-run was queued for), paged,
     by node id: the rest of the lists its decision-log row names (``stale``, a re-run's ``slots``)."""
-    from .services.cascade import stale_node_row
-
     return MappedRows(loop.cascade_stale(book=_book(request, book_id), seed=node, lens=lens), stale_node_row)
 
 

@@ -12,11 +12,22 @@ class LoopConfig(AppConfig):
     def ready(self) -> None:
         from django.db.models.signals import post_migrate
 
-        from approvals.services import register_subject_handler
+        from approvals.subjects import register_subject_handler
+        from discovery.panels import register_book_panel
+        from discovery.signals import charter_decided, charter_proposed, discovery_started
 
         from .roster import seed_roster_after_migrate
+        from .selectors import loop_panel
+        from .services.base import loop_on_discovery_started
+        from .services.reopen import charter_reopen_card, charter_reopen_settle
         from .services.verdicts import GATE_HANDLER
 
         register_subject_handler(GATE_HANDLER)
+        register_book_panel(loop_panel)
+        # Discovery announces; the loop follows: it starts with the discovery, and a charter version proposed
+        # after G2 reopens convergence until the author decides that version.
+        discovery_started.connect(loop_on_discovery_started, dispatch_uid="loop_on_discovery_started")
+        charter_proposed.connect(charter_reopen_card, dispatch_uid="loop_charter_reopen_card")
+        charter_decided.connect(charter_reopen_settle, dispatch_uid="loop_charter_reopen_settle")
         # The roster is data: present after every migrate and flush (tests), never overwriting staff's edits.
         post_migrate.connect(seed_roster_after_migrate, sender=self, dispatch_uid="loop_roster_seed")

@@ -6,7 +6,10 @@ it from here. Existing rows are left as staff edited them unless a migration ove
 
 from __future__ import annotations
 
+from discovery.access import capabilities_of
 from novelgraph.core.db import tables_exist
+
+from .models import RosterEntry
 
 ROSTER = [
     # slug, name, kind, agent_role, required, required_at_gate, rerun_cost, description
@@ -36,8 +39,6 @@ LENS_NEEDS = {"canon-integrity": ("series:read", "discovery:read")}
 
 def lens_role_problem(slug: str, agent_role: str) -> str | None:
     """Why ``agent_role`` cannot file lens ``slug``'s review (it cannot read what the lens checks), or None."""
-    from discovery.access import capabilities_of
-
     missing = [cap for cap in LENS_NEEDS.get(slug, ()) if cap not in capabilities_of(agent_role)]
     if not agent_role:
         return f"the roster names no role for the lens {slug}"
@@ -67,6 +68,4 @@ def seed_roster_after_migrate(sender, using: str = "default", **kwargs) -> None:
     """``post_migrate``: the roster rows exist (after a flush in tests, too); staff's edits are kept."""
     if not tables_exist(using, "loop_rosterentry"):
         return
-    from .models import RosterEntry
-
     seed_roster(RosterEntry, overwrite=False)

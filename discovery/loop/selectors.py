@@ -7,15 +7,17 @@ from django.db.models import QuerySet
 from approvals.chain import format_ts
 from approvals.models import Gate
 from approvals.selectors import decision_log_for
-from discovery.models import Book
+from discovery.models import Book, KnowledgeBase
 from discovery.selectors import VIEW_PAGE, bounded
 from novelgraph.core.pagination import rest_link
 
+from .lint import LintReport, lint
 from .models import (
     GATE_ORDER,
     SCHEMA_VERSION,
     BlackboardArtifact,
     Candidate,
+    CardStatus,
     LensRerun,
     LensReview,
     LoopMeta,
@@ -23,10 +25,12 @@ from .models import (
     OpenQuestion,
     OptionCard,
     PlanNode,
+    QuestionStatus,
     RerunStatus,
     RosterEntry,
     TraceEdge,
     TraceNode,
+    TraceStatus,
     ValidationPlanItem,
 )
 from .serializers import (
@@ -41,8 +45,6 @@ from .serializers import (
     TRACE_NODE,
     VALIDATION_ITEM,
 )
-from .services.base import saturation_check
-from .services.cards import pending_card
 
 
 def gate_steps(meta: LoopMeta | None) -> list[dict]:
@@ -58,6 +60,17 @@ def gate_steps(meta: LoopMeta | None) -> list[dict]:
     return steps
 
 
+def loop_panel(book: Book) -> dict:
+    """The loop on the book's page: its meta (None before the discovery starts), the gate stepper, and whether the
+    discovery was handed off at G3."""
+    meta = LoopMeta.objects.filter(book=book).first()
+    return {
+        "loop": meta,
+        "gates": gate_steps(meta),
+        "handed_off": meta is not None and meta.status == LoopStatus.HANDED_OFF,
+    }
+
+
 def loop_meta(book: Book) -> LoopMeta | None:
     """The book's meta, or None when its discovery (so its loop) has not started. Never creates it."""
     return LoopMeta.objects.filter(book=book).first()
@@ -65,8 +78,6 @@ def loop_meta(book: Book) -> LoopMeta | None:
 
 def roster_status(book: Book) -> list[dict]:
     """The roster with what is present: optional lenses detect and degrade when absent."""
-    from discovery.models import KnowledgeBase
-
     library = KnowledgeBase.objects.filter(scope="literary").exists()
     reviewed = set(LensReview.objects.filter(book=book).values_list("lens_id", flat=True))
     out = []
@@ -258,3 +269,49 @@ def loop_state(book: Book) -> dict[str, dict]:
             "validation_plan": [VALIDATION_ITEM.record(v) for v in validation_plan_of(book)],
         },
     }
+
+
+# --- Lint, saturation, the waiting card ------------------------------------------
+
+
+def pending_card(book) -> OptionCard | None:
+    return (
+        OptionCard.objects.filter(book=book, status=CardStatus.PENDING)
+        .select_related("approval")
+        .order_by("created_at")
+        .first()
+    )
+
+
+def trace_lint(book: Book, *, strict: bool) -> LintReport:
+    meta = LoopMeta.objects.get(book=book)
+    nodes = [
+        {"id": node_id, "kind": kind}
+        for node_id, kind in TraceNode.objects.filter(book=book, status=TraceStatus.ACTIVE)
+        .order_by("created_at", "node_id")
+        .values_list("node_id", "kind")
+    ]
+    edges = [
+        {"from": a, "to": b}
+        for a, b in TraceEdge.objects.filter(book=book, active=True)
+        .order_by("created_at", "from_id", "to_id")
+        .values_list("from_id", "to_id")
+    ]
+    return lint(nodes=nodes, edges=edges, root=meta.trace_root, leaf_kind=meta.leaf_kind, strict=strict)
+
+
+def saturation_check(book: Book) -> dict:
+    """Saturation = no open or routed questions, a clean strict lint, and a full round that invalidated nothing."""
+    meta = LoopMeta.objects.get(book=book)
+    reasons = []
+    waiting = OpenQuestion.objects.filter(book=book, status__in=[QuestionStatus.OPEN, QuestionStatus.ROUTED]).count()
+    if waiting:
+        reasons.append(f"{waiting} open or routed question(s)")
+    report = trace_lint(book, strict=True)
+    if not report.ok:
+        reasons.append(f"the strict lint fails ({len(report.failures)} finding(s))")
+    if meta.round == 0 or not meta.last_round_clean:
+        reasons.append("no full round has yet completed without invalidating anything")
+    elif meta.round_invalidated:
+        reasons.append("the current round invalidated slots")
+    return {"holds": not reasons, "reasons": reasons}

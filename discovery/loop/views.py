@@ -18,15 +18,15 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from discovery.access import BookAccess, page_access
-from discovery.views import book_links
 from novelgraph.core.errors import DomainError
 from novelgraph.core.schemas import parse_form
 
 from . import selectors
 from .models import CandidateStatus, QuestionStatus
 from .schemas import QuestionResolveIn, SelectIn
+from .selectors import trace_lint
 from .services import candidate_select, question_resolve
-from .services.base import reader_book, trace_lint
+from .services.base import reader_book
 from .services.cards import g15_thrusts
 from .services.plan import WRITABLE_LIFECYCLE
 from .svg import plan_tree_svg, trace_svg
@@ -37,7 +37,7 @@ def _loop_context(access: BookAccess) -> dict:
     if selectors.loop_meta(book) is None:
         # Reads never write: a book whose discovery has not started has no loop, and opening the page
         # does not make one. The loop begins when the discovery starts.
-        return {"book": book, "role": access.role, "links": book_links(book), "not_started": True}
+        return {"book": book, "role": access.role, "not_started": True}
     view = selectors.loop_view(book)
     meta = view["meta"]
     report = trace_lint(book, strict=True)
@@ -55,7 +55,6 @@ def _loop_context(access: BookAccess) -> dict:
     return {
         "book": book,
         "role": access.role,
-        "links": book_links(book),
         "meta": meta,
         "view": view,
         "card": card,

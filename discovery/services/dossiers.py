@@ -9,10 +9,8 @@ from django.utils import timezone
 
 from approvals.models import DecisionLogEntry, Verdict
 from novelgraph.core.errors import Conflict, Forbidden
-from novelgraph.core.pagination import rest_link
 
 from ..access import BookAccess, Cap, capabilities_of
-from ..canon import as_of
 from ..models import (
     Book,
     ContextDossier,
@@ -23,9 +21,9 @@ from ..models import (
     StoryCharter,
 )
 from ..selectors import (
+    DOSSIER_PAGE,
     SCOPE_READ_CAP,
     SCOPE_WITHHELD_LABEL,
-    VIEW_PAGE,
     MappedRows,
     book_bases,
     book_observation_rows,
@@ -33,49 +31,14 @@ from ..selectors import (
     canon_bases,
     canon_story_rows,
     current_session,
+    dossier_more_links,
     readable_bases,
 )
+from ..story_rules import as_of
 
 DOSSIER_SCHEMA = "dossier/1"
-# The most claims, scratchpad entries and observations a dossier holds; ``more`` links to the rest.
-DOSSIER_PAGE = VIEW_PAGE
-
-
 def _iso(value) -> str | None:
     return value.isoformat() if value is not None else None
-
-
-def dossier_more_links(
-    *, book_id, session_id, more: dict[str, bool], limit: int, as_of_chapter: int | None = None
-) -> dict[str, str | None]:
-    """Where the rest of each capped collection of a dossier is: its paged API route from the first item the
-    dossier does not hold (the same order), or None when the dossier holds all of it. An as-of dossier's
-    claims are the canon as of its chapter: their rest is the codex's claims as of that chapter, paged (the paged
-    canon route is the canon now, a different list)."""
-    # The author's constraints bind every role, and the bases name what the role reads, as of a chapter too:
-    # their rest is always their paged route.
-    always = {
-        name: rest_link(f"books/{book_id}/{route}", page=limit) if more.get(name) else None
-        for name, route in (("author_constraints", "author-constraints"), ("knowledge_bases", "knowledge-bases"))
-    }
-    if as_of_chapter is not None:
-        codex = rest_link(f"books/{book_id}/codex/claims", page=limit, as_of_chapter=as_of_chapter)
-        return {
-            "claims": codex if more.get("claims") else None,
-            "scratchpad": None,
-            "observations": None,
-            **always,
-        }
-    links = {
-        "claims": rest_link(f"books/{book_id}/canon", page=limit) if more.get("claims") else None,
-        "scratchpad": rest_link(f"books/{book_id}/scratchpad", page=limit)
-        if session_id and more.get("scratchpad")
-        else None,
-        "observations": rest_link(f"books/{book_id}/observations", page=limit, status="working")
-        if more.get("observations")
-        else None,
-    }
-    return {**links, **always}
 
 
 def canon_claims(bases: list[dict]):
@@ -371,40 +334,6 @@ def author_constraints(book: Book) -> AuthorConstraints:
 
 # Collections a dossier caps that stored snapshots may hold whole: all of them before dossiers were bounded (no
 # ``more``), the later ones (LATER_CAPPED) before they were.
-FIRST_CAPPED = ("claims", "scratchpad", "observations")
-LATER_CAPPED = ("author_constraints", "knowledge_bases")
-
-
-def dossier_capped(dossier: ContextDossier) -> dict:
-    """A dossier's content as read: a snapshot stored before dossiers were bounded (or before the author's
-    constraints and the bases were) may hold more than ``DOSSIER_PAGE`` of a collection; it is read with the first
-    page and a ``more`` link, as a new one is. (The stored row is never changed: the snapshot is immutable.)"""
-    content = dossier.content or {}
-    stored_more = content.get("more")
-    if stored_more is not None and all(name in stored_more for name in LATER_CAPPED):
-        return content
-    capped = dict(content)
-    more = {}
-    for name in (*FIRST_CAPPED, *LATER_CAPPED) if stored_more is None else LATER_CAPPED:
-        items = content.get(name)  # None: the snapshot predates the collection (the page says so)
-        if items is not None:
-            capped[name] = items[:DOSSIER_PAGE]
-        more[name] = items is not None and len(items) > DOSSIER_PAGE
-    links = dossier_more_links(
-        book_id=dossier.book_id,
-        session_id=content.get("session_id"),
-        more=more,
-        limit=DOSSIER_PAGE,
-        as_of_chapter=content.get("as_of_chapter"),
-    )
-    if stored_more is None:
-        capped["limit"] = DOSSIER_PAGE
-        capped["more"] = links
-    else:
-        capped["more"] = {**stored_more, **{name: links[name] for name in LATER_CAPPED}}
-    return capped
-
-
 def dossier_store(
     *, book: Book, agent_role: str, requested_by=None, as_of_chapter: int | None = None
 ) -> ContextDossier:

@@ -23,6 +23,7 @@ from ..models import (
 from ..refs import validate_source_refs
 from ..schemas import QuestionSetIn, ThrustIn, TurnIn
 from ..selectors import OPEN_SESSION_STATUSES
+from ..signals import discovery_started
 from .knowledge import ensure_knowledge_bases
 
 
@@ -44,19 +45,10 @@ def discovery_start(*, access: BookAccess) -> tuple[DiscoverySession, bool]:
         )
         if session is not None:
             return session, False
-        from discovery.loop.models import LoopMeta, LoopStatus
-
-        if LoopMeta.objects.filter(book=book, status=LoopStatus.HANDED_OFF).exists():
-            # The discovery ended at G3: starting again never opens a new session silently.
-            raise Conflict(
-                "this book's discovery was handed off to drafting at G3; it cannot be started again",
-                code="handed_off",
-            )
         session = DiscoverySession.objects.create(book=book)
-        # The discovery loop (seed 002): the book's loop at G0 with its root node.
-        from discovery.loop.services import loop_ensure
-
-        loop_ensure(book=book)
+        # The discovery loop (seed 002) ensures the book's loop at G0 with its root node; a discovery handed off
+        # at G3 is refused there, and this session rolls back with the refusal.
+        discovery_started.send(sender=Book, book=book)
         return session, True
 
 

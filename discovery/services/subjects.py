@@ -1,7 +1,8 @@
-"""How the author's decisions apply to discovery subjects: the story-charter and canon-promotion
-handlers that ``approvals.services.approval_decide`` calls inside the deciding transaction.
-
-Registered from ``DiscoveryConfig.ready()``.
+"""How the author's decisions apply to claims: the canon-promotion handler that
+``approvals.services.approval_decide`` calls inside the deciding transaction, and what a claim's approval makes
+canon; with the two rules every discovery subject shares (research is admitted, not assumed; a subject decided by
+this very approval still counts as proposed). The story-charter handler is with the other charter rules
+(``discovery.services.charters``). Both are registered from ``DiscoveryConfig.ready()``.
 
 A verdict's log entry is hashed and never rewritten, so the lists it records are capped when written
 (``VIEW_PAGE``): the first page, the count and the paged route with the rest, read from what the verdict
@@ -10,26 +11,23 @@ stored (``superseded_versions``: the charters' ``superseded_by``; ``contradictio
 
 from __future__ import annotations
 
+from django.db.models import Q
+
+from approvals.canon_record import CanonKind
 from approvals.models import Approval, ApprovalKind, DecisionList, Verdict
-from approvals.services import (
-    PROPOSAL_VERDICTS,
-    Decision,
-    SubjectHandler,
-    capped_in,
-    fingerprint,
-    record_list,
-    register_subject_handler,
-)
+from approvals.services import record_list
+from approvals.subjects import PROPOSAL_VERDICTS, Decision, SubjectHandler
 from library.evidence import evidence_findings
+from novelgraph.core.digest import fingerprint
 from novelgraph.core.errors import Conflict, Forbidden
 from novelgraph.core.words import inline
 
-from ..canon import charter_content_digest
-from ..models import DiscoverySession, KnowledgeBase, KnowledgeClaim, StoryCharter
+from ..models import KnowledgeBase, KnowledgeClaim
+from ..refs import resolve_source_refs
 from ..selectors import claim_conflicts
 
 
-def _refuse_unadmitted_evidence(*, book_id, evidence, source_refs) -> None:
+def refuse_unadmitted_evidence(*, book_id, evidence, source_refs) -> None:
     """Research is admitted, not assumed: refuse (409, nothing written) while findings remain."""
     findings = evidence_findings(book_id=book_id, evidence=evidence, source_refs=source_refs)
     if findings:
@@ -42,10 +40,7 @@ def _refuse_unadmitted_evidence(*, book_id, evidence, source_refs) -> None:
         )
 
 
-# --- Story charters --------------------------------------------------------
-
-
-def _as_decided_by(row: dict | None, approval: Approval) -> dict | None:
+def as_decided_by(row: dict | None, approval: Approval) -> dict | None:
     """The subject as this approval saw it: a subject this very approval decided counts as still
     proposed, so its digest stays current; one decided by another approval does not match."""
     if row is None:
@@ -53,141 +48,6 @@ def _as_decided_by(row: dict | None, approval: Approval) -> dict | None:
     if str(row.pop("approval_id") or "") == str(approval.pk):
         row["status"] = "proposed"
     return row
-
-
-def _charter_row(approval: Approval) -> dict | None:
-    row = (
-        StoryCharter.objects.filter(pk=approval.subject_id, book_id=approval.book_id)
-        .values("id", "book_id", "version", "status", "content", "source_refs", "approval_id")
-        .first()
-    )
-    return _as_decided_by(row, approval)
-
-
-def charter_digest(approval: Approval) -> str:
-    """Covers the charter's content, references, version and status: an edited charter, or one
-    another approval already resolved, no longer matches, so a pending approval lapses."""
-    return fingerprint(_charter_row(approval))
-
-
-def newer_live_version(charter: StoryCharter) -> StoryCharter | None:
-    """The newest version after ``charter`` that is still pending or approved (rejected ones do not count)."""
-    return (
-        StoryCharter.objects.filter(book_id=charter.book_id, version__gt=charter.version)
-        .exclude(status=StoryCharter.Status.REJECTED)
-        .order_by("-version")
-        .first()
-    )
-
-
-def charter_apply(decision: Decision) -> None:
-    """Apply the author's verdict on a charter version.
-
-    Versions are ordered: an older version is never approved while a newer one is pending or
-    approved (409 ``newer_version``, naming it); approving version n supersedes every older
-    version, pending or approved. The conversation stays open (only the G3 hand-off closes it)
-    and no chapter is created here (G3 creates Chapter 1 from the decision brief).
-    """
-    approval = decision.approval
-    charter = StoryCharter.objects.select_for_update().get(pk=approval.subject_id, book_id=approval.book_id)
-    if charter.status != StoryCharter.Status.PROPOSED:
-        raise Conflict(f"charter v{charter.version} is already {charter.status}", code="not_pending")
-    decision.detail["charter_version"] = charter.version
-    if decision.verdict == Verdict.APPROVE:
-        newer = newer_live_version(charter)
-        if newer is not None:
-            raise Conflict(
-                f"charter v{charter.version} is older than v{newer.version} ({newer.status}); "
-                f"an older version cannot be approved after a newer one",
-                code="newer_version",
-                newer_version=newer.version,
-                newer_id=str(newer.pk),
-            )
-        _refuse_unadmitted_evidence(book_id=charter.book_id, evidence=None, source_refs=charter.source_refs)
-        superseded = StoryCharter.objects.filter(
-            book_id=charter.book_id,
-            version__lt=charter.version,
-            status__in=[StoryCharter.Status.APPROVED, StoryCharter.Status.PROPOSED],
-        )
-        # Each superseded version records this approval, so GET /approvals/{id}/superseded-versions lists them all.
-        versions = sorted(superseded.values_list("version", flat=True))
-        capped_in(decision.detail, "superseded_versions", versions, approval, "superseded-versions")
-        decision.detail["content_digest"] = charter_content_digest(charter.content)
-        decision.detail["loop_gate"] = _loop_gate(charter.book_id)
-        superseded.update(status=StoryCharter.Status.SUPERSEDED, superseded_by=approval)
-        charter.status = StoryCharter.Status.APPROVED
-        charter.approval = approval
-        charter.save(update_fields=["status", "approval", "updated_at"])
-        _reopen_settle(charter, approved=True, detail=decision.detail)
-        # Nothing waits any more: the conversation goes on, active (it is never closed here).
-        DiscoverySession.objects.filter(
-            book_id=charter.book_id, status=DiscoverySession.Status.CHARTER_PROPOSED
-        ).update(status=DiscoverySession.Status.ACTIVE)
-    else:
-        charter.status = StoryCharter.Status.REJECTED
-        charter.approval = approval
-        charter.save(update_fields=["status", "approval", "updated_at"])
-        _reopen_settle(charter, approved=False, detail=decision.detail)
-        if charter.session_id:
-            DiscoverySession.objects.filter(
-                pk=charter.session_id, status=DiscoverySession.Status.CHARTER_PROPOSED
-            ).update(status=DiscoverySession.Status.ACTIVE)
-
-
-def _reopen_settle(charter: StoryCharter, *, approved: bool, detail: dict) -> None:
-    """A version proposed after G2 raised a reopen card: it goes with this decision (approve moves G2's
-    ratification to the version, reject keeps the ratified one; the row's detail says which)."""
-    from discovery.loop.services.charters import charter_reopen_settle
-
-    charter_reopen_settle(book_id=charter.book_id, charter=charter, approved=approved, detail=detail)
-
-
-def _loop_gate(book_id) -> str | None:
-    from discovery.loop.models import LoopMeta
-
-    return LoopMeta.objects.filter(book_id=book_id).values_list("gate", flat=True).first()
-
-
-def charter_changes(charter: StoryCharter) -> dict | None:
-    """What changed from the previous version, field by field (None for version 1)."""
-    previous = (
-        StoryCharter.objects.filter(book_id=charter.book_id, version__lt=charter.version)
-        .order_by("-version")
-        .values("version", "content")
-        .first()
-    )
-    if previous is None:
-        return None
-    before, after = previous["content"] or {}, charter.content or {}
-    rows = []
-    for key in list(dict.fromkeys([*after.keys(), *before.keys()])):
-        old, new = before.get(key), after.get(key)
-        if old == new:
-            continue
-        change = "added" if key not in before else "removed" if key not in after else "changed"
-        rows.append(
-            {"field": key, "label": key.replace("_", " ").capitalize(), "change": change, "before": old, "after": new}
-        )
-    return {"previous_version": previous["version"], "fields": rows}
-
-
-def charter_describe(approval: Approval) -> dict:
-    charter = StoryCharter.objects.filter(pk=approval.subject_id, book_id=approval.book_id).first()
-    if charter is None:
-        return {"type": "charter", "id": approval.subject_id, "exists": False}
-    return {
-        "type": "charter",
-        "id": str(charter.pk),
-        "exists": True,
-        "title": f"Story charter v{charter.version}",
-        "version": charter.version,
-        "status": charter.status,
-        "proposed_by": charter.proposed_by,
-        "content": charter.content,
-        "fields": {key.replace("_", " ").capitalize(): value for key, value in charter.content.items()},
-        "source_refs": charter.source_refs,
-        "changes": charter_changes(charter),
-    }
 
 
 # --- Canon promotion --------------------------------------------------------
@@ -211,7 +71,7 @@ def _claim_row(approval: Approval) -> dict | None:
         )
         .first()
     )
-    return _as_decided_by(row, approval)
+    return as_decided_by(row, approval)
 
 
 # The story record (seed 001) is part of the proposal: the fingerprint covers every field of it.
@@ -257,7 +117,7 @@ def claim_apply(decision: Decision) -> None:
         evidence = claim.evidence
         if claim.decisive and isinstance(evidence, dict):
             evidence = {**evidence, "decisive": True}  # story-record decisive evidence keeps the research rule
-        _refuse_unadmitted_evidence(book_id=approval.book_id, evidence=evidence, source_refs=claim.source_refs)
+        refuse_unadmitted_evidence(book_id=approval.book_id, evidence=evidence, source_refs=claim.source_refs)
         claim.status = KnowledgeClaim.Status.APPROVED
         if claim.revises_id:
             revised = KnowledgeClaim.objects.select_for_update().get(pk=claim.revises_id)
@@ -320,22 +180,41 @@ def claim_describe(approval: Approval) -> dict:
     }
 
 
-def register() -> None:
-    register_subject_handler(
-        SubjectHandler(
-            kind=ApprovalKind.STORY_CHARTER,
-            verdicts=PROPOSAL_VERDICTS,
-            digest=charter_digest,
-            apply=charter_apply,
-            describe=charter_describe,
-        )
-    )
-    register_subject_handler(
-        SubjectHandler(
-            kind=ApprovalKind.CANON_PROMOTION,
-            verdicts=PROPOSAL_VERDICTS,
-            digest=claim_digest,
-            apply=claim_apply,
-            describe=claim_describe,
-        )
-    )
+# --- What became canon (approvals.canon_record) -----------------------------
+
+
+def claim_canon_rows(book, ids=None):
+    """Each approved claim (the book's canon, or ``ids``) with the fields its approval made canon and its value."""
+    rows = KnowledgeClaim.objects.filter(status=KnowledgeClaim.Status.APPROVED)
+    if ids is None:
+        # The book's canon (its own and its series' bases) and whatever its approvals made canon.
+        # Literary guidance is staff-curated craft advice, in no book's log (README).
+        linked = book.knowledge_links.exclude(base__scope=KnowledgeBase.Scope.LITERARY).values("base_id")
+        rows = rows.filter(Q(base_id__in=linked) | Q(approval__book=book))
+    else:
+        rows = rows.filter(pk__in=ids)
+    columns = ("pk", "base_id", "subject", "predicate", "value", "provenance", "evidence", "source_refs")
+    for pk, base_id, subject, predicate, value, provenance, evidence, refs in rows.order_by("created_at").values_list(
+        *columns
+    ):
+        fields = {
+            "base_id": str(base_id),
+            "subject": subject,
+            "predicate": predicate,
+            "value": value,
+            "provenance": provenance,
+            "evidence": evidence,
+            "source_refs": refs,
+        }
+        yield str(pk), fields, value
+
+
+CLAIM_HANDLER = SubjectHandler(
+    kind=ApprovalKind.CANON_PROMOTION,
+    verdicts=PROPOSAL_VERDICTS,
+    digest=claim_digest,
+    apply=claim_apply,
+    describe=claim_describe,
+    sources=resolve_source_refs,
+)
+CLAIM_CANON = CanonKind("claim", "claim", claim_canon_rows)

@@ -6,6 +6,8 @@ from typing import Any
 
 from django import template
 
+from novelgraph.core.words import inline
+
 register = template.Library()
 
 TONE = {
@@ -39,8 +41,6 @@ def as_text(value: Any) -> str:
     """A claim value or other JSON value as readable text on one line (never JSON)."""
     if isinstance(value, str):
         return value
-    from novelgraph.core.words import inline
-
     return inline(value)
 
 

@@ -15,6 +15,19 @@ from .models import ApiKey
 from .services import api_key_revoke
 
 
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Read-only in the admin: an author's books, canon and history are never edited here."""
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
 @admin.register(ApiKey)
 class ApiKeyAdmin(admin.ModelAdmin):
     list_display = ["prefix", "name", "role", "owner", "created_at", "last_used_at", "revoked_at"]

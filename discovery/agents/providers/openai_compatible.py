@@ -13,6 +13,7 @@ import functools
 import json
 import re
 
+from ..schemas import PLANS
 from .base import ProviderError, Reply
 
 CONTEXT_START = "<<<CONTEXT"
@@ -56,8 +57,6 @@ TASK_BRIEF = {
 @functools.cache
 def plan_schema(task: str) -> dict:
     """The JSON schema of the task's plan (the API's input schemas inside), built once per process."""
-    from ..schemas import PLANS
-
     return PLANS[task].model_json_schema()
 
 

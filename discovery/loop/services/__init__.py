@@ -1,8 +1,9 @@
 """Every write of the discovery loop (seed 002, LOOP.md). Keyword-only, atomic, one rule per docstring."""
 
+from ..selectors import saturation_check, trace_lint
 from . import base
 from .artifacts import artifact_write, lens_review_record, rerun_done
-from .base import loop_ensure, saturation_check, trace_lint
+from .base import loop_ensure
 from .bounds import cost_charge, cost_spend, round_advance
 from .cascade import cascade_apply, cascade_preview, cascade_stale, cascade_stale_artifacts
 from .gates import gate_request

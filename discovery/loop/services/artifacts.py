@@ -12,6 +12,7 @@ from __future__ import annotations
 from django.db import transaction
 
 from discovery.access import BookAccess
+from discovery.selectors import VIEW_PAGE
 from novelgraph.core.errors import Conflict, Forbidden, Invalid, NotFound
 from novelgraph.core.pagination import rest_link
 
@@ -127,8 +128,6 @@ def boundary_recording(content: dict, item: dict, book_id) -> dict:
     """The scope boundary's content with one more recorded constraint, bounded: it names the first ``VIEW_PAGE``
     constraints; past that only ``constraints_count`` grows and ``constraints_rest`` links
     ``GET .../loop/constraints?kind=constraint`` from the next page (oldest first, as recorded)."""
-    from discovery.selectors import VIEW_PAGE
-
     page = list(content.get("constraints") or [])
     count = int(content.get("constraints_count") or len(page)) + 1
     if len(page) < VIEW_PAGE:

@@ -14,20 +14,15 @@ from discovery.access import BookAccess, Cap, refusal
 from discovery.models import Book
 from novelgraph.core.errors import Conflict
 
-from ..lint import LintReport, lint
 from ..models import (
     CardStatus,
     LoopMeta,
     LoopStatus,
-    OpenQuestion,
     OptionCard,
     PlanNode,
-    QuestionStatus,
-    TraceEdge,
-    TraceNode,
-    TraceStatus,
 )
-from .cards import pending_card, supersede_lapsed
+from ..selectors import pending_card, saturation_check
+from .cards import supersede_lapsed
 
 CONTROLLER_CAPS = (Cap.DISCOVERY_WRITE, Cap.LOOP_WRITE)
 LENS_CAPS = (Cap.DISCOVERY_WRITE, Cap.LOOP_WRITE, Cap.SCRATCHPAD_WRITE, Cap.CHARTER_PROPOSE)
@@ -54,6 +49,17 @@ def loop_ensure(*, book: Book) -> LoopMeta:
                 altitude="book",
             )
     return meta
+
+
+def loop_on_discovery_started(*, book: Book, **_signal) -> None:
+    """When a book's discovery starts: refuse a book whose discovery was handed off at G3 (starting again never
+    opens a new session silently), else ensure its loop."""
+    if LoopMeta.objects.filter(book=book, status=LoopStatus.HANDED_OFF).exists():
+        raise Conflict(
+            "this book's discovery was handed off to drafting at G3; it cannot be started again",
+            code="handed_off",
+        )
+    loop_ensure(book=book)
 
 
 NOT_STARTED = "discovery has not started for this book: the loop begins when its discovery starts"
@@ -129,40 +135,6 @@ def refuse_when_paused(meta: LoopMeta) -> None:
 
 
 # --- Lint, saturation and status -------------------------------------------------
-
-
-def trace_lint(book: Book, *, strict: bool) -> LintReport:
-    meta = LoopMeta.objects.get(book=book)
-    nodes = [
-        {"id": node_id, "kind": kind}
-        for node_id, kind in TraceNode.objects.filter(book=book, status=TraceStatus.ACTIVE)
-        .order_by("created_at", "node_id")
-        .values_list("node_id", "kind")
-    ]
-    edges = [
-        {"from": a, "to": b}
-        for a, b in TraceEdge.objects.filter(book=book, active=True)
-        .order_by("created_at", "from_id", "to_id")
-        .values_list("from_id", "to_id")
-    ]
-    return lint(nodes=nodes, edges=edges, root=meta.trace_root, leaf_kind=meta.leaf_kind, strict=strict)
-
-
-def saturation_check(book: Book) -> dict:
-    """Saturation = no open or routed questions, a clean strict lint, and a full round that invalidated nothing."""
-    meta = LoopMeta.objects.get(book=book)
-    reasons = []
-    waiting = OpenQuestion.objects.filter(book=book, status__in=[QuestionStatus.OPEN, QuestionStatus.ROUTED]).count()
-    if waiting:
-        reasons.append(f"{waiting} open or routed question(s)")
-    report = trace_lint(book, strict=True)
-    if not report.ok:
-        reasons.append(f"the strict lint fails ({len(report.failures)} finding(s))")
-    if meta.round == 0 or not meta.last_round_clean:
-        reasons.append("no full round has yet completed without invalidating anything")
-    elif meta.round_invalidated:
-        reasons.append("the current round invalidated slots")
-    return {"holds": not reasons, "reasons": reasons}
 
 
 def refresh(meta: LoopMeta) -> LoopMeta:

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from approvals.models import Approval, ApprovalKind
-from approvals.services import approval_request, fingerprint
+from approvals.services import approval_request
 from discovery.models import ThrustCandidate
+from novelgraph.core.digest import fingerprint
+from novelgraph.core.errors import NotFound
 from novelgraph.core.schemas import limit
 
 from ..models import BlackboardArtifact, CardStatus, LoopMeta, OptionCard, PlanNode
+from .cascade import cascade_preview
 
 SUBJECT_TYPE = "loop-option-card"
 
@@ -66,10 +69,6 @@ def card_impact(card: OptionCard) -> dict | None:
     """The impact preview of a card: the cascade from its trace seed, as the review page shows it."""
     if not card.trace_seed:
         return None
-    from novelgraph.core.errors import NotFound
-
-    from .cascade import cascade_preview
-
     try:
         return cascade_preview(book=card.book, seed=card.trace_seed)
     except NotFound:  # a seed that no longer exists previews as nothing
@@ -154,15 +153,6 @@ def card_as_dict(card: OptionCard) -> dict:
         "approval_id": str(card.approval_id) if card.approval_id else None,
         "created_at": card.created_at.isoformat() if card.created_at else None,
     }
-
-
-def pending_card(book) -> OptionCard | None:
-    return (
-        OptionCard.objects.filter(book=book, status=CardStatus.PENDING)
-        .select_related("approval")
-        .order_by("created_at")
-        .first()
-    )
 
 
 def supersede_lapsed(book, meta: LoopMeta | None = None) -> list[OptionCard]:

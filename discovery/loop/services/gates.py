@@ -31,6 +31,7 @@ from discovery.models import (
     StoryCharter,
     ThrustCandidate,
 )
+from discovery.services.charters import charter_content_digest
 from novelgraph.core.errors import Conflict, Invalid
 
 from ..models import (
@@ -55,7 +56,8 @@ from ..models import (
 )
 from ..roster import lens_role_problem
 from ..schemas import GateIn
-from .base import controller_book, lock_meta, refresh, saturation_check, trace_lint
+from ..selectors import saturation_check, trace_lint
+from .base import controller_book, lock_meta, refresh
 from .cards import raise_card, supersede_lapsed
 from .questions import AUTHORS_TO_SETTLE, settled_by_author
 
@@ -142,8 +144,6 @@ def governing_charter(book) -> StoryCharter | None:
 
 def charter_ratified(charter: StoryCharter) -> dict:
     """What G2's log entry names: the version and its content digest."""
-    from discovery.canon import charter_content_digest
-
     return {
         "id": str(charter.pk),
         "version": charter.version,

@@ -23,7 +23,8 @@ from __future__ import annotations
 import uuid
 
 from approvals.models import Approval, DecisionList, Verdict
-from approvals.services import LOOP_VERDICTS, Decision, SubjectHandler, record_list
+from approvals.services import record_list
+from approvals.subjects import LOOP_VERDICTS, Decision, SubjectHandler
 from discovery.models import ThrustCandidate
 from novelgraph.core.errors import Conflict, Invalid
 from novelgraph.core.schemas import limit
@@ -43,14 +44,15 @@ from ..models import (
     SubIdea,
     TraceStatus,
 )
+from ..selectors import impact_capped
 from .artifacts import boundary_recording, ratify_successor
 from .base import card_renew_after_lapse, lock_meta, refresh, root_of
 from .bounds import apply_grant, subtree_ids
 from .cards import OPEN_THRUST, card_as_dict, card_digest, card_impact, g15_thrusts, raise_card
 from .cascade import cascade_apply
-from .charters import refuse_card_verdict
 from .gates import charter_ratified, governing_charter, handoff, next_gate
 from .plan import select_candidate
+from .reopen import refuse_card_verdict
 
 CARD_VERDICTS = {
     "gate": frozenset(LOOP_VERDICTS),
@@ -439,4 +441,5 @@ GATE_HANDLER = SubjectHandler(
     apply=apply_verdict,
     describe=describe,
     renew=renew,
+    impact_page=impact_capped,
 )

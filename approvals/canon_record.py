@@ -1,11 +1,12 @@
-"""What became canon, recorded in the log and checked against it (issue 12, item 9).
+"""What became canon, recorded in the log and checked against it.
 
 When the author approves a charter, a claim or a research item, the log entry's ``detail``
 carries ``canon``: the SHA-256 of the approved content (and, for a claim, its value). Hashed and
 sealed with the entry, it cannot be changed unnoticed. Verification then checks every charter,
 claim and research item that is approved (admitted) *now* against the log entry that approved it:
 one set to approved without an approving entry, or whose content differs from what was approved,
-fails verification. The table below is the one place that says what "the approved content" is.
+fails verification. Each subject's app registers the one place that says what its "approved content" is
+(a :class:`CanonKind`).
 
 ``canon digest = SHA-256(JSON of the fields below, sorted keys, compact, UTF-8)``.
 """
@@ -19,7 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.db.models import Q
+
+from .models import DecisionLogEntry
 
 # The verdict that makes a proposal canon (proposal approvals take approve or reject only).
 APPROVING = "approve"
@@ -40,69 +42,14 @@ class CanonKind:
     exists: Callable[[Any, str], bool] | None = None  # one_per_book: is this subject of the book still there
 
 
-def _charters(book, ids=None):
-    from discovery.models import StoryCharter
-
-    rows = StoryCharter.objects.filter(status=StoryCharter.Status.APPROVED)
-    rows = rows.filter(book=book) if ids is None else rows.filter(pk__in=ids)
-    for pk, version, content, refs in rows.order_by("version").values_list("pk", "version", "content", "source_refs"):
-        yield str(pk), {"version": version, "content": content, "source_refs": refs}, None
+# What can become canon, by the subject type its log entries name: filled by the apps that own those subjects
+# (discovery's charters and claims, the library's research items) from their ``AppConfig.ready()``, in the order
+# verification checks them.
+CANON: dict[str, CanonKind] = {}
 
 
-def _charter_exists(book, pk: str) -> bool:
-    from discovery.models import StoryCharter
-
-    try:
-        return StoryCharter.objects.filter(book=book, pk=pk).exists()
-    except (ValueError, ValidationError):
-        return False
-
-
-def _claims(book, ids=None):
-    from discovery.models import KnowledgeBase, KnowledgeClaim
-
-    rows = KnowledgeClaim.objects.filter(status=KnowledgeClaim.Status.APPROVED)
-    if ids is None:
-        # The book's canon (its own and its series' bases) and whatever its approvals made canon.
-        # Literary guidance is staff-curated craft advice, in no book's log (README).
-        linked = book.knowledge_links.exclude(base__scope=KnowledgeBase.Scope.LITERARY).values("base_id")
-        rows = rows.filter(Q(base_id__in=linked) | Q(approval__book=book))
-    else:
-        rows = rows.filter(pk__in=ids)
-    columns = ("pk", "base_id", "subject", "predicate", "value", "provenance", "evidence", "source_refs")
-    for pk, base_id, subject, predicate, value, provenance, evidence, refs in rows.order_by("created_at").values_list(
-        *columns
-    ):
-        fields = {
-            "base_id": str(base_id),
-            "subject": subject,
-            "predicate": predicate,
-            "value": value,
-            "provenance": provenance,
-            "evidence": evidence,
-            "source_refs": refs,
-        }
-        yield str(pk), fields, value
-
-
-def _research(book, ids=None):
-    from library.models import ResearchItem
-
-    rows = ResearchItem.objects.filter(status=ResearchItem.Status.ADMITTED)
-    rows = rows.filter(book=book) if ids is None else rows.filter(pk__in=ids)
-    columns = ("pk", "url", "title", "excerpt", "source_snapshot", "claim", "citation")
-    for pk, *values in rows.order_by("created_at").values_list(*columns):
-        yield str(pk), dict(zip(columns[1:], values, strict=True)), None
-
-
-CANON: dict[str, CanonKind] = {
-    kind.subject_type: kind
-    for kind in (
-        CanonKind("charter", "charter", _charters, one_per_book=True, exists=_charter_exists),
-        CanonKind("claim", "claim", _claims),
-        CanonKind("research", "research item", _research),
-    )
-}
+def register_canon_kind(kind: CanonKind) -> None:
+    CANON[kind.subject_type] = kind
 
 
 def canon_record(subject_type: str, subject_id) -> dict | None:
@@ -131,8 +78,6 @@ def canon_verify(book) -> tuple[int, str | None]:
     Reads only the approving entries of what is approved now (by subject, indexed), so its cost
     follows the book's canon, not the length of its log.
     """
-    from .models import DecisionLogEntry
-
     checked = 0
     for subject_type, kind in CANON.items():
         current = {pk: fields for pk, fields, _value in kind.rows(book, None)}

@@ -1,4 +1,4 @@
-"""A Story Charter version proposed after G2 reopens convergence (issue 13).
+"""A Story Charter version proposed after G2 reopens convergence.
 
 G2 ratified one charter version. A version proposed after G2 passed (the loop at G3, not handed off)
 raises an option card for the author (kind ``consent``, payload ``action: charter-reopen``) naming the
@@ -15,10 +15,12 @@ charter's row); a verdict on the card itself is a 409 ``decide_the_charter``.
 from __future__ import annotations
 
 from approvals.models import Approval, DecisionLogEntry
+from novelgraph.core.errors import Conflict
 
 from ..models import GATE_ORDER, CardStatus, LoopMeta, LoopStatus, OptionCard, TraceNode, TraceStatus
 from .base import refresh
 from .cards import raise_card
+from .gates import charter_ratified
 
 REOPEN = "charter-reopen"
 
@@ -45,10 +47,9 @@ def _past_g2(meta: LoopMeta) -> bool:
     return meta.status != LoopStatus.HANDED_OFF and GATE_ORDER.index(meta.gate) > GATE_ORDER.index("G2")
 
 
-def charter_reopen_card(*, book, charter, proposed_by: str, user=None) -> OptionCard | None:
-    """Called inside ``charter_propose``'s transaction: raise the reopen card when G2 has passed."""
-    from .gates import charter_ratified
-
+def charter_reopen_card(*, charter, proposed_by: str, user=None, **_signal) -> OptionCard | None:
+    """On ``charter_proposed``, inside ``charter_propose``'s transaction: raise the reopen card when G2 has passed."""
+    book = charter.book
     meta = LoopMeta.objects.select_for_update().select_related("book").filter(book=book).first()
     if meta is None or not _past_g2(meta):
         return None
@@ -79,15 +80,17 @@ def charter_reopen_card(*, book, charter, proposed_by: str, user=None) -> Option
     return card
 
 
-def charter_reopen_settle(*, book_id, charter, approved: bool, detail: dict) -> None:
-    """Called inside the charter decision: the reopen cards go with it.
+def charter_reopen_settle(*, charter, approved: bool, detail: dict, **_signal) -> None:
+    """On ``charter_decided``, inside the charter decision: an approval names the loop's gate at that moment
+    (``detail["loop_gate"]``), and the reopen cards go with the decision.
 
     Approving version n decides its card (approve) and supersedes the cards of older versions; G2's
     ratification moves to n (``detail["g2_ratified"]``). Rejecting n decides its card (reject) and keeps
     the ratified version (``detail["g2_kept"]``). Each card's own approval is closed as superseded.
     """
-    from .gates import charter_ratified
-
+    book_id = charter.book_id
+    if approved:
+        detail["loop_gate"] = LoopMeta.objects.filter(book_id=book_id).values_list("gate", flat=True).first()
     cards = [
         c
         for c in OptionCard.objects.select_for_update(of=("self",)).filter(book_id=book_id, status=CardStatus.PENDING)
@@ -124,8 +127,6 @@ def charter_reopen_settle(*, book_id, charter, approved: bool, detail: dict) -> 
 
 def refuse_card_verdict(card: OptionCard) -> None:
     """A reopen card is decided with its charter version, never on its own."""
-    from novelgraph.core.errors import Conflict
-
     if (card.payload or {}).get("action") == REOPEN:
         version = (card.payload.get("charter") or {}).get("version")
         raise Conflict(

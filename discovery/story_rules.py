@@ -234,10 +234,3 @@ def fair_play(rows: list[dict]) -> list[dict]:
             }
         )
     return findings
-
-
-def charter_content_digest(content: dict) -> str:
-    """The digest of a charter version's content: what the charter's approval and the G2 ratification name."""
-    from approvals.services import fingerprint
-
-    return fingerprint(content)

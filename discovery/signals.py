@@ -1,0 +1,16 @@
+"""What discovery announces, for the apps above it to act on (the loop listens from ``LoopConfig.ready()``).
+
+Each is sent inside the transaction that makes the change, so whatever a receiver writes commits or rolls back
+with it, and a receiver's refusal (a domain error) refuses the whole change.
+"""
+
+from django.dispatch import Signal
+
+# A book's discovery started: a new session was opened (``book``). The loop ensures itself, and refuses a book
+# whose discovery was handed off at G3.
+discovery_started = Signal()
+# A new Story Charter version was proposed (``charter``, ``proposed_by``: the role, ``user``).
+charter_proposed = Signal()
+# The author decided a charter version (``charter``, ``approved``, ``detail``: the log entry's detail, which a
+# receiver may add to).
+charter_decided = Signal()
