@@ -69,6 +69,12 @@ class SubjectHandler:
     sources: Callable[[BookAccess, list], list] | None = None
     # Optional: the impact preview as a response carries it (its first page, its count and the link to the rest).
     impact_page: Callable[[Any, Any], Any] | None = None
+    # Optional: the decision page's words for the subject (``{"card_fields", "impact", "help": {verdict: text}}``).
+    present: Callable[[Approval, dict], dict] | None = None
+    # Optional: a choice the verdict form carries besides the verdict (the G1.5 thrust): read from the posted
+    # form (``{"thrust_id", "not_chosen"}``), and the options the form offers, the posted one checked.
+    choice_from_form: Callable[[Any], dict] | None = None
+    choices_shown: Callable[[dict, dict], list] | None = None
 
 
 HANDLERS: dict[str, SubjectHandler] = {}

@@ -2,7 +2,8 @@
 
 The decision page shows the sentence beside every verdict it offers, so the author knows what a
 verdict does before she records it. The effects themselves live in each subject's handler
-(``discovery.services.subjects``, ``library.services``, ``discovery.loop.services.verdicts``).
+(``discovery.services.charters``, ``discovery.services.subjects``, ``library.services``); a loop card's words
+are the loop's (``discovery.loop.review``).
 """
 
 from __future__ import annotations
@@ -25,44 +26,8 @@ PROPOSAL_HELP: dict[str, dict[str, str]] = {
     },
 }
 
-LOOP_HELP: dict[str, str] = {
-    Verdict.APPROVE: "The card's slots are ratified and the discovery moves to the next gate (after G3, the book "
-    "is handed off).",
-    Verdict.APPROVE_WITH_CONSTRAINT: "Your constraint is recorded as a boundary and the touched slots are re-run; "
-    "the gate does not advance yet.",
-    Verdict.REDIRECT: "Your steer is recorded; what the card rests on is rejected, what follows from it goes stale, "
-    "and the node converges again.",
-    Verdict.EXPLORE_ALTERNATIVES: "The current selection is set aside (kept) and Terra drafts new candidates; the "
-    "node diverges again.",
-    Verdict.ABANDON: "This line is abandoned: the node and everything under it go stale; the history stays.",
-    Verdict.PARK: "Not now: the node waits in the backlog (a card about the whole loop is simply deferred) while "
-    "the rest goes on.",
-    Verdict.EXTEND: "Grants what you write (more rounds, more budget, or a lifted bound) and the paused work resumes.",
-}
-
-# Where a card kind gives a verdict a different effect.
-CARD_HELP: dict[tuple[str, str], str] = {
-    ("consent", Verdict.APPROVE): "You consent to the one-way door: the action the card names is carried out.",
-    ("cascade", Verdict.APPROVE): "You confirm the cascade: every slot in the impact preview goes stale and its "
-    "lens re-runs.",
-    ("cascade", Verdict.PARK): "Not now: nothing goes stale; the cascade waits.",
-    ("bound", Verdict.APPROVE_WITH_CONSTRAINT): "The bound stays; your constraint says how to go on within it.",
-}
-
-
-# Where a gate card's verdict does more at one gate.
-GATE_HELP: dict[tuple[str, str], str] = {
-    ("G1.5", Verdict.APPROVE): "The thrust you choose below is ratified and the discovery moves on to G2; every "
-    "other thrust is kept, not chosen, with your reason for it.",
-}
-
-
-def verdict_help(kind: str, verdict: str, card_kind: str | None = None, gate: str | None = None) -> str:
-    """One sentence saying what ``verdict`` does to a decision of ``kind`` (a gate card of ``card_kind``)."""
-    if kind == ApprovalKind.GATE:
-        if card_kind == "gate" and (gate or "", verdict) in GATE_HELP:
-            return GATE_HELP[(gate or "", verdict)]
-        return CARD_HELP.get((card_kind or "", verdict)) or LOOP_HELP.get(verdict, "")
+def verdict_help(kind: str, verdict: str) -> str:
+    """One sentence saying what ``verdict`` does to a proposal of ``kind`` (a gate card's handler says its own)."""
     return PROPOSAL_HELP.get(kind, {}).get(verdict, "")
 
 

@@ -23,6 +23,7 @@ from approvals.models import Approval, DecisionLogEntry
 from library.models import ResearchItem
 from novelgraph.core.auth import principal_for_user
 from novelgraph.core.errors import Conflict, DomainError, NotFound
+from novelgraph.core.pages import partial_or_page
 from novelgraph.core.pagination import page_offset, page_url, read_page
 from novelgraph.core.roles import AgentRole
 from novelgraph.core.runs import produced_by, runs_worked_on
@@ -390,12 +391,9 @@ def _render_scratchpad(
         "draft": draft,
         "agents_ran": runs_worked_on(book),
     }
-    template = "discovery/scratchpad.html"
-    if request.htmx and request.method == "GET":
-        template += "#entries"
-    elif request.htmx:
-        template += "#conversation"
-    return render(request, template, context, status=status)
+    # A filter click redraws the entries, a turn the conversation; without htmx, the page.
+    partial = "entries" if request.method == "GET" else "conversation"
+    return render(request, partial_or_page(request, "discovery/scratchpad.html", partial), context, status=status)
 
 
 # --- Dossiers ----------------------------------------------------------------------

@@ -10,11 +10,13 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
+from django_htmx.http import trigger_client_event
 
 from discovery.access import BookAccess, Cap, page_access, principal_capabilities, refusal
 from novelgraph.core.auth import principal_for_user
 from novelgraph.core.errors import Conflict, DomainError, Invalid, NotFound
-from novelgraph.core.events import APPROVALS_CHANGED, announce
+from novelgraph.core.events import APPROVALS_CHANGED
+from novelgraph.core.pages import partial_or_page
 from novelgraph.core.schemas import parse_form
 
 from . import search as search_index
@@ -61,7 +63,7 @@ def _page(request: HttpRequest, items, per_page: int = BROWSE_PER_PAGE):
 
 def _browse(request: HttpRequest, template: str, context: dict) -> HttpResponse:
     """Browse pages: the whole page, or only its list for an htmx pager click."""
-    return render(request, f"{template}#browse-list" if request.htmx else template, context)
+    return render(request, partial_or_page(request, template, "browse-list"), context)
 
 
 @login_required
@@ -105,7 +107,7 @@ def search_page(request: HttpRequest) -> HttpResponse:
         "searched": bool(params and params.q) and error is None,
         "error": error,
     }
-    template = "library/search.html#results" if request.htmx else "library/search.html"
+    template = partial_or_page(request, "library/search.html", "results")
     return render(request, template, context, status=status)
 
 
@@ -188,7 +190,7 @@ def book_search(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
         "searched": bool(q.strip()) and error is None,
         "error": error,
     }
-    template = "library/book_search.html#record-results" if request.htmx else "library/book_search.html"
+    template = partial_or_page(request, "library/book_search.html", "record-results")
     return render(request, template, context, status=status)
 
 
@@ -218,7 +220,7 @@ def _render_research(
     items = list(research_of(access.book))
     return render(
         request,
-        "library/research.html#research-lists" if request.htmx else "library/research.html",
+        partial_or_page(request, "library/research.html", "research-lists"),
         {
             "book": access.book,
             "role": access.role,
@@ -248,9 +250,9 @@ def research_decide(request: HttpRequest, book_id: uuid.UUID, item_id: uuid.UUID
         errors = {item.pk: {"message": exc.message, "rationale": form["rationale"]}}
         response = _render_research(request, access, errors=errors, status=exc.status)
         # Decided meanwhile (elsewhere): the counts moved even though this verdict was refused.
-        return announce(response, APPROVALS_CHANGED) if isinstance(exc, Conflict) else response
+        return trigger_client_event(response, APPROVALS_CHANGED) if isinstance(exc, Conflict) else response
     if request.htmx:
         # Both lists: the decided item moves from "Waiting" to "Decided" in place; the admission it decided
         # leaves the review badge's count.
-        return announce(_render_research(request, access), APPROVALS_CHANGED)
+        return trigger_client_event(_render_research(request, access), APPROVALS_CHANGED)
     return redirect(f"{reverse('library:research', args=[access.book.pk])}#research-{item.pk}")

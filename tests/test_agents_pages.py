@@ -4,6 +4,8 @@ that produced it, and empty states that say what the agents will do."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from discovery.agents.models import AgentRun
@@ -55,7 +57,7 @@ def test_asking_sol_shows_the_run_in_place_until_it_is_done(author_browser, book
     polled = author_browser.get(f"/books/{book.pk}/agents/?limit=6&watch={run.pk}", **HTMX)
     html = polled.content.decode()
     assert 'data-status="done"' in html and "every 2s" not in html
-    assert polled["HX-Trigger"] == "agents-finished"
+    assert json.loads(polled["HX-Trigger"]) == {"agents-finished": {}}
 
 
 def test_a_run_still_running_keeps_the_page_polling(author_browser, book, started):

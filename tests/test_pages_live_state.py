@@ -3,6 +3,7 @@ a verdict sent against a state that changed meanwhile says so and records nothin
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -26,7 +27,7 @@ def test_an_in_place_decision_updates_the_status_pill_and_tells_the_badges(autho
         HTTP_HX_REQUEST="true",
     )
     assert response.status_code == 200
-    assert response["HX-Trigger"] == "approvals-changed", "the nav badge and the inbox refresh themselves"
+    assert json.loads(response["HX-Trigger"]) == {"approvals-changed": {}}, "the nav badge and the inbox refresh"
     html = response.content.decode()
     assert re.search(r'<span id="approval-status" class="badge ok"[^>]*hx-swap-oob="true"[^>]*>decided</span>', html)
 
@@ -52,7 +53,9 @@ def test_a_verdict_from_a_second_tab_after_the_first_decided_says_so_and_records
     htmx = second.post(
         page, {"verdict": "reject", "rationale": "No.", "csrfmiddlewaretoken": second_token}, HTTP_HX_REQUEST="true"
     )
+    assert htmx.status_code == 409  # in place too, a refusal answers as the API does
     assert "nothing was recorded" in htmx.content.decode() and 'hx-swap-oob="true"' in htmx.content.decode()
+    assert json.loads(htmx["HX-Trigger"]) == {"approvals-changed": {}}  # decided elsewhere: the counts moved
 
 
 def test_an_in_place_research_admission_tells_the_review_badge_and_the_badge_listens(author, book):
@@ -78,6 +81,6 @@ def test_an_in_place_research_admission_tells_the_review_badge_and_the_badge_lis
         HTTP_HX_REQUEST="true",
     )
     assert response.status_code == 200
-    assert response["HX-Trigger"] == "approvals-changed"
+    assert json.loads(response["HX-Trigger"]) == {"approvals-changed": {}}
     assert "pending decision" not in browser.get("/review/?nav=1", HTTP_HX_REQUEST="true").content.decode()
     assert Approval.objects.get(pk=item.approval_id).status == "decided"

@@ -13,11 +13,12 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
+from django_htmx.http import trigger_client_event
 
 from discovery.access import BookAccess, Cap, page_access
 from discovery.selectors import current_session
 from novelgraph.core.errors import DomainError
-from novelgraph.core.events import AGENTS_FINISHED, announce
+from novelgraph.core.events import AGENTS_FINISHED
 from novelgraph.core.schemas import parse_form
 
 from .models import AgentRun, AgentTask
@@ -82,7 +83,7 @@ def _runs_fragment(request: HttpRequest, access: BookAccess, *, error=None, stat
     context = agents_panel(request, access, error=error, limit=max(1, min(limit, 200)))
     response = render(request, "agents/_panel.html#runs", {"agents": context}, status=status)
     if _finished(request.GET.get("watch", ""), context["runs"]):
-        announce(response, AGENTS_FINISHED)
+        trigger_client_event(response, AGENTS_FINISHED)
     return response
 
 

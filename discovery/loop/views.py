@@ -19,6 +19,7 @@ from django.views.decorators.http import require_POST
 
 from discovery.access import BookAccess, page_access
 from novelgraph.core.errors import DomainError
+from novelgraph.core.pages import partial_or_page
 from novelgraph.core.schemas import parse_form
 
 from . import selectors
@@ -83,7 +84,7 @@ def _loop_context(access: BookAccess) -> dict:
 @login_required
 def loop_page(request: HttpRequest, book_id) -> HttpResponse:
     context = _loop_context(page_access(request, book_id))
-    template = "loop/loop.html#loop-body" if request.htmx else "loop/loop.html"
+    template = partial_or_page(request, "loop/loop.html", "loop-body")
     return render(request, template, context)
 
 

@@ -17,6 +17,12 @@ from django.shortcuts import render
 from .errors import DomainError, Forbidden, NotFound
 
 
+def partial_or_page(request: HttpRequest, template: str, partial: str) -> str:
+    """The template a view renders: the named partial of the page for an htmx request, the whole page otherwise
+    (every link and form keeps working without JavaScript)."""
+    return f"{template}#{partial}" if request.htmx else template
+
+
 def error_page(request: HttpRequest, exc: DomainError) -> HttpResponse:
     if isinstance(exc, NotFound):
         return render(request, "404.html", {"exception": exc.message}, status=404)

@@ -44,6 +44,7 @@ from ..models import (
     SubIdea,
     TraceStatus,
 )
+from ..review import present, thrust_choices, thrust_form
 from ..selectors import impact_capped
 from .artifacts import boundary_recording, ratify_successor
 from .base import card_renew_after_lapse, lock_meta, refresh, root_of
@@ -442,4 +443,7 @@ GATE_HANDLER = SubjectHandler(
     describe=describe,
     renew=renew,
     impact_page=impact_capped,
+    present=present,
+    choice_from_form=thrust_form,
+    choices_shown=thrust_choices,
 )
