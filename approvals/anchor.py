@@ -1,4 +1,4 @@
-"""The decision log's tip, anchored outside the database (issue 12, item 9).
+"""The decision log's tip, anchored outside the database.
 
 A hash chain shows any change to its entries, but not that its newest entries were cut off
 (the remaining chain is still whole). So every committed entry is also appended to a file

@@ -70,13 +70,6 @@ def current_key_id() -> str:
     return key_id_of(settings.DECISION_LOG_SEAL_KEY)
 
 
-def seal_matches(hash_hex: str, seal: str, key_id: str = "") -> bool:
-    """Whether ``seal`` is the seal of ``hash_hex`` by the ring's key ``key_id`` (any ring key when blank)."""
-    ring = seal_keys()
-    keys = [ring[key_id]] if key_id in ring else ([] if key_id else list(ring.values()))
-    return any(hmac.compare_digest(seal_of(hash_hex, key), seal) for key in keys)
-
-
 def chain_fields(
     *,
     book_id,

@@ -6,11 +6,10 @@ import json
 import uuid
 
 from django.conf import settings
-from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 
-from novelgraph.core.db import TimeStampedModel, enum_check
+from novelgraph.core.db import AppendOnlyRecord, TimeStampedModel, enum_check
 
 
 class ApprovalKind(models.TextChoices):
@@ -194,13 +193,15 @@ def _entry_value(key: str, output_field) -> models.GeneratedField:
     )
 
 
-class DecisionLogEntry(models.Model):
+class DecisionLogEntry(AppendOnlyRecord, models.Model):
     """One row of a book's append-only, hash-chained, HMAC-sealed decision log.
 
     ``entry`` is the entry's canonical text, exactly the bytes its ``hash`` covers (``approvals.chain``): what
     the entry says is stored once, there. Its fields (``ts``, ``decision``, ``rationale``, ``detail``...) are
     columns the database generates from that text, so no one can change what an entry shows without changing
-    the hashed text, and verification reads the text and hashes it as it is (issue 19)."""
+    the hashed text, and verification reads the text and hashes it as it is."""
+
+    append_only = "The decision log is append-only."
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     book = models.ForeignKey("discovery.Book", on_delete=models.PROTECT, related_name="decision_log")
@@ -277,13 +278,6 @@ class DecisionLogEntry(models.Model):
     def __str__(self) -> str:
         return f"#{self.sequence} {self.decision} {self.subject_type}"
 
-    def save(self, *args, **kwargs):
-        if not self._state.adding:
-            raise ValidationError("The decision log is append-only.")
-        super().save(*args, **kwargs)
-
-    def delete(self, *args, **kwargs):
-        raise ValidationError("The decision log is append-only.")
 
     def get_decision_display(self) -> str:
         return Verdict(self.decision).label

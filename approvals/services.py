@@ -64,6 +64,16 @@ def record_list(decision: Decision, name: DecisionList, items: list, *, into: di
     capped_in(decision.detail if into is None else into, name.value, items, decision.approval, f"lists/{name.value}")
 
 
+def require_rationale(rationale: str | None) -> str:
+    """Every decision carries the author's reasons, whoever calls (an API route, a page, the demo, a command): the
+    rationale, stripped, or a 422 naming it. The input schemas leave a blank rationale to this rule, so that a
+    caller who may not decide hears that first (403)."""
+    rationale = (rationale or "").strip()
+    if not rationale:
+        raise Invalid("a rationale is required: say in a sentence why", field="rationale")
+    return rationale
+
+
 # --- The decision log --------------------------------------------------------
 
 
@@ -91,8 +101,7 @@ def decision_log_append(
     """
     if (ratified_by_user is None) == (controller_role is None):
         raise ValueError("name either the ratifying user or the controller role")
-    if not (rationale or "").strip():
-        raise Invalid("a rationale is required", field="rationale")
+    rationale = require_rationale(rationale)
     with transaction.atomic():
         # Lock the book row: the per-book chain head, so concurrent decisions queue instead of forking.
         lock_row(Book, book.pk)
@@ -112,7 +121,7 @@ def decision_log_append(
             subject_id=subject_id,
             ratified_by=ratified_by,
             reversibility_class=reversibility_class,
-            rationale=rationale.strip(),
+            rationale=rationale,
             # What is hashed is exactly what the database gives back: plain JSON.
             detail=json.loads(json.dumps(detail or {}, default=str)),
             prev_hash=prev_hash,
@@ -196,7 +205,6 @@ def approval_decide(
     gate handler checks it.
     """
     access.require_author()
-    rationale = (rationale or "").strip()
     constraint = (constraint or "").strip()
     lapsed = False
     with transaction.atomic():
@@ -219,11 +227,7 @@ def approval_decide(
                 f"a {approval.kind} approval takes {', '.join(sorted(handler.verdicts))}, not {verdict}",
                 field="verdict",
             )
-        # A domain rule, not input validation: every decision carries the author's reasons, whoever calls
-        # (subject_decide, the demo, a command), so it is kept here. The input schemas leave a blank rationale
-        # to this guard, so a caller who may not decide hears that first (403).
-        if not rationale:
-            raise Invalid("a rationale is required: say in a sentence why", field="rationale")
+        rationale = require_rationale(rationale)
         if verdict in VERDICT_NEEDS_CONSTRAINT and not constraint:
             raise Invalid(
                 f"{verdict} needs {VERDICT_NEEDS_CONSTRAINT[verdict]}",
@@ -308,8 +312,7 @@ def subject_decide(
     every decision still has its approval and its log row.
     """
     access.require_author()
-    if not (rationale or "").strip():
-        raise Invalid("a rationale is required: say in a sentence why", field="rationale")
+    require_rationale(rationale)
     if not subject_pending:
         raise Conflict(f"{subject_label} is no longer pending", code="not_pending")
     book = access.book

@@ -26,6 +26,7 @@ PROPOSAL_HELP: dict[str, dict[str, str]] = {
     },
 }
 
+
 def verdict_help(kind: str, verdict: str) -> str:
     """One sentence saying what ``verdict`` does to a proposal of ``kind`` (a gate card's handler says its own)."""
     return PROPOSAL_HELP.get(kind, {}).get(verdict, "")

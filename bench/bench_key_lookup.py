@@ -52,7 +52,7 @@ def main(argv=None) -> common.Report:
 
     from django.db import connection
 
-    from novelgraph.core import auth
+    from novelgraph.core import auth, key_rows
     from novelgraph.core.models import hash_api_key
     from novelgraph.core.services import api_key_create
     from tests.factories import BookFactory, UserFactory
@@ -64,7 +64,7 @@ def main(argv=None) -> common.Report:
         "unrestricted key": api_key_create(owner=owner, role="sol")[1],
         "key limited to 2 books": api_key_create(owner=owner, role="luna", books=books)[1],
     }
-    lookup = auth._lookup_for(connection)
+    lookup = key_rows.key_lookup_for(connection)
 
     def floor(raw: str):
         with connection.cursor() as cursor:

@@ -24,7 +24,8 @@ from novelgraph.core.errors import Forbidden, NotFound
 from novelgraph.core.roles import AgentRole, PersonRole
 from novelgraph.core.rows import RowModel, per_vendor
 
-from .models import Book, Series
+from .access_rows import load_book
+from .models import Book
 
 
 class Cap(StrEnum):
@@ -134,68 +135,6 @@ def role_on(principal: Principal, book: Book, *, is_editor: bool | None = None) 
     return PersonRole.EDITOR if is_editor else None
 
 
-@dataclass(frozen=True)
-class _BookLookup:
-    """The one statement that loads a book for access, built once per database vendor.
-
-    Every column of the book, of its series (a left join) and of its owner, and whether the caller edits it
-    (an ``EXISTS`` on the editors table). Bare SQL on Django's cursor, like the key's lookup
-    (``novelgraph.core.auth._KeyLookup``): every API request and page resolves its book here, and building and
-    compiling the equivalent queryset cost several times the statement (issue 19).
-    """
-
-    sql: str
-    book: RowModel
-    series: RowModel
-    owner: RowModel
-
-
-@per_vendor
-def _book_lookup_for(connection) -> _BookLookup:
-    qn = connection.ops.quote_name
-    user_model = get_user_model()
-    book, series, owner = RowModel(Book, connection), RowModel(Series, connection), RowModel(user_model, connection)
-    editors = Book.editors.through._meta
-    edits = (
-        f"EXISTS (SELECT 1 FROM {qn(editors.db_table)} e WHERE e.{qn('book_id')} = b.{qn('id')}"
-        f" AND e.{qn('user_id')} = %s)"
-    )
-    columns = book.columns("b", connection) + series.columns("s", connection) + owner.columns("u", connection)
-    sql = (
-        f"SELECT {', '.join(columns)}, {edits} FROM {qn(Book._meta.db_table)} b"
-        f" LEFT JOIN {qn(Series._meta.db_table)} s ON s.{qn('id')} = b.{qn('series_id')}"
-        f" JOIN {qn(user_model._meta.db_table)} u ON u.{qn(user_model._meta.pk.column)} = b.{qn('owner_id')}"
-        f" WHERE b.{qn('id')} = %s"
-    )
-    return _BookLookup(sql, book, series, owner)
-
-
-def _load_book(principal: Principal, book_id: Any) -> tuple[Book, bool]:
-    """The book with its series and owner, and whether the principal edits it, in one statement (404 for no
-    such book)."""
-    from django.db import connection
-
-    try:
-        pk = book_id if isinstance(book_id, uuid.UUID) else uuid.UUID(str(book_id))
-    except (ValueError, TypeError, AttributeError):
-        raise NotFound("book not found") from None
-    lookup = _book_lookup_for(connection)
-    book_pk = Book._meta.pk.get_db_prep_value(pk, connection)
-    user_pk = get_user_model()._meta.pk.get_db_prep_value(principal.user.pk, connection)
-    with connection.cursor() as cursor:
-        cursor.execute(lookup.sql, [user_pk, book_pk])
-        row = cursor.fetchone()
-    if row is None:
-        raise NotFound("book not found")
-    n_book, n_series = lookup.book.width, lookup.series.width
-    book = lookup.book.instance(row[:n_book], connection)
-    series_row = row[n_book : n_book + n_series]
-    book.series = None if book.series_id is None else lookup.series.instance(series_row, connection)
-    book.owner = lookup.owner.instance(row[n_book + n_series : -1], connection)
-    book.viewer_edits = bool(row[-1])
-    return book, book.viewer_edits
-
-
 def book_access(principal: Principal, book: Book | Any, *caps: Cap, missing: str = "book") -> BookAccess:
     """Resolve what ``principal`` may do to ``book`` (a Book, or its id), once.
 
@@ -206,7 +145,7 @@ def book_access(principal: Principal, book: Book | Any, *caps: Cap, missing: str
     if isinstance(book, Book):
         role = role_on(principal, book)
     else:
-        book, edits = _load_book(principal, book)
+        book, edits = load_book(principal, book)
         role = role_on(principal, book, is_editor=edits)
     if role is None:
         raise NotFound(f"{missing} not found")
@@ -253,7 +192,7 @@ def _first_books_statements(connection) -> dict[bool, tuple[str, list, RowModel]
 def first_visible_book_ids(principal: Principal) -> tuple[list[uuid.UUID], bool]:
     """The first ``VISIBLE_PAGE`` ids of ``books_visible_to(principal)`` in the order of ``GET /books`` (title,
     id), and whether more follow. The rule stays ``books_visible_to``: its queryset is compiled once per vendor
-    and run with the principal's id, since compiling it cost several times running it (``/me``, issue 19). A
+    and run with the principal's id, since compiling it cost several times running it (``/me``). A
     key limited to some books runs the queryset itself."""
     from django.db import connection
 

@@ -71,7 +71,6 @@ from .schemas import (
     TurnOut,
     ViewBase,
     ViewCharter,
-    ViewThrust,
     ViewTurn,
     WhoAmI,
     handoff_out,
@@ -243,7 +242,7 @@ def book_turn_list(request: HttpRequest, book_id: uuid.UUID):
 
 @router.get(
     "/books/{book_id}/thrusts",
-    response={200: list[ViewThrust], **ERRORS},
+    response={200: list[ThrustOut], **ERRORS},
     summary="The book's thrust candidates across its sessions, in creation order, paged (discovery:read)",
 )
 @paginate
@@ -286,7 +285,7 @@ def observation_list(request: HttpRequest, session_id: uuid.UUID):
 
 @router.get(
     "/sessions/{session_id}/thrusts",
-    response={200: list[ViewThrust], **ERRORS},
+    response={200: list[ThrustOut], **ERRORS},
     summary="The session's thrust candidates in creation order, paged (discovery:read)",
 )
 @paginate

@@ -11,12 +11,11 @@ from __future__ import annotations
 import uuid
 
 from django.conf import settings
-from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from novelgraph.core.db import TimeStampedModel, choices_check, enum_check
+from novelgraph.core.db import AppendOnlyRecord, TimeStampedModel, choices_check, enum_check
 from novelgraph.core.roles import ANY_ROLE, AgentRole, choices_of
 
 
@@ -105,9 +104,11 @@ class DiscoverySession(TimeStampedModel):
         return f"Discovery of {self.book} ({self.status})"
 
 
-class SessionQuestion(models.Model):
+class SessionQuestion(AppendOnlyRecord, models.Model):
     """A question Sol put to the author, citing what prompted it. Append-only: the session's
     ``current_question`` is the newest; the earlier ones stay as the conversation's history."""
+
+    append_only = "Questions put to the author are kept as they were asked."
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     session = models.ForeignKey(DiscoverySession, on_delete=models.PROTECT, related_name="questions")
@@ -127,13 +128,6 @@ class SessionQuestion(models.Model):
     def __str__(self) -> str:
         return self.question[:80]
 
-    def save(self, *args, **kwargs):
-        if not self._state.adding:
-            raise ValidationError("Questions put to the author are kept as they were asked.")
-        super().save(*args, **kwargs)
-
-    def delete(self, *args, **kwargs):
-        raise ValidationError("Questions put to the author are kept as they were asked.")
 
 
 # Who speaks in the conversation: the people, and Sol for the coordinator's own turns.
@@ -213,10 +207,12 @@ class ObservationAction(models.TextChoices):
     RETIRE = "retire", "Retire"
 
 
-class ObservationRevision(models.Model):
+class ObservationRevision(AppendOnlyRecord, models.Model):
     """One step in an observation's life, by the author: confirmed, corrected (with the new value)
     or retired. Append-only: the observation keeps the value as first stated; its current value is
     the newest correction's, and every earlier value stays here."""
+
+    append_only = "An observation's history is append-only."
 
     Action = ObservationAction
 
@@ -243,13 +239,6 @@ class ObservationRevision(models.Model):
     def __str__(self) -> str:
         return f"{self.action} {self.observation_id} #{self.sequence}"
 
-    def save(self, *args, **kwargs):
-        if not self._state.adding:
-            raise ValidationError("An observation's history is append-only.")
-        super().save(*args, **kwargs)
-
-    def delete(self, *args, **kwargs):
-        raise ValidationError("An observation's history is append-only.")
 
 
 class ScratchpadEntryKind(models.TextChoices):
@@ -261,8 +250,10 @@ class ScratchpadEntryKind(models.TextChoices):
     DIGEST = "digest", "Digest"
 
 
-class ScratchpadEntry(models.Model):
+class ScratchpadEntry(AppendOnlyRecord, models.Model):
     """One provisional thought. Append-only: the database refuses UPDATE and DELETE."""
+
+    append_only = "Scratchpad entries are append-only."
 
     Kind = ScratchpadEntryKind
 
@@ -302,13 +293,6 @@ class ScratchpadEntry(models.Model):
     def __str__(self) -> str:
         return f"#{self.sequence} {self.agent_role} {self.kind}"
 
-    def save(self, *args, **kwargs):
-        if not self._state.adding:
-            raise ValidationError("Scratchpad entries are append-only.")
-        super().save(*args, **kwargs)
-
-    def delete(self, *args, **kwargs):
-        raise ValidationError("Scratchpad entries are append-only.")
 
 
 class ThrustCandidateKind(models.TextChoices):
@@ -598,8 +582,11 @@ class KnowledgeLink(TimeStampedModel):
 # --- Dossiers and handoffs -------------------------------------------------
 
 
-class ContextDossier(models.Model):
+class ContextDossier(AppendOnlyRecord, models.Model):
     """A role-labelled snapshot of what an agent was given. Immutable in the database."""
+
+    append_only = "Dossiers are snapshots and cannot change."
+    append_only_delete = "Dossiers are snapshots and cannot be deleted."
 
     id = models.UUIDField(primary_key=True, editable=False)
     book = models.ForeignKey(Book, on_delete=models.PROTECT, related_name="dossiers")
@@ -622,13 +609,6 @@ class ContextDossier(models.Model):
     def __str__(self) -> str:
         return f"{self.agent_role} dossier for {self.book}"
 
-    def save(self, *args, **kwargs):
-        if not self._state.adding:
-            raise ValidationError("Dossiers are snapshots and cannot change.")
-        super().save(*args, **kwargs)
-
-    def delete(self, *args, **kwargs):
-        raise ValidationError("Dossiers are snapshots and cannot be deleted.")
 
 
 class HandoffStatus(models.TextChoices):

@@ -537,6 +537,7 @@ class ThrustOut(Schema):
     ending_shape: str
     risks: list[str]
     forecloses: list[str]
+    not_chosen_reason: str = ""
     created_at: datetime
 
 
@@ -749,26 +750,6 @@ class ViewTurn(Schema):
     created_at: datetime
 
 
-class ViewThrust(Schema):
-    id: uuid.UUID
-    session_id: uuid.UUID
-    kind: str
-    status: str
-    proposed_by: str
-    title: str
-    main_thrust: str
-    character_engine: str
-    central_conflict: str
-    reader_promise: list[str]
-    thematic_pressure: str
-    genre_obligations: list[str]
-    ending_shape: str
-    risks: list[str]
-    forecloses: list[str]
-    not_chosen_reason: str = ""
-    created_at: datetime
-
-
 class ViewCharter(Schema):
     id: uuid.UUID
     version: int
@@ -810,7 +791,7 @@ class DiscoveryViewOut(Schema):
     limit: int
     turns: list[ViewTurn]
     observations: list[ObservationOut]
-    thrusts: list[ViewThrust]
+    thrusts: list[ThrustOut]
     scratchpad: list[EntryOut]
     charters: list[ViewCharter]
     knowledge_bases: list[ViewBase]

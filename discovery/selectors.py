@@ -86,10 +86,6 @@ def observation_get(observation_id: Any) -> Observation:
     )
 
 
-def claim_get(claim_id: Any) -> KnowledgeClaim:
-    return _get(KnowledgeClaim.objects.select_related("base"), claim_id, "claim")
-
-
 def current_session(book: Book) -> DiscoverySession | None:
     """The book's open session (active or charter-proposed), else its newest session, else None."""
     sessions = DiscoverySession.objects.filter(book=book)

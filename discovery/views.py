@@ -1,6 +1,6 @@
 """Browser pages for books and their discovery (server-rendered, HTMX partials).
 
-Each view reads like a short story: find the book through ``_book`` (404 when it is
+Each view reads like a short story: find the book through ``page_access`` (404 when it is
 not the visitor's, 403 naming the capability), call a selector or a service, render.
 Writes go through the same services as the API; a refused or invalid write shows an
 inline message and changes nothing.

@@ -1,4 +1,5 @@
-"""Every write to the literary library and to a book's research (seed 001).
+"""Every write to the literary library and to a book's research (seed 001), and the library search a caller runs
+through its capabilities.
 
 Library writes (sources, chunks, imports, re-indexing) need ``literary:write``: people
 (their session or personal ``author`` key) and staff in the admin hold it; agents only

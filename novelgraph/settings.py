@@ -41,7 +41,7 @@ CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", "")
 # rewrite rows and recompute SHA-256 hashes still cannot forge the HMAC without it.
 # Unset, a random local key is generated on first use in var/seal.key (never derived from
 # SECRET_KEY, whose development value is public); the deploy check warns when DEBUG is off.
-# A key ring (issue 20): NOVELGRAPH_SEAL_KEY seals new entries; the keys in
+# A key ring: NOVELGRAPH_SEAL_KEY seals new entries; the keys in
 # NOVELGRAPH_SEAL_OLD_KEYS (comma-separated) still verify the entries they sealed.
 DECISION_LOG_SEAL_KEY_CONFIGURED = bool(os.environ.get("NOVELGRAPH_SEAL_KEY", ""))
 DECISION_LOG_SEAL_KEY = os.environ.get("NOVELGRAPH_SEAL_KEY", "") or local_seal_key(VAR_DIR)
@@ -118,7 +118,7 @@ TEMPLATES = [
 # transactions take the write lock at BEGIN, so two writers never deadlock on
 # a lock upgrade (SQLite's stand-in for SELECT ... FOR UPDATE).
 SQLITE_PATH = Path(os.environ.get("NOVELGRAPH_SQLITE_PATH", VAR_DIR / "novelgraph.sqlite3"))
-# Durability (issue 20): with WAL, synchronous=FULL syncs the WAL at every commit, so a committed
+# Durability: with WAL, synchronous=FULL syncs the WAL at every commit, so a committed
 # decision survives a power loss; NORMAL syncs only at checkpoints and may lose the last commits.
 # FULL is the default; NOVELGRAPH_SQLITE_SYNCHRONOUS=NORMAL trades that guarantee for write speed.
 SQLITE_SYNCHRONOUS = os.environ.get("NOVELGRAPH_SQLITE_SYNCHRONOUS", "FULL").strip().upper()
@@ -151,7 +151,7 @@ else:
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-# --- Request overhead (issue 19) ------------------------------------------------
+# --- Request overhead ------------------------------------------------
 # Persistent connections on both databases: a new SQLite connection re-reads the whole schema and starts
 # with a cold page cache, a new PostgreSQL one costs a handshake. Health checks drop a broken one before a
 # request uses it (runserver still closes its per-request threads' connections).
@@ -244,7 +244,7 @@ if not DEBUG:
 # like: the portable fallback.
 NOVELGRAPH_SEARCH_MODE = os.environ.get("NOVELGRAPH_SEARCH_MODE", "auto")
 
-# --- Agents (issue 16): Sol, Terra and Luna run inside NovelGraph --------------
+# --- Agents: Sol, Terra and Luna run inside NovelGraph --------------
 # Background work goes through django-tasks with its database backend: a run is queued in the
 # same transaction that records it, and `python manage.py db_worker` runs it (any number of
 # workers on one PostgreSQL database; each task runs once).

@@ -13,9 +13,16 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from discovery.agents.providers.offline import plan_for
-from discovery.agents.providers.openai_compatible import context_of
+from discovery.agents.providers.openai_compatible import CONTEXT_END, CONTEXT_START
 
 OVERSIZED_CHARS = 300_000
+
+
+def context_of(messages: list[dict]) -> dict:
+    """The context the provider sent, as a model reads it: the JSON between the markers of its last message."""
+    text = messages[-1]["content"]
+    start, end = text.index(CONTEXT_START) + len(CONTEXT_START), text.rindex(CONTEXT_END)
+    return json.loads(text[start:end])
 
 
 class ModelStub:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django import template
@@ -25,14 +24,6 @@ def review_nav_item(context: template.Context) -> dict:
 @register.filter
 def is_structured(value: Any) -> bool:
     return isinstance(value, dict | list | tuple)
-
-
-@register.filter
-def pretty(value: Any) -> str:
-    """A dict or list as indented JSON; anything else as text."""
-    if isinstance(value, dict | list | tuple):
-        return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True, default=str)
-    return "" if value is None else str(value)
 
 
 @register.filter

@@ -1,1 +1,1 @@
-"""Sol, Terra and Luna acting inside NovelGraph (issue 16): the runner, its providers and its tasks."""
+"""Sol, Terra and Luna acting inside NovelGraph: the runner, its providers and its tasks."""

@@ -14,6 +14,7 @@ from typing import Literal
 from ninja import Field, Schema
 from pydantic import model_validator
 
+from approvals.models import Gate
 from discovery.loop.schemas import GateIn
 from discovery.models import Provenance, ScratchpadEntryKind
 from discovery.schemas import (
@@ -128,7 +129,7 @@ class ApprovalAsk(Schema):
 
 
 class GateAsk(GateIn):
-    gate: Literal["G0", "G1", "G1.5", "G2", "G3"]
+    gate: Gate
 
 
 class SolPlan(Schema):

@@ -1,4 +1,5 @@
-"""Every write and rule of discovery (seed 000). Routes, pages, admin and commands call these."""
+"""Every write and rule of discovery (seed 000), with the reads a dossier is assembled from. Routes, pages, admin
+and commands call these."""
 
 from .books import book_create, book_editor_add, book_editor_remove, series_create
 from .charters import charter_propose, charter_resolve

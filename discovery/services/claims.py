@@ -12,7 +12,7 @@ from typing import Any
 from django.db import transaction
 
 from approvals.models import Approval, ApprovalKind, Reversibility, Verdict
-from approvals.services import approval_request, decision_log_append, subject_decide
+from approvals.services import approval_request, decision_log_append, require_rationale, subject_decide
 from novelgraph.core.auth import Principal
 from novelgraph.core.errors import Conflict, Forbidden, Invalid, NotFound
 from novelgraph.core.words import inline
@@ -248,8 +248,7 @@ def claim_supersede(*, access: BookAccess, claim_id: Any, value: Any, rationale:
     row and marks the old claim revised (history kept).
     """
     access.require_author()
-    if not (rationale or "").strip():
-        raise Invalid("a rationale is required to change canon", field="rationale")
+    require_rationale(rationale)
     with transaction.atomic():
         old = claim_for_book(access, claim_id, lock=True)
         if old.base.scope == KnowledgeBase.Scope.LITERARY:
@@ -291,8 +290,7 @@ def claim_retract(*, access: BookAccess, claim_id: Any, rationale: str) -> Knowl
     owns or links (404/409); literary guidance is staff's (403).
     """
     access.require_author()
-    if not (rationale or "").strip():
-        raise Invalid("a rationale is required to retract canon", field="rationale")
+    require_rationale(rationale)
     with transaction.atomic():
         claim = claim_for_book(access, claim_id, lock=True)
         if claim.base.scope == KnowledgeBase.Scope.LITERARY:

@@ -37,6 +37,8 @@ from ..selectors import (
 from ..story_rules import as_of
 
 DOSSIER_SCHEMA = "dossier/1"
+
+
 def _iso(value) -> str | None:
     return value.isoformat() if value is not None else None
 

@@ -1,4 +1,4 @@
-"""Observations have a life (issue 13): the author confirms, corrects or retires what a turn observed.
+"""Observations have a life: the author confirms, corrects or retires what a turn observed.
 
 Every step is an append-only ``ObservationRevision``: the observation keeps the value as first
 stated, a correction's new value is the current one, and every earlier value stays in history.

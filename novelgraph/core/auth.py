@@ -14,15 +14,15 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
+from django.db import connection
 from django.http import HttpRequest
 from django.utils import timezone
 from ninja.security import HttpBearer, SessionAuth
 
+from .key_rows import key_lookup_for
 from .models import ApiKey, hash_api_key
 from .roles import PERSONAL_KEY_ROLE, AgentRole
-from .rows import RowModel, per_vendor
 
 
 @dataclass(frozen=True)
@@ -71,56 +71,16 @@ KEY_CACHE_MAX = 1024
 _key_cache: dict[str, tuple[tuple, Principal, float]] = {}
 
 
-@dataclass(frozen=True)
-class _KeyLookup:
-    """The one statement that resolves a key, built once per database vendor.
-
-    It reads every column of the key and of its owner, and the key's books folded into one text column by a
-    correlated subquery (``group_concat`` / ``string_agg``; NULL for an unrestricted key), for an active owner
-    and an unrevoked key. Bare SQL on Django's cursor: compiling the equivalent querysets cost more than
-    running them (issue 19).
-    """
-
-    sql: str
-    key: RowModel
-    user: RowModel
-    last_used_index: int
-
-
-@per_vendor
-def _lookup_for(connection) -> _KeyLookup:
-    qn = connection.ops.quote_name
-    user_model = get_user_model()
-    key = RowModel(ApiKey, connection)
-    user = RowModel(user_model, connection)
-    through = ApiKey.books.through._meta.db_table
-    if connection.vendor == "postgresql":
-        books = f"(SELECT string_agg(b.book_id::text, ',') FROM {qn(through)} b WHERE b.apikey_id = k.id)"
-    else:
-        books = f"(SELECT group_concat(b.book_id, ',') FROM {qn(through)} b WHERE b.apikey_id = k.id)"
-    columns = key.columns("k", connection) + user.columns("u", connection) + [books]
-    user_pk = qn(user_model._meta.pk.column)
-    active = "u.is_active" if connection.vendor == "postgresql" else "u.is_active = 1"
-    sql = (
-        f"SELECT {', '.join(columns)} FROM {qn(ApiKey._meta.db_table)} k"
-        f" JOIN {qn(user_model._meta.db_table)} u ON u.{user_pk} = k.{qn('owner_id')}"
-        f" WHERE k.{qn('key_hash')} = %s AND k.{qn('revoked_at')} IS NULL AND {active}"
-    )
-    return _KeyLookup(sql, key, user, key.attnames.index("last_used_at"))
-
-
 def principal_for_key(raw_key: str) -> Principal | None:
     """Resolve a bearer key to its principal; None for an unknown or revoked key, or an inactive owner.
 
-    One statement, whatever the key (``_KeyLookup``): no second query for the key's books. The principal
+    One statement, whatever the key (``KeyLookup``): no second query for the key's books. The principal
     built from a row is kept for ``KEY_CACHE_SECONDS`` and reused only when the next request reads the very
     same row (key, owner and book list, everything but ``last_used_at``), so nothing stale is ever served:
     a revoked key or an inactive owner matches no row at all.
     """
-    from django.db import connection
-
     key_hash = hash_api_key(raw_key)
-    lookup = _lookup_for(connection)
+    lookup = key_lookup_for(connection)
     with connection.cursor() as cursor:
         cursor.execute(lookup.sql, [key_hash])
         row = cursor.fetchone()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from django.core.exceptions import ImproperlyConfigured
+from django.core.exceptions import ImproperlyConfigured, ValidationError
 from django.core.validators import BaseValidator
 from django.db import connections, migrations, models
 from django.utils.deconstruct import deconstructible
@@ -19,6 +19,23 @@ class TimeStampedModel(models.Model):
 
     class Meta:
         abstract = True
+
+
+class AppendOnlyRecord:
+    """A model whose rows are never changed or deleted through the ORM (the database's triggers refuse it too):
+    ``save()`` adds a row and refuses to update one (``append_only`` says why), ``delete()`` always refuses
+    (``append_only_delete``, else the same words)."""
+
+    append_only = "This record is append-only."
+    append_only_delete = ""
+
+    def save(self, *args, **kwargs):
+        if not self._state.adding:
+            raise ValidationError(self.append_only)
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        raise ValidationError(self.append_only_delete or self.append_only)
 
 
 def enum_check(field: str, choices: type[models.TextChoices], name: str) -> models.CheckConstraint:

@@ -1,9 +1,9 @@
 """Model instances from bare SQL rows, converted exactly as the ORM converts them.
 
 For the two reads every API request makes (a key's lookup, a book's access) building and compiling the
-equivalent querysets cost more than running their statements (issue 19). Those statements are written
-once per database vendor from the models' own metadata (``novelgraph.core.auth._KeyLookup``,
-``discovery.access._BookLookup``) and their rows become instances here: the same values the ORM would give
+equivalent querysets cost more than running their statements. Those statements are written
+once per database vendor from the models' own metadata (``novelgraph.core.key_rows``,
+``discovery.access_rows``) and their rows become instances here: the same values the ORM would give
 (SQLite's datetimes made aware, UUIDs parsed, JSON decoded), with the converters looked up once.
 """
 

@@ -71,13 +71,6 @@ def messages_for(task: str, role: str, schema: dict, context: dict) -> list[dict
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
-def context_of(messages: list[dict]) -> dict:
-    """The context sent in ``messages`` (what a stub server reads back)."""
-    text = messages[-1]["content"]
-    start, end = text.index(CONTEXT_START) + len(CONTEXT_START), text.rindex(CONTEXT_END)
-    return json.loads(text[start:end])
-
-
 def parse_reply(text: str | None, *, max_chars: int) -> dict:
     """The JSON object in a model's reply (a ```json fence is tolerated), or a ProviderError."""
     if not text or not text.strip():

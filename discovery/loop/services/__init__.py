@@ -1,4 +1,7 @@
-"""Every write of the discovery loop (seed 002, LOOP.md). Keyword-only, atomic, one rule per docstring."""
+"""Every write of the discovery loop (seed 002, LOOP.md). Keyword-only, atomic, one rule per docstring.
+
+The lint and saturation reads are re-exported from ``discovery.loop.selectors`` for the callers that check them
+before a write."""
 
 from ..selectors import saturation_check, trace_lint
 from . import base

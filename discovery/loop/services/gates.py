@@ -210,7 +210,7 @@ def risk_triggers(book, reversibility_class: str) -> list[str]:
     return triggers
 
 
-def handoff(*, meta: LoopMeta) -> dict:
+def hand_off_to_drafting(*, meta: LoopMeta) -> dict:
     """Hand off to drafting: chapter 1 exists; parked ideas become backlog entries. Inside a transaction."""
     book = meta.book
     brief = decision_brief(book)
@@ -366,7 +366,7 @@ def gate_request(*, access: BookAccess, gate: Gate, payload: GateIn) -> dict:
         )
         detail: dict = {"card": str(card.pk), "automatic": True}
         if gate == "G3":
-            detail["handoff"] = handoff(meta=meta)
+            detail["handoff"] = hand_off_to_drafting(meta=meta)
             rationale = "G3 hand-off: the decision brief carries success metrics; drafting starts at chapter 1"
         else:
             meta.gate = next_gate(gate)

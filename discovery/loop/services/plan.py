@@ -132,7 +132,7 @@ def candidate_add(*, access: BookAccess, node_id, payload: CandidateIn) -> Candi
         return candidate
 
 
-def select_candidate(node: PlanNode, candidate: Candidate, not_chosen_rationale: str) -> None:
+def apply_selection(node: PlanNode, candidate: Candidate, not_chosen_rationale: str) -> None:
     """Select one candidate; every other open one is rejected and kept with a rationale."""
     for other in node.candidates.exclude(pk=candidate.pk).filter(status=CandidateStatus.PROPOSED):
         other.status = CandidateStatus.REJECTED
@@ -174,7 +174,7 @@ def candidate_select(*, access: BookAccess, node_id, payload: SelectIn) -> dict:
             )
             refresh(meta)
             return {"selected": False, "consent_required": True, "approval_id": str(card.approval_id)}
-        select_candidate(node, candidate, rationale)
+        apply_selection(node, candidate, rationale)
         refresh(meta)
         return {"selected": True, "consent_required": False, "approval_id": None}
 

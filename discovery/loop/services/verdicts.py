@@ -51,8 +51,8 @@ from .base import card_renew_after_lapse, lock_meta, refresh, root_of
 from .bounds import apply_grant, subtree_ids
 from .cards import OPEN_THRUST, card_as_dict, card_digest, card_impact, g15_thrusts, raise_card
 from .cascade import cascade_apply
-from .gates import charter_ratified, governing_charter, handoff, next_gate
-from .plan import select_candidate
+from .gates import charter_ratified, governing_charter, hand_off_to_drafting, next_gate
+from .plan import apply_selection
 from .reopen import refuse_card_verdict
 
 CARD_VERDICTS = {
@@ -199,7 +199,7 @@ def _approve(meta, card, node, decision) -> dict:
         candidate = Candidate.objects.filter(pk=card.payload["candidate"], node=node).first()
         if candidate is None or candidate.status != CandidateStatus.PROPOSED:
             raise Conflict("the candidate is no longer open", code="candidate_closed")
-        select_candidate(node, candidate, card.payload.get("rationale") or decision.rationale)
+        apply_selection(node, candidate, card.payload.get("rationale") or decision.rationale)
         return {"selected": str(candidate.pk)}
     slots = BlackboardArtifact.objects.select_for_update(of=("self",)).filter(book=meta.book, slug__in=card.artifacts)
     for slot in slots:
@@ -223,7 +223,7 @@ def _approve(meta, card, node, decision) -> dict:
     if card.kind == "gate" and card.gate == "G2":
         effect["charter"] = _ratify_charter(meta, card)
     if card.gate == "G3":
-        effect["handoff"] = handoff(meta=meta)
+        effect["handoff"] = hand_off_to_drafting(meta=meta)
     else:
         meta.gate = next_gate(card.gate)
         meta.save()

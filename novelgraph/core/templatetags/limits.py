@@ -1,4 +1,4 @@
-"""A form's ``maxlength`` read from the input schema that validates it (issue 14: one limit, one place).
+"""A form's ``maxlength`` read from the input schema that validates it (one limit, one place).
 
 ``{% input_limit "discovery.schemas.TurnIn" "content" %}`` is the ``max_length`` of that schema field's text,
 which the schema itself takes from the model field (``novelgraph.core.schemas.limit``). The browser's limit, the

@@ -2,8 +2,7 @@
 
 ``{{ value|readable }}`` shows a string as text, a list as a bulleted list and an object as a
 definition list (nested as deep as it goes), never as a JSON block. ``{{ "author:ada"|who }}``
-shows who ratified a decision ("ada, the author"). ``{{ verdict|verdict_help:kind }}`` is the one
-sentence that says what a verdict will do.
+shows who ratified a decision ("ada, the author").
 """
 
 from __future__ import annotations
