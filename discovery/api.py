@@ -17,6 +17,7 @@ from novelgraph.core.schemas import ERRORS
 from . import services
 from .access import BookAccess, Cap, book_access, books_visible_to, first_visible_book_ids, principal_capabilities
 from .history import ClaimVersions, claim_decisions, claim_history
+from .record_search import book_record_search
 from .schemas import (
     ApprovalRefOut,
     AsOfFilter,
@@ -58,6 +59,8 @@ from .schemas import (
     ObservationResolveIn,
     ObservationRevisionOut,
     QuestionSetIn,
+    RecordSearchOut,
+    RecordSearchParams,
     RequestApprovalIn,
     ScratchpadFilter,
     SeriesIn,
@@ -762,3 +765,17 @@ def handoff_result_entries(request: HttpRequest, handoff_id: uuid.UUID):
     handoff = handoff_get(handoff_id)
     book_access(principal_of(request), handoff.book, Cap.DISCOVERY_READ, missing="handoff")
     return handoff.result_entries.order_by("sequence", "id")
+
+
+# --- Searching a book's own record --------------------------------------------
+
+
+@router.get(
+    "/books/{book_id}/search",
+    response={200: RecordSearchOut, **ERRORS},
+    summary="Search a book's turns, scratchpad, claims and charters",
+)
+def book_search(request: HttpRequest, book_id: uuid.UUID, params: Query[RecordSearchParams]):
+    """Any word of ``q``, ranked, over what the role may read of the book; the rest is named in ``withheld``."""
+    access = book_access(principal_of(request), book_id, Cap.BOOK_READ)
+    return book_record_search(access, params.q, limit=params.limit).as_dict()

@@ -23,7 +23,7 @@ def book_links(book_id) -> dict[str, str | None]:
         "log": reverse("approvals:book_log", args=[book_id]),
         "loop": reverse("loop:page", args=[book_id]),
         "library": reverse("library:search"),
-        "search": reverse("library:book_search", args=[book_id]),
+        "search": reverse("discovery:book_search", args=[book_id]),
         "people": reverse("discovery:people", args=[book_id]),
         "charter_new": reverse("discovery:charter_new", args=[book_id]),
         "charter_compare": reverse("discovery:charter_compare", args=[book_id]),

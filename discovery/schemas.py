@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal, get_args
 from ninja import Field, Schema
 from pydantic import AfterValidator, StrictBool, ValidationInfo, field_validator
 
+from library.search import MAX_LIMIT, MAX_QUERY_CHARS
 from novelgraph.core.pagination import rest_link
 from novelgraph.core.roles import AgentRole
 from novelgraph.core.schemas import LONG_TEXT, MAX_LIST_ITEMS, JsonValue, Text, TextList, input_error, limit
@@ -820,3 +821,27 @@ def handoff_out(handoff) -> dict:
         "result_entries": entries,
         "next": {"result_entries": link if more else None},
     }
+
+
+# --- Searching a book's own record (discovery.record_search) --------------------
+
+
+class RecordSearchParams(Schema):
+    q: Text(MAX_QUERY_CHARS, required=False) = Field("", description="Words to find, in any order. Blank: no results.")
+    limit: int = Field(20, ge=1, le=MAX_LIMIT)
+
+
+class RecordHit(Schema):
+    kind: Literal["turn", "entry", "claim", "charter"]
+    id: str
+    label: str = Field(
+        description="turn: the speaker; entry: role and kind; claim: status; charter: version and status"
+    )
+    text: str = Field(description="the start of the searchable text")
+    score: float
+
+
+class RecordSearchOut(Schema):
+    mode: str
+    results: list[RecordHit]
+    withheld: list[str] = Field(description="what this role may not read, left out of the search (e.g. series canon)")

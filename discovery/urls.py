@@ -14,6 +14,7 @@ urlpatterns = [
     path("books/<uuid:book_id>/people/<int:user_id>/remove/", views.book_editor_remove, name="editor_remove"),
     path("books/<uuid:book_id>/discovery/start/", views.discovery_start, name="discovery_start"),
     path("books/<uuid:book_id>/scratchpad/", views.scratchpad, name="scratchpad"),
+    path("books/<uuid:book_id>/search/", views.book_search, name="book_search"),
     path("books/<uuid:book_id>/turns/", views.turn_add, name="turn_add"),
     path(
         "books/<uuid:book_id>/observations/<uuid:observation_id>/",

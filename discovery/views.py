@@ -21,8 +21,9 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from approvals.models import Approval, DecisionLogEntry
 from library.models import ResearchItem
+from library.search import MAX_QUERY_CHARS
 from novelgraph.core.auth import principal_for_user
-from novelgraph.core.errors import Conflict, DomainError, NotFound
+from novelgraph.core.errors import Conflict, DomainError, Invalid, NotFound
 from novelgraph.core.pages import partial_or_page
 from novelgraph.core.pagination import page_offset, page_url, read_page
 from novelgraph.core.roles import AgentRole
@@ -46,6 +47,7 @@ from .models import (
     Turn,
 )
 from .panels import book_panels
+from .record_search import book_record_search
 from .refs import resolve_source_refs
 from .schemas import (
     GENRE_PACKS,
@@ -57,6 +59,7 @@ from .schemas import (
     DossierIn,
     EditorIn,
     ObservationResolveIn,
+    RecordSearchParams,
     SeriesIn,
     TurnIn,
 )
@@ -915,3 +918,49 @@ def charter_compare(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
             "changed": sum(1 for row in rows if row["changed"]),
         },
     )
+
+
+RECORD_MODE_LABELS = {
+    "postgres": "PostgreSQL full-text search, ranked by ts_rank",
+    "like": "text match, ranked by how many of your words each record holds (then newest first)",
+}
+
+
+# --- Searching a book's own record ------------------------------------------------
+
+
+@login_required
+def book_search(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
+    """Search the book's turns, scratchpad, claims and charters (what the role may read)."""
+    access = page_access(request, book_id, Cap.BOOK_READ)
+    q = request.GET.get("q", "")[:MAX_QUERY_CHARS]
+    error, status, found = None, 200, None
+    try:
+        params = parse_form(RecordSearchParams, {"q": q})
+        found = book_record_search(access, params.q, limit=params.limit)
+    except Invalid as exc:
+        error, status = exc, 422
+    hits = [{**hit, "href": _record_href(access.book, hit)} for hit in (found.results if found else [])]
+    context = {
+        "book": access.book,
+        "role": access.role,
+        "q": q,
+        "hits": hits,
+        "withheld": found.withheld if found else [],
+        "mode_label": RECORD_MODE_LABELS.get(found.mode, found.mode) if found else "",
+        "searched": bool(q.strip()) and error is None,
+        "error": error,
+    }
+    template = partial_or_page(request, "discovery/book_search.html", "record-results")
+    return render(request, template, context, status=status)
+
+
+def _record_href(book, hit: dict) -> str:
+    book_page = reverse("discovery:book", args=[book.pk])
+    scratchpad = reverse("discovery:scratchpad", args=[book.pk])
+    return {
+        "turn": f"{scratchpad}#turn-{hit['id']}",
+        "entry": f"{scratchpad}#entry-{hit['id']}",
+        "claim": f"{book_page}#claim-{hit['id']}",
+        "charter": f"{book_page}#charter-{hit['id']}",
+    }[hit["kind"]]

@@ -17,8 +17,6 @@ from .schemas import (
     ChunkIn,
     ChunkOut,
     DecisionIn,
-    RecordSearchOut,
-    RecordSearchParams,
     ResearchIn,
     ResearchOut,
     SearchOut,
@@ -50,17 +48,6 @@ def library_search(request: HttpRequest, params: Query[SearchParams]):
         topic=params.topic or None,
     )
     return result.as_dict()
-
-
-@router.get(
-    "/books/{book_id}/search",
-    response={200: RecordSearchOut, **ERRORS},
-    summary="Search a book's turns, scratchpad, claims and charters",
-)
-def book_search(request: HttpRequest, book_id: uuid.UUID, params: Query[RecordSearchParams]):
-    """Any word of ``q``, ranked, over what the role may read of the book; the rest is named in ``withheld``."""
-    access = book_access(principal_of(request), book_id, Cap.BOOK_READ)
-    return selectors.book_record_search(access, params.q, limit=params.limit).as_dict()
 
 
 # --- Sources and chunks ------------------------------------------------------

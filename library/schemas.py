@@ -50,27 +50,6 @@ class SearchParams(Schema):
     topic: Text(100, required=False) | None = Field(None, description="Only chunks listing this topic")
 
 
-class RecordSearchParams(Schema):
-    q: Text(MAX_QUERY_CHARS, required=False) = Field("", description="Words to find, in any order. Blank: no results.")
-    limit: int = Field(20, ge=1, le=MAX_LIMIT)
-
-
-class RecordHit(Schema):
-    kind: Literal["turn", "entry", "claim", "charter"]
-    id: str
-    label: str = Field(
-        description="turn: the speaker; entry: role and kind; claim: status; charter: version and status"
-    )
-    text: str = Field(description="the start of the searchable text")
-    score: float
-
-
-class RecordSearchOut(Schema):
-    mode: str
-    results: list[RecordHit]
-    withheld: list[str] = Field(description="what this role may not read, left out of the search (e.g. series canon)")
-
-
 class SearchResult(Schema):
     chunk_id: str
     content: str

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db.models import BooleanField, Count, Q, QuerySet
 from django.db.models.expressions import RawSQL
 
-from discovery.access import BookAccess, Cap
 from discovery.models import Book
-from discovery.selectors import SCOPE_READ_CAP, SCOPE_WITHHELD_LABEL, book_bases
 from novelgraph.core.errors import NotFound
 
 from . import search as search_index
@@ -92,44 +89,3 @@ def chunks_with_topic(topic: str) -> QuerySet[KnowledgeChunk]:
     )
 
 
-# --- Searching a book's own record ------------------------------------------------------
-
-
-@dataclass
-class RecordSearch:
-    mode: str
-    results: list[dict]
-    withheld: list[str]  # what the reader's role may not read, named ("series canon")
-
-    def as_dict(self) -> dict:
-        return {"mode": self.mode, "results": self.results, "withheld": self.withheld}
-
-
-def book_record_search(access: BookAccess, query: str | None, limit: int = 20) -> RecordSearch:
-    """Search the book's turns, scratchpad entries, claims and charters the reader's role may read.
-
-    Claims come from the knowledge bases the book uses whose scope the role may read (Luna
-    never sees series canon); what is left out is named in ``withheld``.
-    """
-    caps = access.caps
-    kinds = []
-    withheld: list[str] = []
-    for kind, cap, label in (
-        ("turn", Cap.DISCOVERY_READ, "turns"),
-        ("entry", Cap.SCRATCHPAD_READ, "scratchpad entries"),
-        ("charter", Cap.DISCOVERY_READ, "charters"),
-    ):
-        if cap in caps:
-            kinds.append(kind)
-        else:
-            withheld.append(label)
-    base_ids = []
-    for base in book_bases(access.book):
-        if SCOPE_READ_CAP[base["scope"]] in caps:
-            base_ids.append(base["id"])
-        elif SCOPE_WITHHELD_LABEL[base["scope"]] not in withheld:
-            withheld.append(SCOPE_WITHHELD_LABEL[base["scope"]])
-    if base_ids:
-        kinds.append("claim")
-    response = search_index.record_search(access.book.pk, query, kinds=kinds, claim_base_ids=base_ids, limit=limit)
-    return RecordSearch(mode=response.mode, results=response.results, withheld=withheld)

@@ -10,7 +10,6 @@ urlpatterns = [
     path("library/topics/<path:topic>/", views.topic_page, name="topic"),  # a topic may hold "/"
     path("library/sources/", views.sources_page, name="sources"),
     path("library/sources/<uuid:source_id>/", views.source_page, name="source"),
-    path("books/<uuid:book_id>/search/", views.book_search, name="book_search"),
     path("books/<uuid:book_id>/research/", views.research, name="research"),
     path("books/<uuid:book_id>/research/<uuid:item_id>/decide/", views.research_decide, name="research_decide"),
 ]

@@ -22,10 +22,9 @@ from novelgraph.core.schemas import parse_form
 from . import search as search_index
 from . import services
 from .models import ResearchItem
-from .schemas import RecordSearchParams, ResearchDecideIn, SearchParams
+from .schemas import ResearchDecideIn, SearchParams
 from .search import MAX_QUERY_CHARS
 from .selectors import (
-    book_record_search,
     chunk_get,
     chunk_neighbours,
     chunks_of,
@@ -43,10 +42,7 @@ MODE_LABELS = {
     "postgres": "PostgreSQL full-text search, ranked by ts_rank (topics weigh more than content)",
     "like": "simple text match, ranked by how many of your words a passage holds (then newest first)",
 }
-RECORD_MODE_LABELS = {
-    "postgres": "PostgreSQL full-text search, ranked by ts_rank",
-    "like": "text match, ranked by how many of your words each record holds (then newest first)",
-}
+
 
 
 def _require_read(request: HttpRequest) -> None:
@@ -163,46 +159,6 @@ def source_page(request: HttpRequest, source_id: uuid.UUID) -> HttpResponse:
     _require_read(request)
     source = source_get(source_id)
     return _browse(request, "library/source.html", {"source": source, "page_obj": _page(request, chunks_of(source))})
-
-
-# --- Searching a book's own record ------------------------------------------------
-
-
-@login_required
-def book_search(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
-    """Search the book's turns, scratchpad, claims and charters (what the role may read)."""
-    access = page_access(request, book_id, Cap.BOOK_READ)
-    q = request.GET.get("q", "")[:MAX_QUERY_CHARS]
-    error, status, found = None, 200, None
-    try:
-        params = parse_form(RecordSearchParams, {"q": q})
-        found = book_record_search(access, params.q, limit=params.limit)
-    except Invalid as exc:
-        error, status = exc, 422
-    hits = [{**hit, "href": _record_href(access.book, hit)} for hit in (found.results if found else [])]
-    context = {
-        "book": access.book,
-        "role": access.role,
-        "q": q,
-        "hits": hits,
-        "withheld": found.withheld if found else [],
-        "mode_label": RECORD_MODE_LABELS.get(found.mode, found.mode) if found else "",
-        "searched": bool(q.strip()) and error is None,
-        "error": error,
-    }
-    template = partial_or_page(request, "library/book_search.html", "record-results")
-    return render(request, template, context, status=status)
-
-
-def _record_href(book, hit: dict) -> str:
-    book_page = reverse("discovery:book", args=[book.pk])
-    scratchpad = reverse("discovery:scratchpad", args=[book.pk])
-    return {
-        "turn": f"{scratchpad}#turn-{hit['id']}",
-        "entry": f"{scratchpad}#entry-{hit['id']}",
-        "claim": f"{book_page}#claim-{hit['id']}",
-        "charter": f"{book_page}#charter-{hit['id']}",
-    }[hit["kind"]]
 
 
 # --- A book's research ----------------------------------------------------------
