@@ -9,7 +9,6 @@ inline message and changes nothing.
 from __future__ import annotations
 
 import uuid
-from itertools import chain
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -19,8 +18,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
-from approvals.models import Approval, DecisionLogEntry
-from library.models import ResearchItem
+from approvals.models import Approval
 from library.search import MAX_QUERY_CHARS
 from novelgraph.core.auth import principal_for_user
 from novelgraph.core.errors import Conflict, DomainError, Invalid, NotFound
@@ -33,18 +31,25 @@ from novelgraph.core.schemas import parse_form
 from . import services
 from .access import BookAccess, Cap, books_visible_to, page_access
 from .book_nav import book_links
+from .book_pages import (
+    book_observation_get,
+    canon_claims_page,
+    charter_to_start_from,
+    charter_versions,
+    conversation_turns,
+    current_question,
+    opening_chapter,
+    pending_approval_count,
+    proposed_claim_count,
+    recent_activity,
+    research_counts,
+    series_of,
+    with_observations,
+)
 from .history import claim_history
 from .models import (
     Book,
-    Chapter,
-    KnowledgeClaim,
-    Observation,
-    ScratchpadEntry,
     ScratchpadEntryKind,
-    Series,
-    SessionQuestion,
-    StoryCharter,
-    Turn,
 )
 from .panels import book_panels
 from .record_search import book_record_search
@@ -71,28 +76,16 @@ from .selectors import (
     book_thrusts,
     book_turns,
     bounded,
-    canon_bases,
     codex_page,
     codex_view,
     current_session,
     discovery_view,
     dossier_capped,
-    observation_rows,
     readable_bases,
     scratchpad_for,
 )
 from .templatetags.discovery_pages import as_list
 from .timeline import timeline_svg, timeline_window
-
-RECENT_ACTIVITY = 12
-# A decision's subject in words (the log stores the type's internal name).
-SUBJECT_WORDS = {
-    "charter": "the Story Charter",
-    "claim": "a canon claim",
-    "research": "research",
-    "loop-option-card": "a gate card",
-}
-
 
 # --- Links ----------------------------------------------------------------------
 
@@ -166,82 +159,17 @@ def home(request: HttpRequest) -> HttpResponse:
     )
 
 
-def recent_activity(book_ids: list) -> list[dict]:
-    """The latest turns, scratchpad entries and decisions across these books (three queries)."""
-    if not book_ids:
-        return []
-    turns = Turn.objects.filter(session__book_id__in=book_ids).select_related("session__book")
-    entries = ScratchpadEntry.objects.filter(session__book_id__in=book_ids).select_related("session__book")
-    decisions = DecisionLogEntry.objects.filter(book_id__in=book_ids).select_related("book")
-    items = chain(
-        (
-            {
-                "when": t.created_at,
-                "book": t.session.book,
-                "what": "turn",
-                "who": t.role,
-                "text": t.content,
-                "href": f"{reverse('discovery:scratchpad', args=[t.session.book_id])}#turn-{t.pk}",
-            }
-            for t in turns.order_by("-created_at")[:RECENT_ACTIVITY]
-        ),
-        (
-            {
-                "when": e.created_at,
-                "book": e.session.book,
-                "what": e.kind,
-                "who": e.agent_role,
-                "text": e.content,
-                "href": f"{reverse('discovery:scratchpad', args=[e.session.book_id])}#entry-{e.pk}",
-            }
-            for e in entries.order_by("-created_at")[:RECENT_ACTIVITY]
-        ),
-        (
-            {
-                "when": d.ts,
-                "book": d.book,
-                "what": "decision",
-                "who": d.ratified_by.split(":", 1)[-1],
-                "text": f"{d.get_decision_display()} {SUBJECT_WORDS.get(d.subject_type, 'a decision')}: {d.rationale}",
-                "href": book_links(d.book_id)["log"],
-            }
-            for d in decisions.order_by("-ts")[:RECENT_ACTIVITY]
-        ),
-    )
-    return sorted(items, key=lambda item: item["when"], reverse=True)[:RECENT_ACTIVITY]
-
-
 # --- Book page ------------------------------------------------------------------
 
 
 BOOK_SECTIONS = ("turns", "thrusts", "charters", "claims", "bases")
 # Sections paged with ``?more=``: the book page's, and the author's constraints (a dossier's "show more").
 MORE_SECTIONS = (*BOOK_SECTIONS, "constraints")
-CLAIM_COLUMNS = ("id", "base_id", "subject", "predicate", "value", "provenance")
+
 
 
 def _more_url(book: Book, section: str, offset: int) -> str:
     return f"{reverse('discovery:book', args=[book.pk])}?more={section}&offset={offset}"
-
-
-def _with_observations(turns: list[dict]) -> list[dict]:
-    """Each turn of a page with its observations (one query; a turn carries at most a turn's worth)."""
-    by_turn: dict[str, list[dict]] = {}
-    for obs in observation_rows(Observation.objects.filter(turn_id__in=[t["id"] for t in turns])):
-        by_turn.setdefault(str(obs["turn_id"]), []).append(obs)
-    for turn in turns:
-        turn["observations"] = by_turn.get(str(turn["id"]), [])
-    return turns
-
-
-def _canon_claims(bases: list[dict], offset: int) -> tuple[list[dict], bool]:
-    """A page of the approved claims of the canon bases among ``bases``, oldest first, with their base's name."""
-    names = {b["id"]: b["name"] for b in canon_bases(bases)}
-    claims = KnowledgeClaim.objects.filter(base_id__in=list(names), status=KnowledgeClaim.Status.APPROVED)
-    page, more = bounded(claims.order_by("created_at", "id").values(*CLAIM_COLUMNS), VIEW_PAGE, offset)
-    for claim in page:
-        claim["base_name"] = names.get(str(claim["base_id"]), "")
-    return page, more
 
 
 def _section_page(access: BookAccess, section: str, offset: int) -> tuple[list, bool]:
@@ -250,7 +178,7 @@ def _section_page(access: BookAccess, section: str, offset: int) -> tuple[list, 
     if section in ("claims", "bases"):
         bases, _ = readable_bases(book_bases(book), access.caps)
         if section == "claims":
-            return _canon_claims(bases, offset)
+            return canon_claims_page(bases, offset)
         return bounded(bases, VIEW_PAGE, offset)
     if section == "constraints":
         return bounded(services.author_constraints(book), VIEW_PAGE, offset)
@@ -262,7 +190,7 @@ def _section_page(access: BookAccess, section: str, offset: int) -> tuple[list, 
         thrusts, more = bounded(book_thrusts(book), VIEW_PAGE, offset)
         return attribute(thrusts, "thrust"), more
     turns, more = bounded(book_turns(book), VIEW_PAGE, offset)
-    return _with_observations(turns), more
+    return with_observations(turns), more
 
 
 def _book_more(request: HttpRequest, access: BookAccess, section: str, offset: int) -> HttpResponse:
@@ -296,28 +224,24 @@ def _render_book(
     if section in MORE_SECTIONS:
         return _book_more(request, access, section, page_offset(request.GET.get("offset")))
     view = discovery_view(access)
-    _with_observations(view["turns"])
+    with_observations(view["turns"])
     bases = view["knowledge_bases"]
     all_bases, _ = readable_bases(book_bases(book), access.caps) if view["more"]["knowledge_bases"] else (bases, [])
-    claims, claims_more = _canon_claims(all_bases, 0)
+    claims, claims_more = canon_claims_page(all_bases, 0)
     claims_by_base: dict[str, list[dict]] = {}
     for claim in claims:
         claims_by_base.setdefault(str(claim["base_id"]), []).append(claim)
     for base in bases:
         base["claims"] = claims_by_base.get(base["id"], [])
-    proposed_claims = KnowledgeClaim.objects.filter(
-        base_id__in=[b["id"] for b in all_bases], status=KnowledgeClaim.Status.PROPOSED
-    ).count()
-    pending = Approval.objects.filter(book=book, status=Approval.Status.PENDING).count()
+    proposed_claims = proposed_claim_count(all_bases)
+    pending = pending_approval_count(book)
     panels = book_panels(book)  # the loop's gates
     attribute(view["thrusts"], "thrust")
     attribute(view["charters"], "charter")
-    asked = SessionQuestion.objects.filter(session=view["session"]).order_by("-sequence").first()
+    asked = current_question(view["session"])
     question_run = produced_by("question", [asked.pk]).get(str(asked.pk)) if asked else None
     prompted_by = with_resolved_refs(access, [{"source_refs": asked.source_refs}])[0]["refs"] if asked else []
-    research = dict(
-        ResearchItem.objects.filter(book=book).values_list("status").annotate(n=Count("id")).values_list("status", "n")
-    )
+    research = research_counts(book)
     more = {**view["more"], "claims": claims_more, "bases": view["more"]["knowledge_bases"]}
     return render(
         request,
@@ -330,9 +254,7 @@ def _render_book(
             "research_counts": research,
             **panels,
             # After G3: where drafting starts (the chapter the hand-off made from the decision brief).
-            "handoff_chapter": Chapter.objects.filter(book=book, number=1).first()
-            if panels.get("handed_off")
-            else None,
+            "handoff_chapter": opening_chapter(book) if panels.get("handed_off") else None,
             "entry_count": len(view["scratchpad"]),
             "entries_more": view["more"]["scratchpad"],
             "more_urls": {name: _more_url(book, name, VIEW_PAGE) if more.get(name) else None for name in BOOK_SECTIONS},
@@ -377,7 +299,7 @@ def _render_scratchpad(
     entries = list(scratchpad_for(book=book, kind=kind or None, agent_role=agent_role or None)) if session else []
     with_resolved_refs(access, entries)
     attribute(entries, "entry")
-    turns = list(Turn.objects.filter(session__book=book).order_by("session__created_at", "session_id", "ordinal"))
+    turns = conversation_turns(book)
     context = {
         "book": book,
         "role": role,
@@ -652,9 +574,7 @@ def turn_add(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
 def observation_resolve(request: HttpRequest, book_id: uuid.UUID, observation_id: uuid.UUID) -> HttpResponse:
     """The author confirms, corrects or retires an observation from the book page (``services.observation_resolve``)."""
     access = page_access(request, book_id, Cap.BOOK_READ)
-    observation = Observation.objects.filter(pk=observation_id, session__book=access.book).first()
-    if observation is None:
-        raise NotFound("observation not found")
+    observation = book_observation_get(access.book, observation_id)
     try:
         payload = parse_form(ObservationResolveIn, request.POST)
         services.observation_resolve(access=access, observation=observation, payload=payload)
@@ -746,7 +666,7 @@ def book_new(request: HttpRequest) -> HttpResponse:
         {
             "form": form,
             "error": error,
-            "series": Series.objects.filter(owner=request.user).order_by("title"),
+            "series": series_of(request.user),
             "genre_packs": GENRE_PACKS,
         },
         status=error.status if error else 200,
@@ -878,8 +798,7 @@ def charter_new(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
     """The author writes a Story Charter version of her own, starting from the current one; it is
     proposed through ``services.charter_propose`` (as from the API) and binds only once she approves it."""
     access = page_access(request, book_id, Cap.BOOK_READ)
-    charters = StoryCharter.objects.filter(book=access.book)
-    base = charters.filter(status=StoryCharter.Status.APPROVED).first() or charters.order_by("-version").first()
+    base = charter_to_start_from(access.book)
     if request.method == "GET":
         return _charter_page(request, access, form=_charter_as_form(base.content if base else {}), base=base)
     form = {name: request.POST.get(name, "") for name, _label, _kind in CHARTER_FIELDS}
@@ -896,7 +815,7 @@ def charter_new(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
 def charter_compare(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
     """Any two Story Charter versions side by side, field by field (``?a=<version>&b=<version>``)."""
     access = page_access(request, book_id, Cap.BOOK_READ)
-    charters = list(StoryCharter.objects.filter(book=access.book).order_by("-version"))
+    charters = charter_versions(access.book)
     by_version = {str(c.version): c for c in charters}
     left = by_version.get(request.GET.get("a", "")) or (charters[1] if len(charters) > 1 else None)
     right = by_version.get(request.GET.get("b", "")) or (charters[0] if charters else None)

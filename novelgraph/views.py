@@ -13,12 +13,13 @@ from novelgraph.core.errors import DomainError
 from novelgraph.core.models import ApiKey
 from novelgraph.core.roles import KEY_ROLES
 from novelgraph.core.schemas import ApiKeyIn, parse_form
+from novelgraph.core.selectors import key_of, keys_of
 from novelgraph.core.services import api_key_create, api_key_revoke
 
 
 def _page(request: HttpRequest, *, raw_key: str | None = None, created: ApiKey | None = None, error=None, status=200):
     context = {
-        "keys": ApiKey.objects.filter(owner=request.user).prefetch_related("books"),
+        "keys": keys_of(request.user),
         "books": books_visible_to(principal_for_user(request.user)).order_by("title"),
         "roles": KEY_ROLES,
         "raw_key": raw_key,
@@ -42,7 +43,7 @@ def keys(request: HttpRequest) -> HttpResponse:
     that shows it once (reloading that page shows it no more and creates nothing)."""
     if request.method != "POST":
         shown = request.session.pop(NEW_KEY_SESSION, None)
-        created = ApiKey.objects.filter(pk=shown["id"], owner=request.user).first() if shown else None
+        created = key_of(request.user, shown["id"]) if shown else None
         return _page(request, raw_key=shown["raw"] if created else None, created=created)
     try:  # too long, or a NUL character (PostgreSQL cannot store one; SQLite must not)
         payload = parse_form(ApiKeyIn, {"name": request.POST.get("name", ""), "role": request.POST.get("role", "")})
@@ -64,9 +65,8 @@ def keys(request: HttpRequest) -> HttpResponse:
 @require_POST
 def key_revoke(request: HttpRequest, key_id) -> HttpResponse:
     """Revoke one of your keys (another person's key is a 404)."""
-    try:
-        key = ApiKey.objects.get(pk=key_id, owner=request.user)
-    except ApiKey.DoesNotExist:
+    key = key_of(request.user, key_id)
+    if key is None:
         raise Http404("no such key")
     api_key_revoke(key=key)
     return redirect("keys")
