@@ -16,6 +16,7 @@ from novelgraph.core.errors import NotFound
 
 from .book_nav import book_links
 from .models import (
+    CLAIM_STATEMENT,
     Book,
     Chapter,
     DiscoverySession,
@@ -37,7 +38,6 @@ SUBJECT_WORDS = {
     "research": "research",
     "loop-option-card": "a gate card",
 }
-CLAIM_COLUMNS = ("id", "base_id", "subject", "predicate", "value", "provenance")
 
 def recent_activity(book_ids: list) -> list[dict]:
     """The latest turns, scratchpad entries and decisions across these books (three queries)."""
@@ -98,7 +98,7 @@ def canon_claims_page(bases: list[dict], offset: int) -> tuple[list[dict], bool]
     """A page of the approved claims of the canon bases among ``bases``, oldest first, with their base's name."""
     names = {b["id"]: b["name"] for b in canon_bases(bases)}
     claims = KnowledgeClaim.objects.filter(base_id__in=list(names), status=KnowledgeClaim.Status.APPROVED)
-    page, more = bounded(claims.order_by("created_at", "id").values(*CLAIM_COLUMNS), VIEW_PAGE, offset)
+    page, more = bounded(claims.order_by("created_at", "id").values(*CLAIM_STATEMENT), VIEW_PAGE, offset)
     for claim in page:
         claim["base_name"] = names.get(str(claim["base_id"]), "")
     return page, more

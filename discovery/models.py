@@ -476,6 +476,23 @@ class RevealKind(models.TextChoices):
     TWIST = "twist", "A twist"
 
 
+# A claim's columns, declared once for every read that lists them: its statement, as every list of claims shows
+# it, and its story record (seed 001): when it holds, who knows it, where it is first shown, what it reveals or
+# revises. The approval's fingerprint covers the story record.
+CLAIM_STATEMENT = ("id", "base_id", "subject", "predicate", "value", "provenance")
+STORY_RECORD = (
+    "true_from_chapter",
+    "true_until_chapter",
+    "known_by",
+    "known_by_characters",
+    "first_shown_chapter",
+    "decisive",
+    "evidence_for_id",
+    "reveal",
+    "revises_id",
+)
+
+
 class KnowledgeClaim(TimeStampedModel):
     Status = KnowledgeClaimStatus
 

@@ -16,28 +16,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .models import KnownBy, RevealKind
+from .models import CLAIM_STATEMENT, STORY_RECORD, KnownBy, RevealKind
 
-STORY_COLUMNS = (
-    "id",
-    "base_id",
-    "subject",
-    "predicate",
-    "value",
-    "provenance",
-    "status",
-    "evidence",
-    "true_from_chapter",
-    "true_until_chapter",
-    "known_by",
-    "known_by_characters",
-    "first_shown_chapter",
-    "decisive",
-    "evidence_for_id",
-    "reveal",
-    "revises_id",
-    "approval_id",
-)
+STORY_COLUMNS = (*CLAIM_STATEMENT, "status", "evidence", *STORY_RECORD, "approval_id")
 
 FAIR_PLAY_MISSING = "FAIR-PLAY-001"
 FAIR_PLAY_LATE = "FAIR-PLAY-002"

@@ -12,6 +12,8 @@ from novelgraph.core.errors import Conflict, Forbidden
 
 from ..access import BookAccess, Cap, capabilities_of
 from ..models import (
+    CLAIM_STATEMENT,
+    STORY_RECORD,
     Book,
     ContextDossier,
     DiscoverySession,
@@ -50,7 +52,7 @@ def canon_claims(bases: list[dict]):
             base_id__in=[b["id"] for b in canon_bases(bases)], status=KnowledgeClaim.Status.APPROVED
         )
         .order_by("created_at", "id")
-        .values("id", "base_id", "subject", "predicate", "value", "provenance", "approval_id")
+        .values(*CLAIM_STATEMENT, "approval_id")
     )
 
 
@@ -70,22 +72,12 @@ def _dossier_claim(row: dict) -> dict:
     return {key: row[key] for key in DOSSIER_CLAIM_COLUMNS if key in row}
 
 
+# A dossier's claim: its statement, the approval behind it and the story record (what it revises is the codex's
+# history, not the role's), with what the role may know of it as of a chapter.
 DOSSIER_CLAIM_COLUMNS = (
-    "id",
-    "base_id",
-    "subject",
-    "predicate",
-    "value",
-    "provenance",
+    *CLAIM_STATEMENT,
     "approval_id",
-    "true_from_chapter",
-    "true_until_chapter",
-    "known_by",
-    "known_by_characters",
-    "first_shown_chapter",
-    "decisive",
-    "evidence_for_id",
-    "reveal",
+    *(field for field in STORY_RECORD if field != "revises_id"),
     "secret",
     "visibility",
 )

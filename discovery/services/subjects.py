@@ -22,7 +22,7 @@ from novelgraph.core.digest import fingerprint
 from novelgraph.core.errors import Conflict, Forbidden
 from novelgraph.core.words import inline
 
-from ..models import KnowledgeBase, KnowledgeClaim
+from ..models import STORY_RECORD, KnowledgeBase, KnowledgeClaim
 from ..refs import resolve_source_refs
 from ..selectors import claim_conflicts
 
@@ -66,7 +66,7 @@ def _claim_row(approval: Approval) -> dict | None:
             "status",
             "source_refs",
             "evidence",
-            *STORY_FIELDS,
+            *STORY_RECORD,
             "approval_id",
         )
         .first()
@@ -74,18 +74,6 @@ def _claim_row(approval: Approval) -> dict | None:
     return as_decided_by(row, approval)
 
 
-# The story record (seed 001) is part of the proposal: the fingerprint covers every field of it.
-STORY_FIELDS = (
-    "true_from_chapter",
-    "true_until_chapter",
-    "known_by",
-    "known_by_characters",
-    "first_shown_chapter",
-    "decisive",
-    "evidence_for_id",
-    "reveal",
-    "revises_id",
-)
 
 
 def claim_digest(approval: Approval) -> str:
