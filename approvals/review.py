@@ -22,16 +22,10 @@ from .subjects import handler_for, handler_of
 from .wording import VERDICT_PAST, verdict_help
 
 
-def subject_name(approval: Approval, proposal: dict) -> str:
-    """What the decision is about, by its name (never its id)."""
-    card = proposal.get("card") or {}
-    return proposal.get("title") or card.get("summary") or approval.summary
-
-
-def decision_context(access: BookAccess, approval: Approval, offsets: dict[str, int], **extra) -> dict:
+def decision_context(access: BookAccess, approval: Approval, query, **extra) -> dict:
     """Everything the decision page shows: the proposal as its handler words it, the verdicts offered with what
-    each does, the waiting list beside it, the run that asked, the contradictions (a page of each, from
-    ``offsets``) and, for the G1.5 card, the thrusts to choose from."""
+    each does, the waiting list beside it, the run that asked, the contradictions (a page of each, from the
+    ``query``'s offsets) and, for the G1.5 card, the thrusts to choose from."""
     view = approval_view(access, approval)
     handler = handler_of(approval.kind)
     words = handler.present(approval, view.proposal) if handler and handler.present else {}
@@ -43,7 +37,10 @@ def decision_context(access: BookAccess, approval: Approval, offsets: dict[str, 
     offered = [v for v in view.verdicts if v in offered]
     context = {
         "view": view,
-        "subject_name": subject_name(approval, view.proposal),
+        # What the decision is about, by its name (never its id).
+        "subject_name": view.proposal.get("title")
+        or (view.proposal.get("card") or {}).get("summary")
+        or approval.summary,
         "card_fields": words.get("card_fields") or {},
         "impact": words.get("impact", view.impact),
         "verdict_choices": [
@@ -66,7 +63,7 @@ def decision_context(access: BookAccess, approval: Approval, offsets: dict[str, 
         "run": produced_by("approval", [approval.pk]).get(str(approval.pk)),
         # A proposed claim that contradicts approved canon: both sides, for the author's verdict; and the
         # scratchpad's contradiction entries that name it (they stay, whatever she decides).
-        **contradictions(access, approval, offsets),
+        **contradictions(access, approval, query),
     }
     context.update(extra)
     shown = handler.choices_shown if handler else None
@@ -98,17 +95,13 @@ def stale_message(approval: Approval) -> str:
 CONTRADICTION_OFFSETS = {"conflicts": "conflicts_offset", "contradiction_entries": "entries_offset"}
 
 
-def contradiction_offsets(query) -> dict[str, int]:
-    """Where each of the decision page's paged lists starts (``?conflicts_offset=``, ``?entries_offset=``)."""
-    return {param: page_offset(query.get(param)) for param in CONTRADICTION_OFFSETS.values()}
-
-
-def contradictions(access: BookAccess, approval: Approval, offsets: dict[str, int]) -> dict:
+def contradictions(access: BookAccess, approval: Approval, query) -> dict:
     """A page of the conflicts and one of the scratchpad's contradiction entries (each from its own
     ``?…_offset=``; past the end: the last page), with plain previous / next links that keep the other's place."""
     found = approval_conflicts(access, approval.subject_type, approval.subject_id)
     if approval.status != Approval.Status.PENDING:
         found["conflicts"] = []  # resolved by the verdict; the log entry names both sides
+    offsets = {param: page_offset(query.get(param)) for param in CONTRADICTION_OFFSETS.values()}
     base = reverse("approvals:decision", args=[approval.pk])
 
     def link(param: str, at: int | None) -> str | None:

@@ -27,7 +27,7 @@ from novelgraph.core.pagination import page_at, page_offset, page_url, read_page
 from novelgraph.core.schemas import parse_form
 
 from .models import Verdict
-from .review import contradiction_offsets, decision_context, renewed, stale_message
+from .review import decision_context, renewed, stale_message
 from .schemas import VerdictIn
 from .selectors import (
     approval_get,
@@ -107,56 +107,57 @@ def _inbox_pager(keep: dict, page: int, at: dict, param: str) -> dict:
 @login_required
 @require_http_methods(["GET", "POST"])
 def decision(request: HttpRequest, approval_id: uuid.UUID) -> HttpResponse:
-    """What is proposed, by whom, from which sources, with what impact; the author's verdict form."""
-    access, approval = approval_get(principal_for_user(request.user), approval_id)
-    offsets = contradiction_offsets(request.GET)
-    if request.method == "GET":
-        return render(request, "approvals/decision.html", decision_context(access, approval, offsets))
+    """What is proposed, by whom, from which sources, with what impact; the author's verdict form.
 
-    form = {key: request.POST.get(key, "") for key in ("verdict", "rationale", "constraint")}
-    choosing = handler_for(approval).choice_from_form
-    choice = choosing(request.POST) if choosing else {}
-    try:
-        # A choice counts only when she approves (the radios stay on the form whatever the verdict).
-        payload = parse_form(VerdictIn, {**form, **(choice if form["verdict"] == Verdict.APPROVE else {})})
-        approval_decide(
-            access=access,
-            approval_id=approval.pk,
-            verdict=payload.verdict,
-            rationale=payload.rationale,
-            constraint=payload.constraint,
-            thrust_id=payload.thrust_id,
-            not_chosen=payload.not_chosen,
-        )
-    except Forbidden as exc:
-        context = decision_context(access, approval, offsets, error=exc.message)
-        return render(request, "approvals/decision.html", context, status=403)
-    except (Invalid, Conflict) as exc:
-        approval.refresh_from_db()
-        context = decision_context(
-            access,
-            approval,
-            offsets,
-            form={**form, **choice},
-            error=stale_message(approval) or exc.message,
-            # The form's box, for a field inside it ("constraint.round_cap" is the constraint box's text).
-            error_field=(getattr(exc, "field", None) or "").split(".", 1)[0] or None,
-            oob=bool(request.htmx),
-            renewed=renewed(approval),
-        )
-        # Refused like every other decision surface (409, 422); htmx swaps those answers in.
-        response = render(request, partial_or_page(request, "approvals/decision.html", "decision-panel"), context,
-                          status=exc.status)  # fmt: skip
-        if request.htmx and isinstance(exc, Conflict):
-            trigger_client_event(response, APPROVALS_CHANGED)
-        return response
-    if request.htmx:
-        approval.refresh_from_db()
-        response = render(
-            request, "approvals/decision.html#decision-panel", decision_context(access, approval, offsets, oob=True)
-        )
-        return trigger_client_event(response, APPROVALS_CHANGED)
-    return redirect(reverse("approvals:decision", args=[approval.pk]), permanent=False)
+    A verdict sent in place (htmx) answers with the decision panel: 200 and the log entry when recorded, the
+    refusal's own status (422 invalid, 409 stale) when not, as every decision surface answers; without htmx a
+    recorded verdict redirects to this page and a refused one shows it with the message."""
+    access, approval = approval_get(principal_for_user(request.user), approval_id)
+    said, status, refusal = {}, 200, None
+    if request.method == "POST":
+        form = {key: request.POST.get(key, "") for key in ("verdict", "rationale", "constraint")}
+        choosing = handler_for(approval).choice_from_form
+        choice = choosing(request.POST) if choosing else {}
+        try:
+            # A choice counts only when she approves (the radios stay on the form whatever the verdict).
+            payload = parse_form(VerdictIn, {**form, **(choice if form["verdict"] == Verdict.APPROVE else {})})
+            approval_decide(
+                access=access,
+                approval_id=approval.pk,
+                verdict=payload.verdict,
+                rationale=payload.rationale,
+                constraint=payload.constraint,
+                thrust_id=payload.thrust_id,
+                not_chosen=payload.not_chosen,
+            )
+        except Forbidden as exc:
+            said, status, refusal = {"error": exc.message}, 403, exc
+        except (Invalid, Conflict) as exc:
+            approval.refresh_from_db()
+            said = {
+                "form": {**form, **choice},
+                "error": stale_message(approval) or exc.message,
+                # The form's box, for a field inside it ("constraint.round_cap" is the constraint box's text).
+                "error_field": (getattr(exc, "field", None) or "").split(".", 1)[0] or None,
+                "oob": bool(request.htmx),
+                "renewed": renewed(approval),
+            }
+            status, refusal = exc.status, exc
+        else:
+            if not request.htmx:
+                return redirect(reverse("approvals:decision", args=[approval.pk]), permanent=False)
+            approval.refresh_from_db()
+            said = {"oob": True}
+    context = decision_context(access, approval, request.GET, **said)
+    in_place = request.method == "POST" and status != 403
+    template = (
+        partial_or_page(request, "approvals/decision.html", "decision-panel") if in_place else "approvals/decision.html"
+    )
+    response = render(request, template, context, status=status)
+    # The counts on the page refresh when a verdict was recorded, or refused because another decided meanwhile.
+    if in_place and request.htmx and (refusal is None or isinstance(refusal, Conflict)):
+        trigger_client_event(response, APPROVALS_CHANGED)
+    return response
 
 
 @login_required
