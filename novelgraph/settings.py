@@ -63,11 +63,12 @@ INSTALLED_APPS = [
     "template_partials",
     "ninja",
     "django_tasks",
-    "django_tasks_db",
     "novelgraph.core",
     "discovery",
     "discovery.loop",
     "discovery.agents",
+    # After discovery.agents, whose db_worker (naming each worker by host and process) replaces this one's.
+    "django_tasks_db",
     "library",
     "approvals",
     "novelgraph",

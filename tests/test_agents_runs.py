@@ -147,10 +147,10 @@ def _lost(run_id, *, ago):
 def test_a_run_whose_worker_died_is_marked_failed_before_the_next_run(author_api, book, session_id):
     from datetime import timedelta
 
-    from discovery.agents.services import stale_after
+    from discovery.agents.workers import stale_after
 
-    lost = _lost(start_run(author_api, book, "thrusts")["id"], ago=stale_after() + timedelta(seconds=1))
-    busy = _lost(start_run(author_api, book, "charter")["id"], ago=stale_after() - timedelta(seconds=30))
+    lost = _lost(start_run(author_api, book, "thrusts")["id"], ago=stale_after("offline") + timedelta(seconds=1))
+    busy = _lost(start_run(author_api, book, "charter")["id"], ago=stale_after("offline") - timedelta(seconds=10))
 
     start_run(author_api, book, "next-question")
 
@@ -165,13 +165,13 @@ def test_the_reap_command_marks_lost_runs_of_every_book(author_api, book, sessio
 
     from django.core.management import call_command
 
-    from discovery.agents.services import stale_after
+    from discovery.agents.workers import stale_after
 
-    lost = _lost(start_run(author_api, book, "thrusts")["id"], ago=stale_after() * 2)
+    lost = _lost(start_run(author_api, book, "thrusts")["id"], ago=stale_after("offline") * 2)
     out = StringIO()
     call_command("agent_runs_reap", stdout=out)
 
-    assert out.getvalue().startswith("1 lost run(s) marked failed")
+    assert out.getvalue().startswith("1 lost run(s) settled")
     assert AgentRun.objects.get(pk=lost.pk).status == "failed"
     call_command("agent_runs_reap", stdout=StringIO())
     assert AgentRun.objects.filter(status="failed").count() == 1

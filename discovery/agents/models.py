@@ -78,6 +78,8 @@ class AgentRun(TimeStampedModel):
     requested_by_role = models.CharField(max_length=10, choices=REQUESTERS)
     parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="children")
     task_result_id = models.CharField(max_length=64, blank=True)
+    # The worker that claimed the run (``<host>:<pid>:<random>``, see ``workers``): the reap asks whether it still runs.
+    worker = models.CharField(max_length=64, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     duration_ms = models.PositiveIntegerField(null=True, blank=True)

@@ -6,12 +6,14 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db.models import Prefetch, QuerySet
+from django.utils import timezone
 
 from discovery.access import BookAccess, Cap
 from discovery.selectors import MappedRows
 from novelgraph.core.errors import NotFound
 
-from .models import AgentRun, AgentRunOutput, RunStatus
+from .models import AgentRun, AgentRunOutput
+from .workers import stuck_runs
 
 
 def agent_run_get(run_id: Any) -> AgentRun:
@@ -63,5 +65,8 @@ def ran_for(book) -> bool:
     return AgentRun.objects.filter(book=book).exists()
 
 
-def has_active_runs(runs) -> bool:
-    return any(run.status in (RunStatus.QUEUED, RunStatus.RUNNING) for run in runs)
+def runs_moving(runs) -> tuple[bool, set]:
+    """Whether any of ``runs`` can still move (the panel polls only then), and the pks of the active runs
+    that cannot: their worker stopped, and the next reap settles them."""
+    stuck = stuck_runs([run for run in runs if run.active], timezone.now())
+    return any(run.active and run.pk not in stuck for run in runs), stuck

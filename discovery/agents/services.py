@@ -10,6 +10,7 @@ reason, in its own transaction. Its cost counts against the loop's cost budget e
 from __future__ import annotations
 
 import logging
+import os
 import time
 from datetime import timedelta
 from typing import Any
@@ -17,7 +18,8 @@ from typing import Any
 from django.conf import settings
 from django.db import OperationalError, transaction
 from django.utils import timezone
-from django_tasks import task
+from django_tasks import TaskContext, task
+from django_tasks_db.models import DBTaskResult
 from pydantic import ValidationError as PydanticValidationError
 
 from discovery.access import BookAccess, Cap
@@ -44,6 +46,7 @@ from .context import agent_access, looked_up, run_context
 from .models import TASK_ROLE, AgentRun, AgentRunOutput, AgentTask, OutputType, RunStatus
 from .providers import ProviderError, default_provider, model_of, provider_for
 from .schemas import PLANS, AgentRunIn, CharterPlan, ContradictionsPlan, GuidancePlan, SolPlan, ThrustsPlan
+from .workers import queued_stuck, run_lost, task_stuck, tasks_of
 
 logger = logging.getLogger(__name__)
 
@@ -129,32 +132,99 @@ def agent_run_start(*, access: BookAccess, payload: AgentRunIn, parent: AgentRun
 # --- Runs whose worker stopped ----------------------------------------------------------------
 
 
-def stale_after() -> timedelta:
-    """How long a run may stay ``running`` before it is taken for lost: every model call with all its
-    retries at the configured timeout, and a minute for the dossier and the writes."""
-    options = settings.NOVELGRAPH_AGENTS
-    return timedelta(seconds=options["TIMEOUT"] * (options["MAX_RETRIES"] + 1) + 60)
+def _reap_running(run_id: Any, why: str) -> bool:
+    """A ``running`` run whose worker stopped: failed, nothing written (its writes are one transaction),
+    charged for the work it did before (its dossier stored, or tokens spent with a model)."""
+    with transaction.atomic():
+        run = AgentRun.objects.select_for_update(of=("self",)).select_related("book").filter(pk=run_id).first()
+        if run is None or run.status != RunStatus.RUNNING:
+            return False
+        worked = run.dossier_id is not None or run.tokens > 0
+        cost = _cost(run.tokens) if worked else 0.0
+        charged = f"Charged {cost:g} for the work done before it stopped." if worked else "Nothing was charged."
+        AgentRun.objects.filter(pk=run.pk).update(
+            status=RunStatus.FAILED,
+            reason=f"the worker stopped during the run ({why}); nothing was written",
+            notes=["Nothing was written.", charged],
+            finished_at=timezone.now(),
+            cost=cost,
+            updated_at=timezone.now(),
+        )
+        cost_charge(book=run.book, amount=cost)
+    return True
+
+
+def _reap_queued(run_id: Any, now) -> bool:
+    """A ``queued`` run that no worker will take: queued again with a new task when its task was lost
+    before the run was claimed (nothing of it ran); failed when its task ended without running it."""
+    with transaction.atomic():
+        run = AgentRun.objects.select_for_update(of=("self",)).filter(pk=run_id).first()
+        if run is None or run.status != RunStatus.QUEUED:
+            return False
+        task = DBTaskResult.objects.filter(pk=run.task_result_id).first() if run.task_result_id else None
+        if not queued_stuck(task, now):
+            return False
+        if task is not None and task.status in ("SUCCESSFUL", "FAILED"):
+            AgentRun.objects.filter(pk=run.pk).update(
+                status=RunStatus.FAILED,
+                reason=f"its background task ended ({task.status.lower()}) without running it; nothing was written",
+                notes=["Nothing was written."],
+                finished_at=timezone.now(),
+                updated_at=timezone.now(),
+            )
+            return True
+        if task is not None:
+            task.delete()  # RUNNING for a worker that stopped: no worker would ever take it
+        result = run_agent.enqueue(str(run.pk))
+        AgentRun.objects.filter(pk=run.pk).update(task_result_id=str(result.id), updated_at=timezone.now())
+    return True
 
 
 def agent_runs_reap(*, book=None, now=None) -> int:
-    """Mark as failed every run still ``running`` longer than ``stale_after()`` (its worker was killed or
-    lost its database): a run writes all or nothing in one transaction, so nothing of it was written.
-    Called before a new run is queued for the book, and by ``manage.py agent_runs_reap`` for all books.
-    Returns how many runs it marked."""
-    cutoff = (now or timezone.now()) - stale_after()
-    runs = AgentRun.objects.filter(status=RunStatus.RUNNING, started_at__lt=cutoff)
+    """Settle every run that can no longer move, so that none stays ``queued`` or ``running`` for ever:
+
+    - a ``running`` run whose worker's process is gone, or still running after its provider's time
+      (``workers.stale_after``): failed, charged for the work it did (``_reap_running``);
+    - a ``queued`` run whose task a stopped worker had claimed (django-tasks marks the task RUNNING
+      before the run is claimed, and no worker takes a RUNNING row): queued again (``_reap_queued``);
+    - task rows left RUNNING by workers that stopped: pruned.
+
+    Called before a new run is queued for the book, and by ``manage.py agent_runs_reap`` for all books
+    (``make run`` and ``make worker`` run it on start, when the previous worker is gone). Returns how many
+    runs it settled or queued again."""
+    now = now or timezone.now()
+    running = AgentRun.objects.filter(status=RunStatus.RUNNING)
+    queued = AgentRun.objects.filter(status=RunStatus.QUEUED)
     if book is not None:
-        runs = runs.filter(book=book)
-    return runs.update(
-        status=RunStatus.FAILED,
-        reason=(
-            f"the worker stopped during the run (still running after {int(stale_after().total_seconds())} s); "
-            "nothing was written"
-        ),
-        notes=["Nothing was written."],
-        finished_at=timezone.now(),
-        updated_at=timezone.now(),
+        running, queued = running.filter(book=book), queued.filter(book=book)
+    reaped = 0
+    for run in running.only("pk", "worker", "provider", "started_at"):
+        why = run_lost(run, now)
+        if why is not None:
+            reaped += _reap_running(run.pk, why)
+    queued = list(queued.only("pk", "task_result_id"))
+    tasks = tasks_of(queued)
+    for run in queued:
+        if queued_stuck(tasks.get(run.task_result_id), now):
+            reaped += _reap_queued(run.pk, now)
+    if book is None:
+        _prune_stopped_tasks(now)
+    return reaped
+
+
+def _prune_stopped_tasks(now) -> int:
+    """Delete the task rows left RUNNING by workers that stopped (a run of theirs was settled above, or
+    finished before its worker stopped)."""
+    active = AgentRun.objects.filter(status__in=(RunStatus.QUEUED, RunStatus.RUNNING)).values_list(
+        "task_result_id", flat=True
     )
+    held = set(active)
+    stopped = [
+        task.pk
+        for task in DBTaskResult.objects.filter(status="RUNNING").only("pk", "status", "worker_ids", "started_at")
+        if str(task.pk) not in held and task_stuck(task, now)
+    ]
+    return DBTaskResult.objects.filter(pk__in=stopped, status="RUNNING").delete()[0] if stopped else 0
 
 
 # --- Run it -----------------------------------------------------------------------------------
@@ -170,8 +240,9 @@ def validated_plan(task: str, data: Any):
         raise Invalid(f"the reply does not validate: {field}: {first.get('msg', 'invalid')}", field=field) from None
 
 
-def _claim(run_id: Any) -> AgentRun | None:
-    """queued -> running under the run's row lock: a run that is not queued is not run again."""
+def _claim(run_id: Any, worker: str = "") -> AgentRun | None:
+    """queued -> running under the run's row lock, naming the worker that holds it: a run that is not
+    queued is not run again."""
     with transaction.atomic():
         run = (
             AgentRun.objects.select_for_update(of=("self",))
@@ -183,7 +254,8 @@ def _claim(run_id: Any) -> AgentRun | None:
             return None
         run.status = RunStatus.RUNNING
         run.started_at = timezone.now()
-        run.save(update_fields=["status", "started_at", "updated_at"])
+        run.worker = worker[:64]
+        run.save(update_fields=["status", "started_at", "worker", "updated_at"])
     return run
 
 
@@ -246,12 +318,28 @@ def _record_failure(run: AgentRun, reason: str, *, began: float, tokens: int, wo
         )
 
 
-def agent_run_execute(*, run_id: Any) -> AgentRun | None:
+# Test-only: the kill tests (tests/test_agents_kills.py) set this variable on a subprocess worker to make it
+# end at once (os._exit: no cleanup, no rollback handler, as SIGKILL would) at one named point of a run's
+# life. Unset, it does nothing; nothing outside the tests sets it.
+KILL_AT = "NOVELGRAPH_TEST_KILL_AT"
+KILL_POINTS = ("task-claimed", "run-claimed", "dossier-stored", "output-written", "run-settled")
+
+
+def kill_point(name: str) -> None:
+    if os.environ.get(KILL_AT) == name:
+        os._exit(137)
+
+
+def agent_run_execute(*, run_id: Any, worker: str = "") -> AgentRun | None:
     """Run a queued run once: take a fresh dossier for its role, look up what its task needs, ask its
-    provider for a plan, validate it, and write it through the services in one transaction."""
-    run = _claim(run_id)
+    provider for a plan, validate it, and write it through the services in one transaction.
+
+    What it has spent is on the run as it goes (the dossier, then the model's tokens), so that the reap
+    charges a run whose worker stopped for the work done."""
+    run = _claim(run_id, worker)
     if run is None:
         return AgentRun.objects.filter(pk=run_id).first()
+    kill_point("run-claimed")
     began, tokens, worked = time.monotonic(), 0, False
     try:
         access = agent_access(run)
@@ -269,9 +357,12 @@ def agent_run_execute(*, run_id: Any) -> AgentRun | None:
         )
         extras = looked_up(access, run)
         AgentRun.objects.filter(pk=run.pk).update(dossier=dossier, looked_up=extras)
+        kill_point("dossier-stored")
         context = run_context(access, run, dossier.content, extras)
         reply = provider_for(run.provider, run.model).plan(run.task, context, role=run.role)
         tokens = reply.tokens
+        if tokens:
+            AgentRun.objects.filter(pk=run.pk).update(tokens=tokens)
         plan = validated_plan(run.task, reply.data)
 
         def write() -> None:
@@ -281,9 +372,11 @@ def agent_run_execute(*, run_id: Any) -> AgentRun | None:
                     AgentRunOutput(run=run, type=kind, object_id=str(object_id), position=i)
                     for i, (kind, object_id) in enumerate(outputs)
                 )
+                kill_point("output-written")
                 _settle(run, status=RunStatus.DONE, began=began, tokens=tokens, notes=[*plan.notes, *notes])
 
         with_retries(write)
+        kill_point("run-settled")
     except ProviderError as exc:
         _fail(run, f"{run.provider} provider: {exc}", began=began, tokens=exc.tokens or tokens, worked=worked)
     except DomainError as exc:
@@ -396,13 +489,15 @@ APPLY = {
 # --- Background work ---------------------------------------------------------------------------
 
 
-@task()
-def run_agent(run_id: str) -> str:
+@task(takes_context=True)
+def run_agent(context: TaskContext, run_id: str) -> str:
     """The background task of a queued run (django-tasks; ``python manage.py db_worker`` runs it).
 
     The database backend stores it in the transaction that records the run; each worker claims a
     task with ``SELECT ... FOR UPDATE SKIP LOCKED`` and ``agent_run_execute`` moves the run from
     queued to running under its row lock, so however many workers share the database, a run runs once.
     """
-    run = agent_run_execute(run_id=run_id)
+    kill_point("task-claimed")
+    worker = context.task_result.worker_ids[-1] if context.task_result.worker_ids else ""
+    run = agent_run_execute(run_id=run_id, worker=worker)
     return run.status if run is not None else "missing"

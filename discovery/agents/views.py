@@ -23,7 +23,7 @@ from novelgraph.core.schemas import parse_form
 
 from .models import AgentRun, AgentTask
 from .schemas import AgentRunIn
-from .selectors import has_active_runs, runs_for
+from .selectors import runs_for, runs_moving
 from .services import agent_run_start
 
 PANEL_RUNS = 6
@@ -53,10 +53,13 @@ def agents_panel(
     """The panel's context: the latest runs and whether the visitor may start one."""
     book = access.book
     runs = list(runs_for(access).select_related("parent")[:limit])
+    active, stuck = runs_moving(runs)
     return {
         "book": book,
         "runs": runs,
-        "active": has_active_runs(runs),
+        # Polled every 2 s while a run can still move; a run whose worker stopped waits for the reap.
+        "active": active,
+        "stuck": stuck,
         "watch": ",".join(str(run.pk) for run in runs if run.active),
         "can_start": access.holds(Cap.DISCOVERY_WRITE) and not access.is_agent,
         "started": current_session(book) is not None,

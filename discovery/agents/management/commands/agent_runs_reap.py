@@ -1,15 +1,16 @@
 from django.core.management.base import BaseCommand
 
-from discovery.agents.services import agent_runs_reap, stale_after
+from discovery.agents.services import agent_runs_reap
 
 
 class Command(BaseCommand):
     help = (
-        "Mark as failed every agent run still 'running' after its time is up (its worker was killed): "
-        "nothing of such a run was written. `make run` and `make worker` run it before starting a worker."
+        "Settle every agent run that can no longer move because its worker stopped: a run 'running' whose "
+        "worker's process is gone (or whose provider's time is up) is marked failed and charged for the work "
+        "it did; a run 'queued' whose task a stopped worker had claimed is queued again; task rows left "
+        "RUNNING by stopped workers are pruned. `make run` and `make worker` run it before starting a worker."
     )
 
     def handle(self, *args, **options):
-        marked = agent_runs_reap()
-        limit = int(stale_after().total_seconds())
-        self.stdout.write(f"{marked} lost run(s) marked failed (running for more than {limit} s)")
+        settled = agent_runs_reap()
+        self.stdout.write(f"{settled} lost run(s) settled (their worker had stopped)")
