@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
+from django.conf import settings
+from django.db import connection
 from django_tasks_db.management.commands.db_worker import Worker
 from django_tasks_db.models import DBTaskResult
 
@@ -30,6 +36,46 @@ def work_off_queue(limit: int = 100) -> int:
         worker.run_task(task_result)
         ran += 1
     raise AssertionError(f"more than {limit} tasks: a run keeps queueing runs")
+
+
+WORKER = [
+    "manage.py",
+    "db_worker",
+    "--batch",
+    "--no-reload",
+    "--no-startup-delay",
+    "--interval",
+    "0",
+    "--queue-name",
+    "*",
+]
+
+
+def worker_environment() -> dict[str, str]:
+    """The environment of a worker process that uses this test's database."""
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "novelgraph.settings", "PYTHONUNBUFFERED": "1"}
+    db = connection.settings_dict
+    if connection.vendor == "postgresql":
+        auth = db["USER"] + (f":{db['PASSWORD']}" if db.get("PASSWORD") else "")
+        env["DATABASE_URL"] = f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+    else:
+        env["DATABASE_URL"] = ""
+        env["NOVELGRAPH_SQLITE_PATH"] = str(db["NAME"])
+    return env
+
+
+def start_worker(worker_id: str | None = None, **env: str) -> subprocess.Popen:
+    """A ``db_worker --batch`` process on this test's database (named ``worker_id``, else as ``make worker``
+    names it: by host and pid), with ``env`` added to its environment."""
+    named = ["--worker-id", worker_id] if worker_id else []
+    return subprocess.Popen(
+        [sys.executable, *WORKER, *named, "--verbosity", "0"],
+        cwd=settings.BASE_DIR,
+        env={**worker_environment(), **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
 
 
 def start_run(api, book, task: str, **fields) -> dict:

@@ -5,14 +5,9 @@ lock). Runs on whichever database the suite uses; CI runs it on both."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from collections import Counter
 
 import pytest
-from django.conf import settings
-from django.db import connection
 from django_tasks_db.models import DBTaskResult
 
 from discovery.access import book_access
@@ -23,43 +18,10 @@ from discovery.models import StoryCharter
 from discovery.services import discovery_start
 from novelgraph.core.auth import principal_for_user
 
+from .agents_support import start_worker
+
 pytestmark = pytest.mark.django_db(transaction=True)
 RUNS = 50
-WORKER = [
-    "manage.py",
-    "db_worker",
-    "--batch",
-    "--no-reload",
-    "--no-startup-delay",
-    "--interval",
-    "0",
-    "--queue-name",
-    "*",
-]
-
-
-def worker_environment() -> dict[str, str]:
-    """The environment of a worker process that uses this test's database."""
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "novelgraph.settings", "PYTHONUNBUFFERED": "1"}
-    db = connection.settings_dict
-    if connection.vendor == "postgresql":
-        auth = db["USER"] + (f":{db['PASSWORD']}" if db.get("PASSWORD") else "")
-        env["DATABASE_URL"] = f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
-    else:
-        env["DATABASE_URL"] = ""
-        env["NOVELGRAPH_SQLITE_PATH"] = str(db["NAME"])
-    return env
-
-
-def start_worker(worker_id: str) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, *WORKER, "--worker-id", worker_id, "--verbosity", "0"],
-        cwd=settings.BASE_DIR,
-        env=worker_environment(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
 
 
 def test_two_workers_racing_for_50_queued_runs_run_each_exactly_once(author, book):
