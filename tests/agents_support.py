@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 from django.conf import settings
-from django.db import connection
+from django.db import connection, transaction
 from django_tasks_db.management.commands.db_worker import Worker
 from django_tasks_db.models import DBTaskResult
 
@@ -29,10 +29,11 @@ def work_off_queue(limit: int = 100) -> int:
     )
     ran = 0
     while ran < limit:
-        task_result = DBTaskResult.objects.ready().get_locked()
-        if task_result is None:
-            return ran
-        task_result.claim(worker.worker_id)
+        with transaction.atomic():  # the claim is its own transaction, as in the worker
+            task_result = DBTaskResult.objects.ready().get_locked()
+            if task_result is None:
+                return ran
+            task_result.claim(worker.worker_id)
         worker.run_task(task_result)
         ran += 1
     raise AssertionError(f"more than {limit} tasks: a run keeps queueing runs")
