@@ -16,7 +16,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import OperationalError, transaction
+from django.db import transaction
 from django.utils import timezone
 from django_tasks import TaskContext, task
 from django_tasks_db.models import DBTaskResult
@@ -26,7 +26,7 @@ from discovery.access import BookAccess, Cap
 from discovery.loop.models import LoopMeta
 from discovery.loop.services import cost_charge, gate_request
 from discovery.loop.services.base import refuse_when_paused
-from discovery.models import Handoff, ScratchpadEntry
+from discovery.models import Book, Handoff, ScratchpadEntry
 from discovery.schemas import HandoffIn, HandoffResultIn
 from discovery.selectors import current_session
 from discovery.services import (
@@ -39,6 +39,7 @@ from discovery.services import (
     scratchpad_append,
     thrust_propose,
 )
+from novelgraph.core.db import lock_row, retried
 from novelgraph.core.errors import Conflict, DomainError, Invalid, NotFound
 from novelgraph.core.schemas import field_of
 
@@ -78,13 +79,20 @@ def agent_run_start(*, access: BookAccess, payload: AgentRunIn, parent: AgentRun
     (``handoff_create``); a named handoff must be open and addressed to the task's role.
     """
     access.require(Cap.DISCOVERY_WRITE)
-    book = access.book
     role = TASK_ROLE[payload.task]
     provider = payload.provider or (parent.provider if parent else default_provider())
     model = parent.model if parent is not None and parent.provider == provider else model_of(provider)
     if payload.topic and payload.task != AgentTask.GUIDANCE:
         raise Invalid("topic: only the guidance task takes a topic", field="topic")
+    # A deadlock that still happens is tried again here, in the request (not inside a run's transaction,
+    # where the run's own retry takes the whole transaction again).
+    return retried(lambda: _queue(access, payload, parent, role=role, provider=provider, model=model))
+
+
+def _queue(access: BookAccess, payload: AgentRunIn, parent: AgentRun | None, *, role, provider, model) -> AgentRun:
+    book = access.book
     with transaction.atomic():
+        lock_row(Book, book.pk)  # one lock order (novelgraph.core.db.lock_row): the book first
         agent_runs_reap(book=book)
         if current_session(book) is None:
             raise Conflict("this book has no discovery session yet; start discovery first", code="no_session")
@@ -136,6 +144,8 @@ def _reap_running(run_id: Any, why: str) -> bool:
     """A ``running`` run whose worker stopped: failed, nothing written (its writes are one transaction),
     charged for the work it did before (its dossier stored, or tokens spent with a model)."""
     with transaction.atomic():
+        book_id = AgentRun.objects.filter(pk=run_id).values_list("book_id", flat=True).first()
+        lock_row(Book, book_id)  # one lock order (novelgraph.core.db.lock_row): the book first
         run = AgentRun.objects.select_for_update(of=("self",)).select_related("book").filter(pk=run_id).first()
         if run is None or run.status != RunStatus.RUNNING:
             return False
@@ -259,24 +269,6 @@ def _claim(run_id: Any, worker: str = "") -> AgentRun | None:
     return run
 
 
-# Deadlock detected, serialization failure: PostgreSQL aborted the transaction so that another could
-# go on. A run's writes are all or nothing, so trying them again is safe.
-TRANSIENT_SQLSTATES = {"40P01", "40001"}
-ATTEMPTS = 4
-
-
-def with_retries(write):
-    """``write()`` (one transaction), tried again when the database aborted it for a deadlock."""
-    for attempt in range(1, ATTEMPTS + 1):
-        try:
-            return write()
-        except OperationalError as exc:
-            if getattr(exc.__cause__, "sqlstate", None) not in TRANSIENT_SQLSTATES or attempt == ATTEMPTS:
-                raise
-            time.sleep(0.05 * attempt)
-    return None
-
-
 def _cost(tokens: int) -> float:
     options = settings.NOVELGRAPH_AGENTS
     return round(options["RUN_COST"] + tokens / 1000 * options["COST_PER_1K_TOKENS"], 4)
@@ -302,11 +294,12 @@ def _settle(
 
 
 def _fail(run: AgentRun, reason: str, *, began: float, tokens: int, worked: bool) -> None:
-    with_retries(lambda: _record_failure(run, reason, began=began, tokens=tokens, worked=worked))
+    retried(lambda: _record_failure(run, reason, began=began, tokens=tokens, worked=worked))
 
 
 def _record_failure(run: AgentRun, reason: str, *, began: float, tokens: int, worked: bool) -> None:
     with transaction.atomic():
+        lock_row(Book, run.book_id)  # one lock order (novelgraph.core.db.lock_row): the book first
         _settle(
             run,
             status=RunStatus.FAILED,
@@ -347,7 +340,7 @@ def agent_run_execute(*, run_id: Any, worker: str = "") -> AgentRun | None:
         if meta is not None:
             refuse_when_paused(meta)
         worked = True
-        dossier = with_retries(
+        dossier = retried(
             lambda: dossier_store(
                 book=run.book,
                 agent_role=run.role,
@@ -367,6 +360,7 @@ def agent_run_execute(*, run_id: Any, worker: str = "") -> AgentRun | None:
 
         def write() -> None:
             with transaction.atomic():
+                lock_row(Book, run.book_id)  # one lock order (novelgraph.core.db.lock_row): the book first
                 outputs, notes = APPLY[run.task](access, run, plan)
                 AgentRunOutput.objects.bulk_create(
                     AgentRunOutput(run=run, type=kind, object_id=str(object_id), position=i)
@@ -375,7 +369,7 @@ def agent_run_execute(*, run_id: Any, worker: str = "") -> AgentRun | None:
                 kill_point("output-written")
                 _settle(run, status=RunStatus.DONE, began=began, tokens=tokens, notes=[*plan.notes, *notes])
 
-        with_retries(write)
+        retried(write)
         kill_point("run-settled")
     except ProviderError as exc:
         _fail(run, f"{run.provider} provider: {exc}", began=began, tokens=exc.tokens or tokens, worked=worked)

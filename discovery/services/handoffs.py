@@ -7,10 +7,11 @@ from __future__ import annotations
 from django.db import transaction
 from django.utils import timezone
 
+from novelgraph.core.db import lock_row
 from novelgraph.core.errors import Conflict, Forbidden, Invalid
 
 from ..access import BookAccess, Cap, capabilities_of
-from ..models import Handoff, ScratchpadEntry
+from ..models import Book, Handoff, ScratchpadEntry
 from ..refs import check_refs, validate_source_refs
 from ..schemas import REF_TYPES, HandoffIn, HandoffResultIn
 from ..selectors import current_session
@@ -112,7 +113,8 @@ def handoff_return(*, access: BookAccess, handoff: Handoff, payload: HandoffResu
     agent_role = scratchpad_writer_role(access)
     _require_terra_to_sol(handoff, payload)
     with transaction.atomic():
-        handoff = Handoff.objects.select_for_update().get(pk=handoff.pk)
+        lock_row(Book, handoff.book_id)  # one lock order (novelgraph.core.db.lock_row): the book first
+        handoff = Handoff.objects.select_for_update(no_key=True).get(pk=handoff.pk)
         if handoff.status != Handoff.Status.OPEN:
             raise Conflict("this handoff was already returned", code="already_returned")
         session = locked_session(handoff.session)

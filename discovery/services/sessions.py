@@ -63,8 +63,10 @@ def refuse_agent_author_stated(access: BookAccess, provenance: str, *, field: st
 
 def locked_session(session: DiscoverySession) -> DiscoverySession:
     """The session re-read under its row lock (inside ``atomic``): the per-session counters (turn
-    ordinals, scratchpad sequences) are computed under it, so concurrent writes never collide."""
-    return DiscoverySession.objects.select_for_update().get(pk=session.pk)
+    ordinals, scratchpad sequences) are computed under it, so concurrent writes never collide. The book
+    first: one lock order (``novelgraph.core.db.lock_row``)."""
+    lock_row(Book, session.book_id)
+    return DiscoverySession.objects.select_for_update(no_key=True).get(pk=session.pk)
 
 
 def writable(session: DiscoverySession) -> None:

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import time
 import uuid
+from collections.abc import Callable
+from typing import TypeVar
 
 from django.core.exceptions import ImproperlyConfigured, ValidationError
 from django.core.validators import BaseValidator
-from django.db import connections, migrations, models
+from django.db import OperationalError, connections, migrations, models
 from django.utils.deconstruct import deconstructible
+
+
+T = TypeVar("T")
 
 
 class TimeStampedModel(models.Model):
@@ -167,8 +173,49 @@ def lock_row(model: type[models.Model], pk) -> None:
 
     PostgreSQL: the row's lock. SQLite: nothing more is needed, because every transaction begins
     IMMEDIATE and so already holds the database's write lock. Call inside ``transaction.atomic``.
+
+    One book, one lock order. A write transaction that locks rows of a book takes them in this order,
+    and only in this order:
+
+    1. the book row (``lock_row(Book, pk)``);
+    2. its loop's meta row (``discovery.loop.services.base.lock_meta``, ``cost_charge``);
+    3. its discovery session row (``discovery.services.sessions.locked_session``);
+    4. then any item rows (a handoff, a claim, an approval, a run...).
+
+    ``lock_meta`` and ``locked_session`` take the book row first themselves, so a transaction that holds the
+    session never waits for the book behind one that holds the book and wants the session; a service that
+    locks an item row before one of these takes the book first too (``handoff_return``, the agent run's
+    transactions). Every such lock is ``FOR NO KEY UPDATE`` (``no_key=True``): it serialises the writers of
+    the row and never waits on, nor blocks, the key-share lock that inserting a row referring to it takes.
+    A deadlock that still happens is retried at the outermost transaction (``retried``), never a 500.
     """
     if connections["default"].vendor != "sqlite":
         # order_by("pk"): a model's default ordering may follow a nullable relation (a book's series),
         # and PostgreSQL refuses FOR UPDATE on the nullable side of an outer join.
-        model.objects.select_for_update().filter(pk=pk).order_by("pk").values_list("pk").first()
+        model.objects.select_for_update(no_key=True).filter(pk=pk).order_by("pk").values_list("pk").first()
+
+
+# Deadlock detected, serialization failure: PostgreSQL aborted the transaction so that another could go on.
+TRANSIENT_SQLSTATES = {"40P01", "40001"}
+ATTEMPTS = 4
+
+
+def transient(exc: BaseException) -> bool:
+    """Whether ``exc`` is a deadlock or serialization failure: the same transaction may be tried again."""
+    return isinstance(exc, OperationalError) and getattr(exc.__cause__, "sqlstate", None) in TRANSIENT_SQLSTATES
+
+
+def retried(write: Callable[[], T], *, using: str = "default") -> T:
+    """``write()`` (one whole transaction), tried again when the database aborted it for a deadlock or a
+    serialization failure (up to ``ATTEMPTS`` times). Inside an outer transaction it runs once: the outer
+    transaction is aborted with it, so the outermost caller retries (the request, the worker)."""
+    if connections[using].in_atomic_block:
+        return write()
+    for attempt in range(1, ATTEMPTS + 1):
+        try:
+            return write()
+        except OperationalError as exc:
+            if not transient(exc) or attempt == ATTEMPTS:
+                raise
+            time.sleep(0.05 * attempt)
+    raise AssertionError("unreachable")

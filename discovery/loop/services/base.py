@@ -12,6 +12,7 @@ from django.db import transaction
 
 from discovery.access import BookAccess, Cap, refusal
 from discovery.models import Book
+from novelgraph.core.db import lock_row
 from novelgraph.core.errors import Conflict
 
 from ..models import (
@@ -72,11 +73,13 @@ def not_started() -> Conflict:
 def lock_meta(book: Book) -> LoopMeta:
     """The book's meta row, locked for the rest of the transaction.
 
+    Takes the book row first (one lock order, ``novelgraph.core.db.lock_row``), then the meta row alone.
     The loop exists from the moment the book's discovery starts (``discovery_start``; older books by
     a data migration). A write to the loop of a book whose discovery has not started is a 409: no
     write, and no read, creates a loop on the side.
     """
-    meta = LoopMeta.objects.select_for_update().select_related("book").filter(book=book).first()
+    lock_row(Book, book.pk)  # the book first: one lock order (novelgraph.core.db.lock_row)
+    meta = LoopMeta.objects.select_for_update(of=("self",), no_key=True).select_related("book").filter(book=book).first()
     if meta is None:
         raise not_started()
     return meta

@@ -18,6 +18,8 @@ from django.db import transaction
 from django.db.models import Sum
 
 from discovery.access import BookAccess
+from discovery.models import Book
+from novelgraph.core.db import lock_row
 from novelgraph.core.errors import Invalid, NotFound
 from novelgraph.core.schemas import parse_input
 
@@ -207,9 +209,9 @@ def cost_charge(*, book, amount: float) -> LoopMeta:
     that records the work. Never refused, since the work happened; as with ``cost_spend``, reaching the
     budget stalls the loop and concentration pauses it, so the next piece of work waits for the author."""
     loop_ensure(book=book)
-    # The meta row alone: joining the book into FOR UPDATE would lock it too, and a run's writes may
-    # already hold the session's lock while another transaction holds the book's and wants the session.
-    meta = LoopMeta.objects.select_for_update(of=("self",)).select_related("book").get(book=book)
+    # One lock order (novelgraph.core.db.lock_row): the book, then the meta row alone.
+    lock_row(Book, book.pk)
+    meta = LoopMeta.objects.select_for_update(of=("self",), no_key=True).select_related("book").get(book=book)
     if amount <= 0:
         return meta
     meta.cost_spent += amount

@@ -15,6 +15,8 @@ charter's row); a verdict on the card itself is a 409 ``decide_the_charter``.
 from __future__ import annotations
 
 from approvals.models import Approval, DecisionLogEntry
+from discovery.models import Book
+from novelgraph.core.db import lock_row
 from novelgraph.core.errors import Conflict
 
 from ..models import GATE_ORDER, CardStatus, LoopMeta, LoopStatus, OptionCard, TraceNode, TraceStatus
@@ -50,7 +52,8 @@ def _past_g2(meta: LoopMeta) -> bool:
 def charter_reopen_card(*, charter, proposed_by: str, user=None, **_signal) -> OptionCard | None:
     """On ``charter_proposed``, inside ``charter_propose``'s transaction: raise the reopen card when G2 has passed."""
     book = charter.book
-    meta = LoopMeta.objects.select_for_update().select_related("book").filter(book=book).first()
+    lock_row(Book, book.pk)  # one lock order (novelgraph.core.db.lock_row): the book, then the meta row
+    meta = LoopMeta.objects.select_for_update(of=("self",), no_key=True).select_related("book").filter(book=book).first()
     if meta is None or not _past_g2(meta):
         return None
     ratified = g2_ratification(book)
@@ -105,7 +108,8 @@ def charter_reopen_settle(*, charter, approved: bool, detail: dict, **_signal) -
             older.append(card)
     if not mine and not older:
         return  # the common case: one statement
-    meta = LoopMeta.objects.select_for_update().select_related("book").get(book_id=book_id)
+    lock_row(Book, book_id)  # one lock order (novelgraph.core.db.lock_row): the book, then the meta row
+    meta = LoopMeta.objects.select_for_update(of=("self",), no_key=True).select_related("book").get(book_id=book_id)
     ratified = g2_ratification(meta.book)
     for card in mine:
         card.status = CardStatus.DECIDED

@@ -1,0 +1,121 @@
+"""One book, one lock order (``novelgraph.core.db.lock_row``): queueing a run while Sol's run holds the
+loop never deadlocks, and a deadlock that still happens is retried in the request, never a 500.
+
+PostgreSQL only (on SQLite every write transaction holds the database's write lock, so writers queue and
+never deadlock). The probe's deadlock: Sol's run held the session row (its question) and then wanted the
+loop (``lock_meta``, which also locked the book row), while a request queueing a run held a key-share lock
+on the book (a row it inserted refers to it) and waited on the session row (another row refers to it)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from django.db import connection, connections, transaction
+
+from discovery.agents.models import AgentRun
+from discovery.loop.models import LoopMeta
+from discovery.loop.services import cost_charge
+from discovery.loop.services.base import lock_meta
+from discovery.models import DiscoverySession
+from discovery.services.sessions import locked_session
+
+from .agents_support import start_run, work_off_queue
+
+pytestmark = pytest.mark.django_db(transaction=True)
+ROUNDS = 100
+
+
+@pytest.fixture(autouse=True)
+def _postgresql_only():
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite serialises write transactions: no deadlock to test")
+
+
+def _in_thread(target, results: dict, name: str) -> threading.Thread:
+    def run():
+        try:
+            results[name] = target()
+        except Exception as exc:  # noqa: BLE001 - the test reports it
+            results[name] = exc
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread
+
+
+def _blocked_or_done(thread: threading.Thread) -> None:
+    """Wait (for state, not time) until the request's thread is waiting on a lock, or has finished."""
+    deadline = time.monotonic() + 20
+    with connections["default"].cursor() as cursor:
+        while thread.is_alive() and time.monotonic() < deadline:
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                "AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()"
+            )
+            if cursor.fetchone()[0]:
+                return
+            time.sleep(0.01)
+
+
+def test_queueing_a_run_while_sols_run_holds_the_session_and_wants_the_loop(author_api, book):
+    session_id = author_api.post(f"/books/{book.pk}/discovery").json()["session_id"]
+    results: dict = {}
+    holding = threading.Event()
+    request_sent = threading.Event()
+
+    def sols_run():
+        # Sol's run's writes, in the order its transaction takes them: the session (its question), then the
+        # loop (its gate card, its cost).
+        with transaction.atomic():
+            locked_session(DiscoverySession.objects.get(pk=session_id))
+            holding.set()
+            request_sent.wait(10)
+            _blocked_or_done(request)
+            lock_meta(book)
+            cost_charge(book=book, amount=1)
+        return "settled"
+
+    def queue_a_run():
+        holding.wait(10)
+        request_sent.set()
+        return author_api.post(f"/books/{book.pk}/agent-runs", {"task": "guidance", "topic": "fair clues"})
+
+    worker = _in_thread(sols_run, results, "run")
+    request = _in_thread(queue_a_run, results, "request")
+    worker.join(60)
+    request.join(60)
+
+    assert results["run"] == "settled", results
+    assert results["request"].status_code == 202, results["request"].content
+    assert LoopMeta.objects.get(book=book).cost_spent == 1
+
+
+def test_queueing_runs_against_running_sol_runs_100_times_never_answers_500(author_api, book):
+    author_api.post(f"/books/{book.pk}/discovery")
+    LoopMeta.objects.filter(book=book).update(cost_budget=100_000, round_cap=100_000)
+    statuses: list[int] = []
+    started = time.monotonic()
+    for _ in range(ROUNDS):
+        sol = start_run(author_api, book, "next-question")
+        results: dict = {}
+        worker = _in_thread(lambda: work_off_queue(limit=10), results, "run")
+        request = _in_thread(
+            lambda: author_api.post(f"/books/{book.pk}/agent-runs", {"task": "guidance", "topic": "fair clues"}),
+            results,
+            "request",
+        )
+        worker.join(60)
+        request.join(60)
+        assert not isinstance(results["run"], Exception), results["run"]
+        assert not isinstance(results["request"], Exception), results["request"]
+        statuses.append(results["request"].status_code)
+        assert AgentRun.objects.get(pk=sol["id"]).status in ("done", "failed")
+    work_off_queue(limit=1000)
+    print(f"{ROUNDS} rounds in {time.monotonic() - started:.1f} s; statuses {sorted(set(statuses))}")
+    assert 500 not in statuses and set(statuses) <= {202, 409}
+    failed = AgentRun.objects.filter(status="failed").values_list("reason", flat=True)
+    assert not [reason for reason in failed if "Deadlock" in reason or "internal error" in reason], list(failed)[:3]
