@@ -44,8 +44,9 @@ STATEMENTS: dict[str, tuple[int, int]] = {
     # (approvals/canon_record.py reads the approved subject's content); PostgreSQL also locks the book before the
     # handler.
     "POST /claims/{id}/promote": (28, 30),
-    "POST /sessions/{id}/turns": (9, 9),  # + the question the turn answers
-    "POST /sessions/{id}/scratchpad": (7, 7),
+    # + the question the turn answers; PostgreSQL +1: the book row before the session's (one lock order)
+    "POST /sessions/{id}/turns": (9, 10),
+    "POST /sessions/{id}/scratchpad": (7, 8),
     # likewise, twice, and +1 for the canon record; +1: the pending option cards (a charter-reopen card goes with
     # the charter's decision)
     "POST /approvals/{id}/verdict": (21, 23),

@@ -130,9 +130,8 @@ def thrust_propose(*, access: BookAccess, session: DiscoverySession, payload: Th
     """
     access.require(Cap.CHARTER_PROPOSE, Cap.DISCOVERY_WRITE)
     with transaction.atomic():
-        # The bound is the book's: its row lock (taken before the session's, as a verdict takes it) queues
-        # every proposal to this book, from any of its sessions, so two at once never make 51.
-        lock_row(Book, session.book_id)
+        # The bound is the book's: its row lock (which locked_session takes before the session's, as a verdict
+        # takes it) queues every proposal to this book, from any of its sessions, so two at once never make 51.
         session = locked_session(session)
         if session.status == DiscoverySession.Status.CLOSED:
             raise Conflict("this session is closed", code="session_not_open")

@@ -15,8 +15,6 @@ charter's row); a verdict on the card itself is a 409 ``decide_the_charter``.
 from __future__ import annotations
 
 from approvals.models import Approval, DecisionLogEntry
-from discovery.models import Book
-from novelgraph.core.db import lock_row
 from novelgraph.core.errors import Conflict
 
 from ..models import GATE_ORDER, CardStatus, LoopMeta, LoopStatus, OptionCard, TraceNode, TraceStatus
@@ -52,7 +50,7 @@ def _past_g2(meta: LoopMeta) -> bool:
 def charter_reopen_card(*, charter, proposed_by: str, user=None, **_signal) -> OptionCard | None:
     """On ``charter_proposed``, inside ``charter_propose``'s transaction: raise the reopen card when G2 has passed."""
     book = charter.book
-    lock_row(Book, book.pk)  # one lock order (novelgraph.core.db.lock_row): the book, then the meta row
+    # The book row is already locked (charter_propose): one lock order (novelgraph.core.db.lock_row).
     meta = LoopMeta.objects.select_for_update(of=("self",), no_key=True).select_related("book").filter(book=book).first()
     if meta is None or not _past_g2(meta):
         return None
@@ -108,7 +106,7 @@ def charter_reopen_settle(*, charter, approved: bool, detail: dict, **_signal) -
             older.append(card)
     if not mine and not older:
         return  # the common case: one statement
-    lock_row(Book, book_id)  # one lock order (novelgraph.core.db.lock_row): the book, then the meta row
+    # The book row is already locked (the charter's decision): one lock order (novelgraph.core.db.lock_row).
     meta = LoopMeta.objects.select_for_update(of=("self",), no_key=True).select_related("book").get(book_id=book_id)
     ratified = g2_ratification(meta.book)
     for card in mine:
