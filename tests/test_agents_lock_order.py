@@ -40,7 +40,7 @@ def _in_thread(target, results: dict, name: str) -> threading.Thread:
     def run():
         try:
             results[name] = target()
-        except Exception as exc:  # noqa: BLE001 - the test reports it
+        except Exception as exc:
             results[name] = exc
         finally:
             connections.close_all()
@@ -109,7 +109,7 @@ def test_queueing_runs_against_running_sol_runs_100_times_never_answers_500(auth
         _turn(author_api, session_id, f"Round {round_}: the harbour master lies.", conflict=f"lie {round_}")
         sol = start_run(author_api, book, "next-question")
         results: dict = {}
-        worker = _in_thread(lambda: agent_run_execute(run_id=sol["id"]), results, "run")
+        worker = _in_thread(lambda run_id=sol["id"]: agent_run_execute(run_id=run_id), results, "run")
         request = _in_thread(
             lambda: author_api.post(f"/books/{book.pk}/agent-runs", {"task": "guidance", "topic": "fair clues"}),
             results,

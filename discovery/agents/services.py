@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 import os
 import time
-from datetime import timedelta
 from typing import Any
 
 from django.conf import settings

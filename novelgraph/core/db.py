@@ -12,7 +12,6 @@ from django.core.validators import BaseValidator
 from django.db import OperationalError, connections, migrations, models
 from django.utils.deconstruct import deconstructible
 
-
 T = TypeVar("T")
 
 

@@ -79,7 +79,9 @@ def lock_meta(book: Book) -> LoopMeta:
     write, and no read, creates a loop on the side.
     """
     lock_row(Book, book.pk)  # the book first: one lock order (novelgraph.core.db.lock_row)
-    meta = LoopMeta.objects.select_for_update(of=("self",), no_key=True).select_related("book").filter(book=book).first()
+    meta = (
+        LoopMeta.objects.select_for_update(of=("self",), no_key=True).select_related("book").filter(book=book).first()
+    )
     if meta is None:
         raise not_started()
     return meta

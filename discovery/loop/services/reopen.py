@@ -51,7 +51,9 @@ def charter_reopen_card(*, charter, proposed_by: str, user=None, **_signal) -> O
     """On ``charter_proposed``, inside ``charter_propose``'s transaction: raise the reopen card when G2 has passed."""
     book = charter.book
     # The book row is already locked (charter_propose): one lock order (novelgraph.core.db.lock_row).
-    meta = LoopMeta.objects.select_for_update(of=("self",), no_key=True).select_related("book").filter(book=book).first()
+    meta = (
+        LoopMeta.objects.select_for_update(of=("self",), no_key=True).select_related("book").filter(book=book).first()
+    )
     if meta is None or not _past_g2(meta):
         return None
     ratified = g2_ratification(book)
