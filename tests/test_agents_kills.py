@@ -8,20 +8,25 @@ Runs on whichever database the suite uses; CI runs it on both."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+import time
+from datetime import timedelta
 from io import StringIO
 
 import pytest
 from django.core.management import call_command
+from django.db import transaction
 from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
 from discovery.access import book_access
 from discovery.agents.models import AgentRun
 from discovery.agents.schemas import AgentRunIn
-from discovery.agents.services import KILL_AT, _claim, agent_run_start, agent_runs_reap
+from discovery.agents.services import KILL_AT, _claim, _settle, agent_run_start, agent_runs_reap
 from discovery.agents.workers import this_host
 from discovery.loop.models import LoopMeta
 from discovery.models import ThrustCandidate
@@ -145,3 +150,37 @@ def _pid_of_ended_process() -> int:
     process = subprocess.Popen([sys.executable, "-c", "pass"])
     process.wait()
     return process.pid
+
+
+def test_a_run_whose_worker_still_runs_is_never_taken_from_it(author, book):
+    run = _queue_a_run(author, book)
+    _claim(run.pk, f"{this_host()}:{os.getpid()}:x")  # this process: alive, and started before the claim
+    claimed = AgentRun.objects.get(pk=run.pk).started_at
+
+    assert agent_runs_reap(book=book, now=claimed + timedelta(hours=1)) == 0
+    assert AgentRun.objects.get(pk=run.pk).status == "running"
+
+
+def test_a_process_id_used_again_by_a_later_process_is_a_stopped_worker(author, book):
+    run = _queue_a_run(author, book)
+    _claim(run.pk, f"{this_host()}:{os.getpid()}:x")
+    # Claimed before this process started: the worker that claimed it had the same id, and is gone.
+    AgentRun.objects.filter(pk=run.pk).update(started_at=timezone.now() - timedelta(days=400))
+
+    assert agent_runs_reap(book=book) == 1
+    assert "its worker's process is gone" in AgentRun.objects.get(pk=run.pk).reason
+
+
+def test_a_worker_that_finishes_after_the_reap_settled_its_run_charges_nothing_twice(author, book):
+    run = _queue_a_run(author, book)
+    claimed = _claim(run.pk, "another-host:1:x")  # a worker that cannot be asked: time decides
+    AgentRun.objects.filter(pk=run.pk).update(tokens=1000)
+    assert agent_runs_reap(book=book, now=timezone.now() + timedelta(minutes=5)) == 1
+    spent = LoopMeta.objects.get(book=book).cost_spent
+
+    with transaction.atomic():
+        assert not _settle(claimed, status="done", began=time.monotonic(), tokens=1000, notes=[])
+
+    run.refresh_from_db()
+    assert run.status == "failed" and run.cost == pytest.approx(1.1)
+    assert LoopMeta.objects.get(book=book).cost_spent == spent == pytest.approx(1.1)

@@ -275,11 +275,12 @@ def _cost(tokens: int) -> float:
 
 def _settle(
     run: AgentRun, *, status: str, began: float, tokens: int, notes: list[str], reason: str = "", worked: bool = True
-) -> None:
+) -> bool:
     """Record how the run ended and charge its cost (call inside a transaction). A run that never
-    started work (the loop was paused) costs nothing."""
+    started work (the loop was paused) costs nothing. False when the run is no longer ``running``: the
+    reap settled it first, so it is neither recorded nor charged twice."""
     cost = _cost(tokens) if worked else 0.0
-    AgentRun.objects.filter(pk=run.pk).update(
+    settled = AgentRun.objects.filter(pk=run.pk, status=RunStatus.RUNNING).update(
         status=status,
         reason=reason[:5_000],
         notes=[n[:1_000] for n in notes][:20],
@@ -289,7 +290,10 @@ def _settle(
         cost=cost,
         updated_at=timezone.now(),
     )
+    if not settled:
+        return False  # the reap settled it first (its worker was taken for lost), and charged it
     cost_charge(book=run.book, amount=cost)
+    return True
 
 
 def _fail(run: AgentRun, reason: str, *, began: float, tokens: int, worked: bool) -> None:
@@ -366,7 +370,8 @@ def agent_run_execute(*, run_id: Any, worker: str = "") -> AgentRun | None:
                     for i, (kind, object_id) in enumerate(outputs)
                 )
                 kill_point("output-written")
-                _settle(run, status=RunStatus.DONE, began=began, tokens=tokens, notes=[*plan.notes, *notes])
+                if not _settle(run, status=RunStatus.DONE, began=began, tokens=tokens, notes=[*plan.notes, *notes]):
+                    raise Conflict("the reap settled this run first; nothing was written", code="reaped")
 
         retried(write)
         kill_point("run-settled")

@@ -40,20 +40,34 @@ def new_worker_id() -> str:
     return f"{this_host()}:{os.getpid()}:{get_random_string(12)}"
 
 
-def worker_gone(worker_id: str | None) -> bool:
-    """True when ``worker_id`` names a worker of this host whose process is no longer running. Unknown
-    (another host, or an id without a process) is not gone: time decides for those."""
+def worker_state(worker_id: str | None, since: datetime | None) -> str:
+    """``gone``, ``alive`` or ``unknown``: whether the worker named ``worker_id``, which claimed its task or run
+    at ``since``, still runs. Only a worker of this host can be asked; a process that started after ``since``
+    under the same id is another one (the id was reused, as after a container's restart), so the worker is gone."""
     host, _, rest = (worker_id or "").partition(":")
     pid = rest.partition(":")[0]
     if host != this_host() or not pid.isdigit():
-        return False
+        return "unknown"
     try:
         os.kill(int(pid), 0)
     except ProcessLookupError:
-        return True
+        return "gone"
     except (PermissionError, OverflowError, ValueError):
-        return False
-    return False
+        return "unknown"
+    started = _process_started(int(pid))
+    return "gone" if since is not None and started is not None and started > since.timestamp() + 2 else "alive"
+
+
+def _process_started(pid: int) -> float | None:
+    """When process ``pid`` started (Linux: /proc), as a timestamp; None where it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rpartition(")")[2].split()
+        with open("/proc/stat") as system:
+            booted = next(int(line.split()[1]) for line in system if line.startswith("btime "))
+        return booted + int(fields[19]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, StopIteration, ValueError, IndexError):
+        return None
 
 
 def stale_after(provider: str) -> timedelta:
@@ -67,9 +81,13 @@ def stale_after(provider: str) -> timedelta:
 
 
 def run_lost(run, now: datetime) -> str | None:
-    """Why a ``running`` run can no longer finish (its worker's process is gone, or its time is up), or None."""
-    if worker_gone(run.worker):
+    """Why a ``running`` run can no longer finish (its worker's process is gone, or its time is up with a worker
+    that cannot be asked), or None. A run whose worker still runs is never taken from it."""
+    state = worker_state(run.worker, run.started_at)
+    if state == "gone":
         return "its worker's process is gone"
+    if state == "alive":
+        return None
     limit = stale_after(run.provider)
     if run.started_at is not None and run.started_at < now - limit:
         return f"still running after {int(limit.total_seconds())} s"
@@ -84,7 +102,10 @@ def task_stuck(task, now: datetime) -> bool:
     """A task row marked RUNNING whose worker stopped: no worker takes a RUNNING row again."""
     if task is None or task.status != "RUNNING":
         return False
-    return worker_gone(task_worker(task)) or (task.started_at is not None and task.started_at < now - CLAIM_GRACE)
+    state = worker_state(task_worker(task), task.started_at)
+    if state != "unknown":
+        return state == "gone"
+    return task.started_at is not None and task.started_at < now - CLAIM_GRACE
 
 
 def queued_stuck(task, now: datetime) -> bool:
