@@ -4,7 +4,6 @@ from django.urls import include, path
 
 from novelgraph.core.security import ThrottledLoginView
 
-from . import views
 from .api import api
 
 handler400 = "novelgraph.core.security.bad_request"
@@ -19,8 +18,7 @@ urlpatterns = [
         ),
         name="password_set",
     ),
-    path("keys/", views.keys, name="keys"),
-    path("keys/<uuid:key_id>/revoke/", views.key_revoke, name="key-revoke"),
+    path("", include("discovery.key_urls")),
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),
     path("review/", include("approvals.urls")),

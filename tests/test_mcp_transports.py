@@ -28,9 +28,9 @@ from discovery.access import book_access
 from discovery.models import Handoff, ScratchpadEntry
 from discovery.schemas import ClaimIn, HandoffIn
 from novelgraph.core.auth import principal_for_user
+from novelgraph.core.duties import tools_for
 from novelgraph.core.models import ApiKey, hash_api_key
 from novelgraph.core.services import api_key_revoke
-from novelgraph.mcp.tools import tools_for
 
 from .factories import BookFactory, TurnFactory, UserFactory
 from .mcp_support import ClientThread, LiveServer, http_client, stdio_client
