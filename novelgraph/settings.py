@@ -36,6 +36,9 @@ if not SECRET_KEY:
     raise RuntimeError("DJANGO_SECRET_KEY must be set when DJANGO_DEBUG=0")
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost,testserver" if DEBUG else "")
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", "")
+# Browser origins allowed to call /mcp besides the site's own (novelgraph/mcp/http.py), e.g.
+# "https://agents.example.com"; a request with no Origin header (a non-browser client) is always allowed.
+NOVELGRAPH_MCP_ALLOWED_ORIGINS = env_list("NOVELGRAPH_MCP_ALLOWED_ORIGINS", "")
 
 # The decision log's keyed seal. It must never live in the database: whoever can
 # rewrite rows and recompute SHA-256 hashes still cannot forge the HMAC without it.
