@@ -61,7 +61,6 @@ def test_the_link_action_is_for_staff_only(author):
     assert browser.get("/admin/auth/user/").status_code == 302  # to the admin's login
 
 
-
 # --- What staff cannot do to a person's account ------------------------------------------------------
 
 

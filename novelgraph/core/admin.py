@@ -96,8 +96,8 @@ class PersonCreationForm(forms.ModelForm):
 
 PASSWORD_NOT_YOURS = (
     "Staff cannot set, reset or disable another person's password. A new account gets its password "
-    "through a one-time link (the action \"Make a one-time link to set the password\" in the list); a person "
-    "who has a password and forgot it resets it herself by e-mail (\"Forgot your password?\" on the login page)."
+    'through a one-time link (the action "Make a one-time link to set the password" in the list); a person '
+    'who has a password and forgot it resets it herself by e-mail ("Forgot your password?" on the login page).'
 )
 
 
@@ -133,7 +133,7 @@ class PersonAdmin(UserAdmin):
         if obj.has_usable_password():
             return (
                 "Set by her. Only she can change it; if she forgot it, she resets it herself by e-mail "
-                "(\"Forgot your password?\" on the login page)."
+                '("Forgot your password?" on the login page).'
             )
         return "None yet: make her a one-time link to choose it (the action in the list)."
 
