@@ -18,6 +18,18 @@ urlpatterns = [
         ),
         name="password_set",
     ),
+    # A person who forgot her password resets it herself: the link goes to her e-mail address, never to staff.
+    path(
+        "password-reset/",
+        auth_views.PasswordResetView.as_view(subject_template_name="registration/password_reset_subject.txt"),
+        name="password_reset",
+    ),
+    path("password-reset/sent/", auth_views.PasswordResetDoneView.as_view(), name="password_reset_done"),
+    path(
+        "password-reset/<uidb64>/<token>/",
+        auth_views.PasswordResetConfirmView.as_view(success_url="/login/?password=reset"),
+        name="password_reset_confirm",
+    ),
     path("", include("discovery.key_urls")),
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),
