@@ -38,7 +38,7 @@ from discovery.services import (
     thrust_propose,
 )
 from novelgraph.core.errors import Conflict, DomainError, Invalid, NotFound
-from novelgraph.core.schemas import field_of
+from novelgraph.core.schemas import field_of, first_text_fault
 
 from .context import agent_access, looked_up, run_context
 from .models import TASK_ROLE, AgentRun, AgentRunOutput, AgentTask, OutputType, RunStatus
