@@ -111,7 +111,6 @@ def main() -> int:
     for app in ("novelgraph", "discovery", "library", "loop", "agents"):
         call_command("migrate", app, interactive=False, verbosity=0, skip_checks=True, stdout=StringIO())
     from approvals.checks import decision_log_check
-
     from approvals.selectors import decision_log_verify
     from discovery.models import Book
 

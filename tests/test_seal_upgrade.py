@@ -62,8 +62,11 @@ def test_a_first_round_key_that_cannot_be_derived_any_more_gives_one_message_say
         result = verify_rows(book.pk, rows)
         assert not result.ok and result.reason == UNKEYED_SEAL_MISMATCH
         assert "NOVELGRAPH_SEAL_OLD_KEYS" in result.reason and "DJANGO_SECRET_KEY" in result.reason
-    with current, override_settings(
-        DECISION_LOG_FIRST_ROUND_KEY="seal:a-new-secret", DECISION_LOG_SEAL_OLD_KEYS=[f"seal:{old_secret}"]
+    with (
+        current,
+        override_settings(
+            DECISION_LOG_FIRST_ROUND_KEY="seal:a-new-secret", DECISION_LOG_SEAL_OLD_KEYS=[f"seal:{old_secret}"]
+        ),
     ):
         assert verify_rows(book.pk, rows).ok, "setting what the message says is enough"
 
@@ -74,7 +77,11 @@ def test_the_first_round_key_never_vouches_for_an_entry_after_one_that_names_its
     with override_settings(DECISION_LOG_SEAL_KEY=secrets.token_hex(32), DECISION_LOG_FIRST_ROUND_KEY=first_round):
         for i in range(2):
             decision_log_append(
-                book=book, decision="approve", subject_type="note", subject_id=f"n{i}", rationale="r",
+                book=book,
+                decision="approve",
+                subject_type="note",
+                subject_id=f"n{i}",
+                rationale="r",
                 ratified_by_user=author,
             )
         rows = list(DecisionLogEntry.objects.filter(book=book).order_by("sequence").values_list(*VERIFY_COLUMNS))

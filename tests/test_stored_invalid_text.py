@@ -28,8 +28,14 @@ def _store_raw(table: str, column: str, pk, json_text: str) -> None:
 
 
 def _claim(api, book, value="The keeper lies about the lamp.") -> KnowledgeClaim:
-    body = {"scope": "book", "scope_id": str(book.pk), "subject": "The keeper", "predicate": "says", "value": value,
-            "provenance": "agent-inferred"}
+    body = {
+        "scope": "book",
+        "scope_id": str(book.pk),
+        "subject": "The keeper",
+        "predicate": "says",
+        "value": value,
+        "provenance": "agent-inferred",
+    }
     response = api.post("/claims", body)
     assert response.status_code == 201, response.content
     return KnowledgeClaim.objects.get(pk=response.json()["id"])

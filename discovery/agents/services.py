@@ -161,7 +161,11 @@ def agent_runs_reap(*, book=None, now=None) -> int:
 
 
 def validated_plan(task: str, data: Any):
-    """The provider's answer as the task's plan schema, or a 422 naming the first bad field."""
+    """The provider's answer as the task's plan schema, or a 422 naming the first bad field (text that is
+    not valid Unicode included, as for any input: ``text_fault``)."""
+    found = first_text_fault(data)
+    if found:
+        raise Invalid(f"the reply does not validate: {found[0]}: {found[1]}", field=found[0])
     try:
         return PLANS[task].model_validate(data)
     except PydanticValidationError as exc:
