@@ -17,7 +17,7 @@ from ninja.parser import Parser
 
 from novelgraph.core.auth import ApiKeyAuth, BrowserSessionAuth
 from novelgraph.core.errors import DomainError, Invalid
-from novelgraph.core.schemas import refuse_nul
+from novelgraph.core.schemas import refuse_invalid_text
 from novelgraph.core.security import body_limit_for
 
 
@@ -26,19 +26,19 @@ def _refuse_constant(name: str):
 
 
 class InputParser(Parser):
-    """Input as the API accepts it, for every route at once: no NUL characters (PostgreSQL
-    cannot store them) and no NaN or Infinity in JSON (not JSON, and not storable)."""
+    """Input as the API accepts it, for every route at once: only valid text (no NUL, no lone surrogate:
+    see ``text_fault``) and no NaN or Infinity in JSON (not JSON, and not storable)."""
 
     def parse_body(self, request: HttpRequest):
         data = json.loads(request.body, parse_constant=_refuse_constant)
-        refuse_nul(data, "")
+        refuse_invalid_text(data, "")
         return data
 
     def parse_querydict(self, data, list_fields, request: HttpRequest):
         for key, values in data.lists():
             for value in values:
                 if isinstance(value, str):
-                    refuse_nul(value, key)
+                    refuse_invalid_text(value, key)
         return super().parse_querydict(data, list_fields, request)
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import dj_database_url
 
-from novelgraph.core.sealkey import local_seal_key, split_keys
+from novelgraph.core.sealkey import first_round_key, local_seal_key, split_keys
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("NOVELGRAPH_VAR_DIR", BASE_DIR / "var"))
@@ -49,6 +49,9 @@ NOVELGRAPH_MCP_ALLOWED_ORIGINS = env_list("NOVELGRAPH_MCP_ALLOWED_ORIGINS", "")
 DECISION_LOG_SEAL_KEY_CONFIGURED = bool(os.environ.get("NOVELGRAPH_SEAL_KEY", ""))
 DECISION_LOG_SEAL_KEY = os.environ.get("NOVELGRAPH_SEAL_KEY", "") or local_seal_key(VAR_DIR)
 DECISION_LOG_SEAL_OLD_KEYS = split_keys(os.environ.get("NOVELGRAPH_SEAL_OLD_KEYS", ""))
+# The key the first round derived from SECRET_KEY when no seal key was set: it verifies, by itself, the entries
+# that round sealed (they carry no key id), and nothing else (issue 30.6; approvals/chain.py).
+DECISION_LOG_FIRST_ROUND_KEY = first_round_key(SECRET_KEY)
 # The chain's tip is anchored outside the database: one append-only file per book under this
 # directory (a subdirectory per database), sealed with the key (approvals/anchor.py).
 DECISION_LOG_ANCHOR_DIR = Path(os.environ.get("NOVELGRAPH_ANCHOR_DIR", VAR_DIR / "decision-log-anchors"))

@@ -38,7 +38,7 @@ from discovery.services import (
     thrust_propose,
 )
 from novelgraph.core.errors import Conflict, DomainError, Invalid, NotFound
-from novelgraph.core.schemas import field_of
+from novelgraph.core.schemas import field_of, first_text_fault
 
 from .context import agent_access, looked_up, run_context
 from .models import TASK_ROLE, AgentRun, AgentRunOutput, AgentTask, OutputType, RunStatus
@@ -171,7 +171,11 @@ def agent_runs_reap(*, book=None, now=None) -> int:
 
 
 def validated_plan(task: str, data: Any):
-    """The provider's answer as the task's plan schema, or a 422 naming the first bad field."""
+    """The provider's answer as the task's plan schema, or a 422 naming the first bad field (text that is
+    not valid Unicode included, as for any input: ``text_fault``)."""
+    found = first_text_fault(data)
+    if found:
+        raise Invalid(f"the reply does not validate: {found[0]}: {found[1]}", field=found[0])
     try:
         return PLANS[task].model_validate(data)
     except PydanticValidationError as exc:

@@ -35,7 +35,7 @@ from pydantic import ValidationError as PydanticValidationError
 from novelgraph.core.auth import Principal, principal_for_key
 from novelgraph.core.duties import RESOURCES, TOOLS_BY_NAME, ToolSpec, resource_read, resources_listed, tools_for
 from novelgraph.core.errors import DomainError, Forbidden, Invalid, NotAuthenticated
-from novelgraph.core.schemas import field_of, refuse_nul
+from novelgraph.core.schemas import field_of, refuse_invalid_text
 
 logger = logging.getLogger(__name__)
 
@@ -152,7 +152,7 @@ def tool_listing(spec: ToolSpec) -> types.Tool:
 
 def tool_call(principal: Principal, spec: ToolSpec, arguments: dict) -> dict:
     """Validate ``arguments`` with the tool's schema and run it; the answer is the REST response body."""
-    refuse_nul(arguments, "")
+    refuse_invalid_text(arguments, "")
     _refuse_non_finite(arguments)
     args = spec.arguments.model_validate(arguments)
     payload = spec.payload.model_validate(arguments) if spec.payload else None
