@@ -93,11 +93,9 @@ def test_killed_once_it_claimed_the_task_the_run_is_queued_again_and_runs(author
     assert not _panel_polls(author, book)
 
 
-@pytest.mark.parametrize(
-    ("point", "charged"),
-    [("run-claimed", 0), ("dossier-stored", 1), ("output-written", 1)],
-)
-def test_killed_during_the_run_the_run_fails_charged_for_the_work_done(author, book, point, charged):
+@pytest.mark.parametrize("point", ["run-claimed", "dossier-stored", "output-written"])
+def test_killed_during_the_run_the_run_fails_charged_for_the_work_done(author, book, point):
+    charged = 1  # the fixed cost of a run (the offline provider spends no tokens)
     run = _queue_a_run(author, book)
 
     _killed_at(point)

@@ -40,11 +40,11 @@ from discovery.services import (
 )
 from novelgraph.core.db import lock_row, retried
 from novelgraph.core.errors import Conflict, DomainError, Invalid, NotFound
-from novelgraph.core.schemas import field_of
+from novelgraph.core.schemas import field_of, first_text_fault
 
 from .context import agent_access, looked_up, run_context
 from .models import TASK_ROLE, AgentRun, AgentRunOutput, AgentTask, OutputType, RunStatus
-from .providers import ProviderError, default_provider, model_of, provider_for
+from .providers import ProviderError, default_provider, model_of, provider_for, reported_tokens
 from .schemas import PLANS, AgentRunIn, CharterPlan, ContradictionsPlan, GuidancePlan, SolPlan, ThrustsPlan
 from .workers import queued_stuck, run_lost, task_stuck, tasks_of
 
@@ -141,16 +141,16 @@ def _queue(access: BookAccess, payload: AgentRunIn, parent: AgentRun | None, *, 
 
 def _reap_running(run_id: Any, why: str) -> bool:
     """A ``running`` run whose worker stopped: failed, nothing written (its writes are one transaction),
-    charged for the work it did before (its dossier stored, or tokens spent with a model)."""
+    charged for the work it did: the fixed cost of a run, whatever happened, plus the tokens a model spent
+    (on the run as soon as its reply came)."""
     with transaction.atomic():
         book_id = AgentRun.objects.filter(pk=run_id).values_list("book_id", flat=True).first()
         lock_row(Book, book_id)  # one lock order (novelgraph.core.db.lock_row): the book first
         run = AgentRun.objects.select_for_update(of=("self",)).select_related("book").filter(pk=run_id).first()
         if run is None or run.status != RunStatus.RUNNING:
             return False
-        worked = run.dossier_id is not None or run.tokens > 0
-        cost = _cost(run.tokens) if worked else 0.0
-        charged = f"Charged {cost:g} for the work done before it stopped." if worked else "Nothing was charged."
+        cost = _cost(run.tokens)
+        charged = f"Charged {cost:g} for the work done before it stopped."
         AgentRun.objects.filter(pk=run.pk).update(
             status=RunStatus.FAILED,
             reason=f"the worker stopped during the run ({why}); nothing was written",
@@ -240,7 +240,11 @@ def _prune_stopped_tasks(now) -> int:
 
 
 def validated_plan(task: str, data: Any):
-    """The provider's answer as the task's plan schema, or a 422 naming the first bad field."""
+    """The provider's answer as the task's plan schema, or a 422 naming the first bad field (text that is
+    not valid Unicode included, as for any input: ``text_fault``)."""
+    found = first_text_fault(data)
+    if found:
+        raise Invalid(f"the reply does not validate: {found[0]}: {found[1]}", field=found[0])
     try:
         return PLANS[task].model_validate(data)
     except PydanticValidationError as exc:
@@ -276,9 +280,16 @@ def _cost(tokens: int) -> float:
 def _settle(
     run: AgentRun, *, status: str, began: float, tokens: int, notes: list[str], reason: str = "", worked: bool = True
 ) -> bool:
-    """Record how the run ended and charge its cost (call inside a transaction). A run that never
-    started work (the loop was paused) costs nothing. False when the run is no longer ``running``: the
-    reap settled it first, so it is neither recorded nor charged twice."""
+    """Record how the run ended and charge its cost (call inside a transaction): the fixed cost of a run,
+    whatever happened, plus its tokens. A run that never started work (the loop was paused) costs nothing.
+    False when the run is no longer ``running``: the reap settled it first, so it is neither recorded nor
+    charged twice."""
+    try:
+        tokens = reported_tokens(tokens)
+    except ProviderError:
+        # The providers refuse such a report; should one slip through, it is not recorded (the columns
+        # would refuse it, and the failure path with them) and only the fixed cost is charged.
+        tokens = 0
     cost = _cost(tokens) if worked else 0.0
     settled = AgentRun.objects.filter(pk=run.pk, status=RunStatus.RUNNING).update(
         status=status,
@@ -297,7 +308,13 @@ def _settle(
 
 
 def _fail(run: AgentRun, reason: str, *, began: float, tokens: int, worked: bool) -> None:
-    retried(lambda: _record_failure(run, reason, began=began, tokens=tokens, worked=worked))
+    """Record the run as failed. The failure path must not fail on the data that failed the run: if
+    recording the failure with its tokens fails, it is recorded again with none (the fixed cost only)."""
+    try:
+        retried(lambda: _record_failure(run, reason, began=began, tokens=tokens, worked=worked))
+    except Exception:
+        logger.exception("agent run %s: recording its failure failed; recording it without its usage", run.pk)
+        retried(lambda: _record_failure(run, f"{reason} (usage not recorded)", began=began, tokens=0, worked=worked))
 
 
 def _record_failure(run: AgentRun, reason: str, *, began: float, tokens: int, worked: bool) -> None:
