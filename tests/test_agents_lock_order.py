@@ -55,6 +55,7 @@ def _blocked_or_done(thread: threading.Thread) -> None:
     deadline = time.monotonic() + 20
     with connections["default"].cursor() as cursor:
         while thread.is_alive() and time.monotonic() < deadline:
+            cursor.execute("SELECT pg_stat_clear_snapshot()")  # else the view is read once per transaction
             cursor.execute(
                 "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
                 "AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()"
