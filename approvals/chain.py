@@ -112,7 +112,7 @@ class Verification:
     checkpoint_hash: str | None = None
     # The sequence the tip anchor outside the database records (None: no anchor for this book).
     anchored_sequence: int | None = None
-    # How many approved charters, claims and research items were checked against the log.
+    # How many charters, claims and research items (decided by the log, or approved now) were checked against it.
     canon_checked: int = 0
 
     def as_dict(self) -> dict:
@@ -203,3 +203,15 @@ def verify_rows(book_id, rows, *, checkpoint: int | None = None) -> Verification
             checkpoint_hash = stored_hash
         expected_prev = stored_hash
     return Verification(True, count, tip_hash=None if count == 0 else expected_prev, checkpoint_hash=checkpoint_hash)
+
+
+def entry_sealed(entry: bytes | str, stored_hash: str, stored_seal: str, kid: str) -> bool:
+    """Whether one entry's stored text hashes to its hash, sealed by a key of the ring (its chain's links are
+    checked when its own book verifies): for reading a decision of another book's log on its own."""
+    if isinstance(entry, str):
+        entry = entry.encode()
+    if hashlib.sha256(entry).hexdigest() != stored_hash:
+        return False
+    ring = seal_keys()
+    keys = [ring[kid]] if kid in ring else ([] if kid else list(ring.values()))
+    return any(hmac.compare_digest(seal_of(stored_hash, key), stored_seal) for key in keys)

@@ -119,8 +119,9 @@ def decision_log_verify(book: Book, *, use_anchor: bool = True) -> Verification:
     hashed text. A chain alone cannot show that its newest entries were cut off, so the check also asks
     that the tip anchored outside the database (approvals/anchor.py) is still in the chain
     with its hash, and that every decided approval of the book still has its log entry. Then
-    every approved charter, claim and research item is checked against the entry that
-    approved it (approvals/canon_record.py). The chain streams in batches: constant memory.
+    the log's canon history is replayed (approvals/canon_record.py): every charter, claim and research item
+    it decided must still exist, in the state its last decision left it, with the content it approved; every
+    one approved now must have the entry that approved it. The chain streams in batches: constant memory.
     """
     altered = _shown_columns_problem()
     if altered is not None:  # first: the chain's order is read from generated columns
