@@ -62,6 +62,8 @@ class CanonKind:
     # The keys the detail of every entry deciding such a subject carries (the handler's own, and ``canon``):
     # what tells the subject's decisions from other entries naming its type.
     marks: tuple[str, ...]
+    # The decisions its entries take (a claim's retraction is an abandon).
+    decisions: tuple[str, ...] = (APPROVING, REJECTING)
     one_per_book: bool = False  # at most one approved at a time: approving one supersedes the one before
     approved: str = "approved"  # the subject's status once approved (research: admitted)
     rejected: str = "rejected"
@@ -124,7 +126,17 @@ class _Decided:
 
 
 def _marked(kind: CanonKind) -> Q:
-    return Q(subject_type=kind.subject_type, detail__has_any_keys=list(kind.marks))
+    """The entries that may decide a subject of this kind: its type, one of its decisions, and a mark's key in the
+    text (a cheap superset, read before any JSON is parsed; :func:`_decides` then checks the parsed detail)."""
+    text = Q()
+    for mark in kind.marks:
+        text |= Q(entry__contains=f'"{mark}":')
+    return Q(subject_type=kind.subject_type, decision__in=list(kind.decisions)) & text
+
+
+def _decides(kind: CanonKind, said: dict) -> bool:
+    detail = said.get("detail")
+    return isinstance(detail, dict) and any(mark in detail for mark in kind.marks)
 
 
 def _replay(history: dict[str, dict[str, _Decided]], kind: CanonKind, said: dict, sequence: int, *, foreign=False):
@@ -159,31 +171,70 @@ def _foreign(book, kind: CanonKind, ids: list[str], history, *, subject_ids_only
         entries = []
         for text, stored_hash, seal, kid in rows:
             if entry_sealed(text, stored_hash, seal, kid):
-                entries.append(json.loads(text))
+                said = json.loads(text)
+                if _decides(kind, said):
+                    entries.append(said)
         for said in sorted(entries, key=lambda s: (s["ts"], s["sequence"])):
             _replay(history, kind, said, said["sequence"], foreign=True)
 
 
-def canon_verify(book) -> tuple[int, str | None]:
+def canon_picker(book_id) -> Callable[[bytes], bool]:
+    """A cheap test of an entry's canonical text, for ``chain.verify_rows(pick=...)``: True for every entry of the
+    book that may decide a canon subject (a canon kind's ``subject_type``, one of its decisions, and one of its
+    marks' keys in the text), so the chain's one pass over the log also collects its canon history. A superset:
+    :func:`_decides` decides. The keys are sorted, so the text starts with the book and the decision and ends
+    with the subject type and ``ts`` (27 characters): both read in place, without scanning the text."""
+    decision_at = len(('{"book":' + json.dumps(str(book_id)) + ',"decision":"').encode())
+    ts_tail = len('"ts":"2026-01-01T00:00:00.000000Z"}')
+    needle = b'"subject_type":"'
+    start = len(needle)
+    # The type's text -> (its decisions' texts, followed by their closing quote; its marks' keys).
+    kinds = {
+        kind.subject_type.encode(): (
+            tuple(f'{decision}"'.encode() for decision in kind.decisions),
+            tuple(f'"{mark}":'.encode() for mark in kind.marks),
+        )
+        for kind in CANON.values()
+    }
+
+    def test(entry: bytes) -> bool:
+        end = len(entry) - ts_tail
+        if entry[end : end + 6] != b'"ts":"':  # not the recipe's usual timestamp: find the key
+            end = entry.find(b'"ts":"', entry.rfind(needle))
+        at = entry.rfind(needle, end - 64, end)
+        found = kinds.get(entry[at + start : end - 2]) if at >= 0 else None
+        if found is None or not entry.startswith(found[0], decision_at):
+            return False
+        return any(mark in entry for mark in found[1])
+
+    return test
+
+
+def canon_verify(book, picked: list | None = None) -> tuple[int, str | None]:
     """Replay the book's log's canon history and check every subject it decided, and every subject approved
     now, against it.
 
     Returns (how many subjects were checked, the first failure or None). An approving entry written before
-    the log carried ``canon`` (an old log) shows that the subject was approved, not what it said. One read of
-    the log's canon decisions (those marked by their kind's handler, in sequence order), then per kind the
+    the log carried ``canon`` (an old log) shows that the subject was approved, not what it said. ``picked``:
+    the log's entries that may decide canon, (sequence, text) in sequence order, as the chain's verification
+    collected them (:func:`canon_picker`); without it they are read (those marked by their kind's handler).
+    Then per kind the
     subjects approved now and the status of the others, and, for a kind decided in several books' logs,
     those logs' decisions on the same subjects, batched: its cost follows the book's canon, not the length of
     its log.
     """
     history: dict[str, dict[str, _Decided]] = {}
-    marked = Q()
-    for kind in CANON.values():
-        marked |= _marked(kind)
-    if CANON:
+    if picked is None:  # not collected by the chain's pass: read them
+        marked = Q()
+        for kind in CANON.values():
+            marked |= _marked(kind)
         own = DecisionLogEntry.objects.filter(marked, book=book).order_by("sequence").values_list("sequence", "entry")
-        for sequence, text in own.iterator(chunk_size=2000):
-            said = json.loads(text)
-            _replay(history, CANON[said["subject_type"]], said, sequence)
+        picked = own.iterator(chunk_size=2000) if CANON else []
+    for sequence, text in picked:
+        said = json.loads(text)
+        kind = CANON.get(said["subject_type"])
+        if kind is not None and _decides(kind, said):
+            _replay(history, kind, said, sequence)
     checked = 0
     for subject_type, kind in CANON.items():
         decided = history.setdefault(subject_type, {})

@@ -142,7 +142,7 @@ def _unlinked(entry: bytes, count: int) -> Verification:
     return Verification(False, count, count, "prev_hash does not match the previous entry's hash")
 
 
-def verify_rows(book_id, rows, *, checkpoint: int | None = None) -> Verification:
+def verify_rows(book_id, rows, *, checkpoint: int | None = None, pick=None) -> Verification:
     """Re-hash a chain from rows in sequence order and name the first entry that fails, by its place in the chain.
 
     ``rows`` yields tuples (prev_hash, entry, hash, seal, seal_key_id), the columns of
@@ -153,6 +153,8 @@ def verify_rows(book_id, rows, *, checkpoint: int | None = None) -> Verification
     its first entry on, and a deleted, replayed, reordered or foreign entry fails even though its hash and seal
     are its own. ``seal_key_id`` may be blank (entries sealed before the key ring): any key of the ring then
     verifies. The result carries the hash of entry ``checkpoint`` (the anchored tip) and of the newest entry.
+    ``pick`` (optional): ``(test, into)``; each verified entry whose text ``test(text)`` accepts is appended to
+    ``into`` as (sequence, text), so a later check reads what it needs from this one pass over the log.
     """
     expected_prev = GENESIS_HASH
     count = 0
@@ -164,6 +166,7 @@ def verify_rows(book_id, rows, *, checkpoint: int | None = None) -> Verification
     head = ('{"book":' + json.dumps(str(book_id)) + ",").encode()
     sha256 = hashlib.sha256
     compare = hmac.compare_digest
+    test, picked = pick if pick is not None else (None, None)
     for prev_hash, entry, stored_hash, stored_seal, kid in rows:
         count += 1
         if entry.__class__ is str:
@@ -201,6 +204,8 @@ def verify_rows(book_id, rows, *, checkpoint: int | None = None) -> Verification
             return Verification(False, count, count, "seal does not match: the hash was not written by this server")
         if count == checkpoint:
             checkpoint_hash = stored_hash
+        if test is not None and test(entry):
+            picked.append((count, entry))
         expected_prev = stored_hash
     return Verification(True, count, tip_hash=None if count == 0 else expected_prev, checkpoint_hash=checkpoint_hash)
 

@@ -23,7 +23,7 @@ from novelgraph.core.errors import Forbidden, NotFound
 from novelgraph.core.rows import per_vendor
 
 from .anchor import anchor_line, anchor_seal, anchor_tip
-from .canon_record import canon_verify
+from .canon_record import canon_picker, canon_verify
 from .chain import Verification, seal_keys, verify_rows
 from .models import Approval, DecisionList, DecisionListItem, DecisionLogEntry, Verdict
 from .subjects import approval_is_current, handler_of
@@ -133,7 +133,14 @@ def decision_log_verify(book: Book, *, use_anchor: bool = True) -> Verification:
             "altered outside the migrations, so what pages show of an entry may not be what it says",
         )
     anchor = anchor_tip(book.pk) if use_anchor else None
-    result = verify_rows(book.pk, _entry_rows(book), checkpoint=anchor.sequence if anchor else None)
+    # The chain's one pass also collects the entries that may decide canon, for the canon replay below.
+    canon_entries: list = []
+    result = verify_rows(
+        book.pk,
+        _entry_rows(book),
+        checkpoint=anchor.sequence if anchor else None,
+        pick=(canon_picker(book.pk), canon_entries),
+    )
     if not result.ok:
         return result
     anchored = anchor.sequence if anchor else None
@@ -159,7 +166,7 @@ def decision_log_verify(book: Book, *, use_anchor: bool = True) -> Verification:
     )
     if orphan is not None:
         return _failed(result, result.entries + 1, f"approval {orphan} was decided but its log entry is missing")
-    checked, problem = canon_verify(book)
+    checked, problem = canon_verify(book, canon_entries)
     if problem is not None:
         return replace(result, ok=False, first_bad_sequence=None, reason=problem, canon_checked=checked)
     return replace(result, canon_checked=checked)

@@ -243,6 +243,7 @@ CLAIM_CANON = CanonKind(
     statuses=claim_statuses,
     # decision.detail["claim"] on every verdict; "effect" on the author's retraction (claims.claim_retract).
     marks=("canon", "claim", "effect"),
+    decisions=(Verdict.APPROVE.value, Verdict.REJECT.value, Verdict.ABANDON.value),
     outcomes=claim_log_outcomes,
     shared=True,
     related=claim_revisions,
