@@ -15,7 +15,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.db import connection
 
-from approvals.canon_record import CANON, canon_digest
+from approvals.canon_record import CANON, canon_digest, canon_verify
 from approvals.models import DecisionLogEntry
 from approvals.selectors import decision_log_verify
 from approvals.services import approval_request, decision_log_append
@@ -140,6 +140,8 @@ def test_untampered_canon_with_retractions_revisions_story_records_and_supersede
     # revised, one retracted, one rejected; two charters, one superseded.
     assert (result["ok"], result["reason"], result["canon_checked"]) == (True, None, 7), result
     assert _command(book)[0]
+    # The same history read from the log itself (not collected by the chain's pass) says the same.
+    assert canon_verify(book) == (7, None)
     # The claim approval records the canon recipe that covers the story record.
     record = DecisionLogEntry.objects.get(book=book, subject_id=canon["storied"], decision="approve").detail["canon"]
     assert record["recipe"] == 2
