@@ -197,7 +197,11 @@ def canon_picker(book_id) -> Callable[[bytes], bool]:
         for kind in CANON.values()
     }
 
+    every_decision = tuple({decision for decisions, _marks in kinds.values() for decision in decisions})
+
     def test(entry: bytes) -> bool:
+        if not entry.startswith(every_decision, decision_at):  # most entries: one call
+            return False
         end = len(entry) - ts_tail
         if entry[end : end + 6] != b'"ts":"':  # not the recipe's usual timestamp: find the key
             end = entry.find(b'"ts":"', entry.rfind(needle))
