@@ -121,8 +121,7 @@ class _Decided:
     sequence: int
     ts: str
     record: dict | None = None  # the approving entry's ``canon`` (None: not approved, or an old entry)
-    approved_at: int | None = None  # the sequence of the entry that approved it (own log)
-    foreign: bool = False
+    foreign: bool = False  # decided last through another book's log (a series claim)
 
 
 def _marked(kind: CanonKind) -> Q:
@@ -150,16 +149,15 @@ def _replay(history: dict[str, dict[str, _Decided]], kind: CanonKind, said: dict
             continue
         record = said["detail"].get("canon") if status == kind.approved and subject_id == said["subject_id"] else None
         now = _Decided(status, sequence, ts, record, foreign=foreign)
-        if status == kind.approved:
-            now.approved_at = sequence
-            if kind.one_per_book and not foreign:
-                for other_id, other in decided.items():
-                    if other.status == kind.approved and other_id != subject_id:
-                        decided[other_id] = _Decided(kind.superseded, sequence, ts)
+        if status == kind.approved and kind.one_per_book and not foreign:
+            # Approving one (a charter version) supersedes the one approved before.
+            for other_id, other in decided.items():
+                if other.status == kind.approved and other_id != subject_id:
+                    decided[other_id] = _Decided(kind.superseded, sequence, ts)
         decided[subject_id] = now
 
 
-def _foreign(book, kind: CanonKind, ids: list[str], history, *, subject_ids_only=True) -> None:
+def _foreign(book, kind: CanonKind, ids: list[str], history) -> None:
     """The decisions other books' logs made on these subjects (a shared kind's), each entry's own hash and seal
     checked (its chain verifies with its own book)."""
     for at in range(0, len(ids), BATCH):
@@ -196,7 +194,6 @@ def canon_picker(book_id) -> Callable[[bytes], bool]:
         )
         for kind in CANON.values()
     }
-
     every_decision = tuple({decision for decisions, _marks in kinds.values() for decision in decisions})
 
     def test(entry: bytes) -> bool:
@@ -222,10 +219,9 @@ def canon_verify(book, picked: list | None = None) -> tuple[int, str | None]:
     the log carried ``canon`` (an old log) shows that the subject was approved, not what it said. ``picked``:
     the log's entries that may decide canon, (sequence, text) in sequence order, as the chain's verification
     collected them (:func:`canon_picker`); without it they are read (those marked by their kind's handler).
-    Then per kind the
-    subjects approved now and the status of the others, and, for a kind decided in several books' logs,
-    those logs' decisions on the same subjects, batched: its cost follows the book's canon, not the length of
-    its log.
+    Then, per kind, batched: the subjects approved now, the status of the others and, for a kind decided in
+    several books' logs, those logs' decisions on the same subjects. Beyond the chain's pass, its cost follows
+    the book's canon, not the length of its log.
     """
     history: dict[str, dict[str, _Decided]] = {}
     if picked is None:  # not collected by the chain's pass: read them
