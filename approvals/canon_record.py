@@ -41,7 +41,8 @@ BATCH = 500
 
 def canon_digest(fields: dict) -> str:
     text = json.dumps(fields, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()
+    # surrogatepass: a subject stored before the input rule (issue 30) still has a digest, the same each time.
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _generic_outcomes(kind: CanonKind, said: dict) -> Iterator[tuple[str, str]]:

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 
 from django.conf import settings
 
-from novelgraph.core.sealkey import key_id_of
+from novelgraph.core.sealkey import first_round_key, key_id_of
 
 GENESIS_HASH = "0" * 64
 CHAIN_FIELDS = (
@@ -64,6 +64,18 @@ def seal_keys() -> dict[str, str]:
     for key in getattr(settings, "DECISION_LOG_SEAL_OLD_KEYS", ()):
         ring.setdefault(key_id_of(key), key)
     return ring
+
+
+def first_round_key_of_settings() -> str:
+    """The key the first round derived from ``SECRET_KEY`` (``novelgraph.core.sealkey.first_round_key``)."""
+    return getattr(settings, "DECISION_LOG_FIRST_ROUND_KEY", None) or first_round_key(settings.SECRET_KEY)
+
+
+UNKEYED_SEAL_MISMATCH = (
+    "seal does not match: the entry was sealed before seal keys had ids (the first round) and no key of the ring "
+    "verifies it; put that round's key in NOVELGRAPH_SEAL_OLD_KEYS: its NOVELGRAPH_SEAL_KEY if one was set, "
+    'otherwise "seal:" followed by the DJANGO_SECRET_KEY it ran with'
+)
 
 
 def current_key_id() -> str:
@@ -163,6 +175,10 @@ def verify_rows(book_id, rows, *, checkpoint: int | None = None, pick=None) -> V
     ring = {kid: hmac.new(key.encode(), digestmod=hashlib.sha256) for kid, key in seal_keys().items()}
     current = next(iter(ring))
     sealer = ring[current]
+    # Entries without a key id come first (the first round's, migration 0006): once an entry names its key,
+    # none after it may go without, so the first round's derived key can never vouch for a new entry.
+    first_round = hmac.new(first_round_key_of_settings().encode(), digestmod=hashlib.sha256)
+    keyed = False
     head = ('{"book":' + json.dumps(str(book_id)) + ",").encode()
     sha256 = hashlib.sha256
     compare = hmac.compare_digest
@@ -194,12 +210,19 @@ def verify_rows(book_id, rows, *, checkpoint: int | None = None, pick=None) -> V
                 count,
                 f"sealed by key {kid}, which is not in the seal key ring (NOVELGRAPH_SEAL_OLD_KEYS)",
             )
-        else:  # sealed before the key ring recorded key ids: any key of the ring
+        elif keyed:
+            return Verification(
+                False, count, count, "an entry without a seal key id follows entries that have one: not written here"
+            )
+        else:  # sealed before the key ring recorded key ids: any key of the ring, or the first round's own key
             sealed = False
-            for each in ring.values():
+            for each in (*ring.values(), first_round):
                 seal = each.copy()
                 seal.update(digest.encode())
                 sealed = sealed or compare(seal.hexdigest(), stored_seal)
+            if not sealed:
+                return Verification(False, count, count, UNKEYED_SEAL_MISMATCH)
+        keyed = keyed or bool(kid)
         if not sealed:
             return Verification(False, count, count, "seal does not match: the hash was not written by this server")
         if count == checkpoint:

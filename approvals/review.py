@@ -16,16 +16,17 @@ from novelgraph.core.pagination import page_at, page_offset, page_url
 from novelgraph.core.runs import produced_by
 
 from .models import Approval, Verdict
-from .selectors import approval_view, inbox_for
+from .selectors import approval_view
 from .services import VERDICT_NEEDS_CONSTRAINT
 from .subjects import handler_for, handler_of
 from .wording import VERDICT_PAST, verdict_help
 
 
-def decision_context(access: BookAccess, approval: Approval, query, **extra) -> dict:
+def decision_context(access: BookAccess, approval: Approval, query, *, sidebar: dict, **extra) -> dict:
     """Everything the decision page shows: the proposal as its handler words it, the verdicts offered with what
-    each does, the waiting list beside it, the run that asked, the contradictions (a page of each, from the
-    ``query``'s offsets) and, for the G1.5 card, the thrusts to choose from."""
+    each does, the waiting list beside it (``sidebar``: the reader's inbox, which is hers and not the approval's),
+    the run that asked, the contradictions (a page of each, from the ``query``'s offsets) and, for the G1.5 card,
+    the thrusts to choose from."""
     view = approval_view(access, approval)
     handler = handler_of(approval.kind)
     words = handler.present(approval, view.proposal) if handler and handler.present else {}
@@ -57,7 +58,7 @@ def decision_context(access: BookAccess, approval: Approval, query, **extra) -> 
         "form": {"verdict": "", "rationale": "", "constraint": ""},
         "error": None,
         "error_field": None,
-        "sidebar": inbox_for(access.principal, limit=10, superseded_limit=0),
+        "sidebar": sidebar,
         "oob": False,
         # The agent run that asked for this decision (a charter draft, a claim, a gate card), if one did.
         "run": produced_by("approval", [approval.pk]).get(str(approval.pk)),

@@ -23,6 +23,7 @@ from discovery.models import Book
 from novelgraph.core.db import lock_row
 from novelgraph.core.errors import Conflict, Invalid, NotFound
 from novelgraph.core.pagination import rest_link
+from novelgraph.core.schemas import replace_invalid_text
 
 from .anchor import anchor_after_commit
 from .canon_record import APPROVING, canon_record
@@ -102,6 +103,9 @@ def decision_log_append(
     if (ratified_by_user is None) == (controller_role is None):
         raise ValueError("name either the ratifying user or the controller role")
     rationale = require_rationale(rationale)
+    # What a decision quotes of a subject stored before the input rule (a lone surrogate, issue 30) is written
+    # with U+FFFD in its place: the entry's text must be UTF-8, and the author must be able to decide.
+    rationale, detail, subject_id = replace_invalid_text([rationale, detail, str(subject_id)])
     with transaction.atomic():
         # Lock the book row: the per-book chain head, so concurrent decisions queue instead of forking.
         lock_row(Book, book.pk)
@@ -172,8 +176,8 @@ def approval_request(
         kind=kind,
         subject_type=subject_type,
         subject_id=str(subject_id),
-        summary=summary[:500],
-        note=note,
+        summary=replace_invalid_text(summary)[:500],  # text stored before the input rule (issue 30) stays readable
+        note=replace_invalid_text(note),
         gate=gate,
         requested_by_role=requested_by_role,
         requested_by_user=requested_by_user,

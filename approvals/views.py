@@ -112,7 +112,8 @@ def decision(request: HttpRequest, approval_id: uuid.UUID) -> HttpResponse:
     A verdict sent in place (htmx) answers with the decision panel: 200 and the log entry when recorded, the
     refusal's own status (422 invalid, 409 stale) when not, as every decision surface answers; without htmx a
     recorded verdict redirects to this page and a refused one shows it with the message."""
-    access, approval = approval_get(principal_for_user(request.user), approval_id)
+    principal = principal_for_user(request.user)
+    access, approval = approval_get(principal, approval_id)
     said, status, refusal = {}, 200, None
     if request.method == "POST":
         form = {key: request.POST.get(key, "") for key in ("verdict", "rationale", "constraint")}
@@ -148,7 +149,9 @@ def decision(request: HttpRequest, approval_id: uuid.UUID) -> HttpResponse:
                 return redirect(reverse("approvals:decision", args=[approval.pk]), permanent=False)
             approval.refresh_from_db()
             said = {"oob": True}
-    context = decision_context(access, approval, request.GET, **said)
+    # The waiting list beside the card is hers (after her verdict, if she sent one), whichever approval she opened.
+    sidebar = inbox_for(principal, limit=10, superseded_limit=0)
+    context = decision_context(access, approval, request.GET, sidebar=sidebar, **said)
     in_place = request.method == "POST" and status != 403
     template = (
         partial_or_page(request, "approvals/decision.html", "decision-panel") if in_place else "approvals/decision.html"

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
 from django.conf import settings
@@ -21,58 +20,13 @@ from django.db.models import Q, QuerySet
 
 from novelgraph.core.auth import Principal, principal_for_user
 from novelgraph.core.errors import Forbidden, NotFound
-from novelgraph.core.roles import AgentRole, PersonRole
+
+# The capability table is the kernel's (novelgraph.core.roles); it is named here too, beside BookAccess.
+from novelgraph.core.roles import CAPABILITIES, AgentRole, Cap, PersonRole, capabilities_of  # noqa: F401
 from novelgraph.core.rows import RowModel, per_vendor
 
 from .access_rows import load_book
 from .models import Book
-
-
-class Cap(StrEnum):
-    DISCOVERY_READ = "discovery:read"
-    DISCOVERY_WRITE = "discovery:write"
-    SCRATCHPAD_READ = "scratchpad:read"
-    SCRATCHPAD_WRITE = "scratchpad:write"
-    LITERARY_READ = "literary:read"
-    LITERARY_WRITE = "literary:write"
-    SERIES_READ = "series:read"
-    BOOK_READ = "book:read"
-    CHARTER_PROPOSE = "charter:propose"
-    CANON_PROPOSE = "canon:propose"
-    APPROVAL_REQUEST = "approval:request"
-    TURN_WRITE = "turn:write"
-    LOOP_WRITE = "loop:write"
-    DECIDE = "decision:make"
-
-
-_READ = frozenset({Cap.DISCOVERY_READ, Cap.SCRATCHPAD_READ, Cap.LITERARY_READ, Cap.SERIES_READ, Cap.BOOK_READ})
-
-CAPABILITIES: dict[str, frozenset[Cap]] = {
-    # Seed 000: Sol reads everything, writes discovery records, proposes charters and canon
-    # changes, requests approval; it is never the approver.
-    AgentRole.SOL: _READ | {Cap.DISCOVERY_WRITE, Cap.CHARTER_PROPOSE, Cap.CANON_PROPOSE, Cap.APPROVAL_REQUEST},
-    # Terra reads the same, writes the scratchpad and proposes charters; no promotion, no approval request.
-    AgentRole.TERRA: _READ | {Cap.SCRATCHPAD_WRITE, Cap.CHARTER_PROPOSE},
-    # Luna: no series reading, no charter proposals; she writes the scratchpad only.
-    AgentRole.LUNA: (_READ - {Cap.SERIES_READ}) | {Cap.SCRATCHPAD_WRITE},
-    # People, relative to one book: the author reads everything and is the only one who decides;
-    # an editor reads and writes turns, never decides.
-    PersonRole.AUTHOR: _READ
-    | {
-        Cap.DISCOVERY_WRITE,
-        Cap.TURN_WRITE,
-        Cap.CHARTER_PROPOSE,
-        Cap.CANON_PROPOSE,
-        Cap.LITERARY_WRITE,
-        Cap.LOOP_WRITE,
-        Cap.DECIDE,
-    },
-    PersonRole.EDITOR: _READ | {Cap.TURN_WRITE},
-}
-
-
-def capabilities_of(role: str | None) -> frozenset[Cap]:
-    return CAPABILITIES.get(role or "", frozenset())
 
 
 def refusal(role: str | None, cap: Cap, why: str = "") -> Forbidden:

@@ -19,6 +19,7 @@ class DiscoveryConfig(AppConfig):
         from approvals.subjects import register_subject_handler
         from novelgraph.core.db import guard_tables_after_migrate, register_append_only
 
+        from . import duties
         from .services.charters import CHARTER_CANON, CHARTER_HANDLER
         from .services.knowledge import ensure_literary_base_after_migrate
         from .services.subjects import CLAIM_CANON, CLAIM_HANDLER
@@ -29,6 +30,8 @@ class DiscoveryConfig(AppConfig):
         register_subject_handler(CLAIM_HANDLER)
         register_canon_kind(CHARTER_CANON)
         register_canon_kind(CLAIM_CANON)
+        # What agents may do and read through MCP (the roof's server reads the kernel's registry).
+        duties.register()
         # The scratchpad and dossier snapshots refuse UPDATE and DELETE; after every migrate and
         # flush (tests) the guards and the shared literary base are back.
         register_append_only(*APPEND_ONLY)

@@ -123,10 +123,13 @@ def record_search(
             )
         else:
             patterns = json.dumps(["%" + like_escape(fold(w)) + "%" for w in words])
-            haystack = "library_fold(r.label || ' ' || r.body, NULL)"
+            # As bytes: a lone surrogate stored before the input rule (issue 30) comes out of json_tree as bytes
+            # that are not UTF-8, which Python would refuse as text; the fold and the snippet replace them.
+            haystack = "library_fold(CAST(r.label || ' ' || r.body AS BLOB), NULL)"
             found = "SELECT count(*) FROM json_each(%s) AS w WHERE h.haystack LIKE w.value ESCAPE '\\'"
         sql = (
-            f"SELECT h.kind, h.id, h.label, h.body, h.score, h.created_at FROM ("
+            f"SELECT h.kind, h.id, h.label, {'CAST(h.body AS BLOB)' if vendor == 'sqlite' else 'h.body'},"
+            f" h.score, h.created_at FROM ("
             f"SELECT h.*, ({found}) AS score FROM ("
             f"SELECT r.*, {haystack} AS haystack FROM ({rows_sql}) AS r) AS h) AS h"
             f" WHERE h.score > 0 ORDER BY h.score DESC, h.created_at DESC, h.id DESC LIMIT %s"
@@ -142,12 +145,19 @@ def record_search(
                 "kind": row[0],
                 "id": id_text(row[1]),
                 "label": row[2],
-                "text": (row[3] or "")[:RECORD_SNIPPET_CHARS],
+                "text": _as_text(row[3])[:RECORD_SNIPPET_CHARS],
                 "score": float(row[4] or 0.0),
             }
             for row in rows
         ],
     )
+
+
+def _as_text(value) -> str:
+    """A column read as bytes on SQLite (see ``record_search``): UTF-8, with anything else replaced."""
+    if isinstance(value, bytes | memoryview):
+        return bytes(value).decode("utf-8", "replace")
+    return value or ""
 
 
 @dataclass

@@ -443,9 +443,9 @@ def approval_conflicts(access: BookAccess, subject_type: str, subject_id: Any) -
     claim = KnowledgeClaim.objects.filter(pk=subject_id).first()
     if claim is None:
         return found
-    found["conflicts"] = claim_conflicts(access, claim)
     if Cap.SCRATCHPAD_READ in access.caps:
         found["entries"] = contradiction_entries_naming(access.book, claim.pk)
+    found["conflicts"] = claim_conflicts(access, claim)
     return found
 
 

@@ -13,7 +13,7 @@ class LibraryConfig(AppConfig):
         from approvals.canon_record import register_canon_kind
         from approvals.subjects import register_subject_handler
 
-        from . import search
+        from . import duties, search
         from .seed import seed_curated_library_after_migrate
         from .services import RESEARCH_CANON, RESEARCH_HANDLER
 
@@ -24,3 +24,4 @@ class LibraryConfig(AppConfig):
         # The research-admission subject of approvals.services.approval_decide, and what an admission makes canon.
         register_subject_handler(RESEARCH_HANDLER)
         register_canon_kind(RESEARCH_CANON)
+        duties.register()  # the library's MCP tool and resource

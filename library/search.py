@@ -152,12 +152,14 @@ def like_escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
-def _sqlite_fold_chunk(content: str | None, topics: str | None) -> str:
+def _sqlite_fold_chunk(content: str | bytes | None, topics: str | None) -> str:
     """SQLite SQL function ``library_fold(content, topics_json)``: the folded haystack of a chunk.
 
     A topic list without escapes is used as stored: its brackets, quotes and ", "
     separators cannot join two topics into one query word (query words hold no spaces).
     """
+    if isinstance(content, bytes):  # a record's text passed as bytes (discovery/record_search.py): not UTF-8 safe
+        content = content.decode("utf-8", "replace")
     text = content or ""
     if topics and topics != "[]":
         if "\\" not in topics:

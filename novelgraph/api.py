@@ -15,14 +15,9 @@ from ninja.errors import AuthenticationError, HttpError
 from ninja.errors import ValidationError as NinjaValidationError
 from ninja.parser import Parser
 
-from approvals.api import router as approvals_router
-from discovery.agents.api import router as agents_router
-from discovery.api import router as discovery_router
-from discovery.loop.api import router as loop_router
-from library.api import router as library_router
 from novelgraph.core.auth import ApiKeyAuth, BrowserSessionAuth
 from novelgraph.core.errors import DomainError, Invalid
-from novelgraph.core.schemas import refuse_nul
+from novelgraph.core.schemas import refuse_invalid_text
 from novelgraph.core.security import body_limit_for
 
 
@@ -31,19 +26,19 @@ def _refuse_constant(name: str):
 
 
 class InputParser(Parser):
-    """Input as the API accepts it, for every route at once: no NUL characters (PostgreSQL
-    cannot store them) and no NaN or Infinity in JSON (not JSON, and not storable)."""
+    """Input as the API accepts it, for every route at once: only valid text (no NUL, no lone surrogate:
+    see ``text_fault``) and no NaN or Infinity in JSON (not JSON, and not storable)."""
 
     def parse_body(self, request: HttpRequest):
         data = json.loads(request.body, parse_constant=_refuse_constant)
-        refuse_nul(data, "")
+        refuse_invalid_text(data, "")
         return data
 
     def parse_querydict(self, data, list_fields, request: HttpRequest):
         for key, values in data.lists():
             for value in values:
                 if isinstance(value, str):
-                    refuse_nul(value, key)
+                    refuse_invalid_text(value, key)
         return super().parse_querydict(data, list_fields, request)
 
 
@@ -130,8 +125,6 @@ def on_http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
     return error_response(request, exc.status_code, {"detail": str(exc), "code": "error"})
 
 
-api.add_router("", discovery_router)
-api.add_router("", loop_router)
-api.add_router("", agents_router)
-api.add_router("", library_router)
-api.add_router("", approvals_router)
+# The apps' routers, named by path: the roof mounts them and imports none of them itself.
+for _router in ("discovery.api", "discovery.loop.api", "discovery.agents.api", "library.api", "approvals.api"):
+    api.add_router("", f"{_router}.router")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import dj_database_url
 
-from novelgraph.core.sealkey import local_seal_key, split_keys
+from novelgraph.core.sealkey import first_round_key, local_seal_key, split_keys
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("NOVELGRAPH_VAR_DIR", BASE_DIR / "var"))
@@ -36,6 +36,9 @@ if not SECRET_KEY:
     raise RuntimeError("DJANGO_SECRET_KEY must be set when DJANGO_DEBUG=0")
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost,testserver" if DEBUG else "")
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", "")
+# Browser origins allowed to call /mcp besides the site's own (novelgraph/mcp/http.py), e.g.
+# "https://agents.example.com"; a request with no Origin header (a non-browser client) is always allowed.
+NOVELGRAPH_MCP_ALLOWED_ORIGINS = env_list("NOVELGRAPH_MCP_ALLOWED_ORIGINS", "")
 
 # The decision log's keyed seal. It must never live in the database: whoever can
 # rewrite rows and recompute SHA-256 hashes still cannot forge the HMAC without it.
@@ -46,6 +49,9 @@ CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", "")
 DECISION_LOG_SEAL_KEY_CONFIGURED = bool(os.environ.get("NOVELGRAPH_SEAL_KEY", ""))
 DECISION_LOG_SEAL_KEY = os.environ.get("NOVELGRAPH_SEAL_KEY", "") or local_seal_key(VAR_DIR)
 DECISION_LOG_SEAL_OLD_KEYS = split_keys(os.environ.get("NOVELGRAPH_SEAL_OLD_KEYS", ""))
+# The key the first round derived from SECRET_KEY when no seal key was set: it verifies, by itself, the entries
+# that round sealed (they carry no key id), and nothing else (issue 30.6; approvals/chain.py).
+DECISION_LOG_FIRST_ROUND_KEY = first_round_key(SECRET_KEY)
 # The chain's tip is anchored outside the database: one append-only file per book under this
 # directory (a subdirectory per database), sealed with the key (approvals/anchor.py).
 DECISION_LOG_ANCHOR_DIR = Path(os.environ.get("NOVELGRAPH_ANCHOR_DIR", VAR_DIR / "decision-log-anchors"))
@@ -185,6 +191,19 @@ NOVELGRAPH_LOGIN_FAILURE_WINDOW = int(os.environ.get("NOVELGRAPH_LOGIN_FAILURE_W
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "discovery:home"
 LOGOUT_REDIRECT_URL = "login"
+# E-mail: only the password reset sends any ("Forgot your password?" on the login page). In development the
+# message is printed on the console; otherwise the backend and its server come from the environment.
+EMAIL_BACKEND = os.environ.get(
+    "DJANGO_EMAIL_BACKEND",
+    "django.core.mail.backends.console.EmailBackend" if DEBUG else "django.core.mail.backends.smtp.EmailBackend",
+)
+EMAIL_HOST = os.environ.get("DJANGO_EMAIL_HOST", "localhost")
+EMAIL_PORT = int(os.environ.get("DJANGO_EMAIL_PORT", "25"))
+EMAIL_HOST_USER = os.environ.get("DJANGO_EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = os.environ.get("DJANGO_EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("DJANGO_EMAIL_USE_TLS", False)
+EMAIL_USE_SSL = env_bool("DJANGO_EMAIL_USE_SSL", False)
+DEFAULT_FROM_EMAIL = os.environ.get("DJANGO_DEFAULT_FROM_EMAIL", "NovelGraph <novelgraph@localhost>")
 
 LANGUAGE_CODE = "en-gb"
 TIME_ZONE = "UTC"

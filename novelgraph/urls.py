@@ -4,7 +4,6 @@ from django.urls import include, path
 
 from novelgraph.core.security import ThrottledLoginView
 
-from . import views
 from .api import api
 
 handler400 = "novelgraph.core.security.bad_request"
@@ -19,8 +18,19 @@ urlpatterns = [
         ),
         name="password_set",
     ),
-    path("keys/", views.keys, name="keys"),
-    path("keys/<uuid:key_id>/revoke/", views.key_revoke, name="key-revoke"),
+    # A person who forgot her password resets it herself: the link goes to her e-mail address, never to staff.
+    path(
+        "password-reset/",
+        auth_views.PasswordResetView.as_view(subject_template_name="registration/password_reset_subject.txt"),
+        name="password_reset",
+    ),
+    path("password-reset/sent/", auth_views.PasswordResetDoneView.as_view(), name="password_reset_done"),
+    path(
+        "password-reset/<uidb64>/<token>/",
+        auth_views.PasswordResetConfirmView.as_view(success_url="/login/?password=reset"),
+        name="password_reset_confirm",
+    ),
+    path("", include("discovery.key_urls")),
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),
     path("review/", include("approvals.urls")),

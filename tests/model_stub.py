@@ -3,7 +3,8 @@
 It listens on 127.0.0.1 on an ephemeral port, is started and stopped by the test, and answers the
 way a model would: by default the offline rules' plan for the context it is sent (so the model
 provider can take the same flow as the offline one), or a chosen failure: a malformed reply, an
-oversized one, JSON that does not validate, a fenced reply, a server error.
+oversized one, JSON that does not validate, a fenced reply, a server error, or a usage report of
+its choosing (``usage``).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ class ModelStub:
     def __init__(self) -> None:
         self.mode = "plan"
         self.override: dict | None = None
+        self.usage: dict | None = None  # a reported usage to send instead of the counted one
         self.requests: list[dict] = []
         stub = self
 
@@ -93,7 +95,8 @@ class ModelStub:
             "created": 0,
             "model": body["model"],
             "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
-            "usage": {
+            "usage": self.usage
+            or {
                 "prompt_tokens": prompt_tokens,
                 "completion_tokens": completion_tokens,
                 "total_tokens": prompt_tokens + completion_tokens,

@@ -144,3 +144,33 @@ def test_a_model_run_needs_the_provider_configured(author_api, book, started, se
 
     assert response.status_code == 422 and response.json()["field"] == "provider"
     assert not AgentRun.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("total_tokens", "said"),
+    [
+        (-5_000_000, "-5000000"),
+        (10**15, "1000000000000000"),
+        (12.5, "12.5"),
+        ("many", "'many'"),
+    ],
+)
+def test_a_reply_reporting_impossible_usage_is_refused_and_the_run_still_pays_its_fixed_cost(
+    model_stub, author_api, book, started, settings, total_tokens, said
+):
+    """A model server cannot make a run free: negative, absurd or non-integer usage fails the run with a
+    note, charges the fixed cost, and leaves nothing ``running``."""
+    model_stub.usage = {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": total_tokens}
+
+    run = run_of(start_run(author_api, book, "thrusts"))
+    work_off_queue()
+
+    run.refresh_from_db()
+    assert run.status == "failed", (run.status, run.reason)
+    assert run.reason == (
+        f"openai-compatible provider: the model server reported an impossible token usage ({said}); "
+        "the reply was refused"
+    )
+    assert run.tokens == 0 and run.cost == pytest.approx(settings.NOVELGRAPH_AGENTS["RUN_COST"])
+    assert LoopMeta.objects.get(book=book).cost_spent == pytest.approx(run.cost)
+    assert not ThrustCandidate.objects.exists() and not run.outputs.exists()

@@ -160,7 +160,7 @@ def test_a_run_whose_worker_died_is_marked_failed_before_the_next_run(author_api
     assert author_api.get(f"/agent-runs/{busy.pk}").json()["status"] == "running"  # still within its time
 
 
-def test_the_reap_command_marks_lost_runs_of_every_book(author_api, book, session_id):
+def test_the_reap_command_marks_lost_runs_of_every_book(author_api, book, session_id, settings):
     from io import StringIO
 
     from django.core.management import call_command
@@ -172,6 +172,9 @@ def test_the_reap_command_marks_lost_runs_of_every_book(author_api, book, sessio
     call_command("agent_runs_reap", stdout=out)
 
     assert out.getvalue().startswith("1 lost run(s) marked failed")
-    assert AgentRun.objects.get(pk=lost.pk).status == "failed"
+    reaped = AgentRun.objects.get(pk=lost.pk)
+    # Its work began: the fixed cost of a run is charged, even though its worker never settled it.
+    assert reaped.status == "failed" and reaped.cost == pytest.approx(settings.NOVELGRAPH_AGENTS["RUN_COST"])
+    assert LoopMeta.objects.get(book=book).cost_spent == pytest.approx(reaped.cost)
     call_command("agent_runs_reap", stdout=StringIO())
     assert AgentRun.objects.filter(status="failed").count() == 1

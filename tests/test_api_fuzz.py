@@ -13,12 +13,15 @@ counts every answer (``NOVELGRAPH_FUZZ_REPORT``).
 
 from __future__ import annotations
 
+import json
 import os
+import random
 
 import pytest
 import schemathesis
 from django.core.signals import request_finished, request_started
 from django.db import close_old_connections
+from django.test import Client
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error
 from schemathesis.config import SchemathesisConfig
@@ -28,9 +31,11 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
+from novelgraph.api import api
 from novelgraph.core.services import api_key_create
 from novelgraph.wsgi import application
 
+from . import test_authorization_matrix as matrix
 from .security_scene import build_scene
 
 MAX_EXAMPLES = int(os.environ.get("NOVELGRAPH_FUZZ_EXAMPLES", "12"))
@@ -118,3 +123,85 @@ def _fuzz_test_for(role: str):
 
 for _role in ROLES:
     globals()[f"test_the_api_survives_generated_requests_with_a_{_role}_key"] = _fuzz_test_for(_role)
+
+
+# --- Edge-case strings the generator cannot produce (issue 30) ----------------------------------------------------
+# Schemathesis draws text that JSON can carry as UTF-8, so it never sends a lone surrogate (a JSON escape such as
+# "\ud800"), and rarely a non-character or a line separator. Each operation's smallest valid body (the
+# authorisation matrix's) gets these in its string fields, and as a nested value in any field.
+EDGE_STRINGS = [
+    "\ud800",  # lone surrogates: high, low, reversed pair, trailing
+    "\udfff",
+    "\udc00\ud800",
+    "lamp\udbff",
+    "\ufffe",  # non-characters: valid scalar values, accepted
+    "\uffff",
+    "\ufdd0\ufdef",
+    "\U0001fffe\U0010ffff",
+    "line\u2028separator\u2029paragraph",
+    "\ufeffbyte order mark",
+    "e" + "\u0301" * 200,  # stacked combining marks
+    "\u202egnp.exe\u202c",  # right-to-left override
+    "\u200d\u200b\u2060",  # zero-width joiner, space, word joiner
+    "\U0001f469\u200d\U0001f692",  # a ZWJ emoji sequence
+    "\x85\x9f\x7f\x1b[31m",  # C1 controls, DEL, an escape sequence
+    "\r\n\r\r\n",
+    "ﬁ Ⅻ ｆｕｌｌ",  # compatibility forms (NFKC folds them)
+    "x" * 100_000,  # one very long line
+    "\x00",
+]
+EDGE_PER_OPERATION = max(2, MAX_EXAMPLES // 6)
+
+
+def _string_paths(value, path=()):
+    if isinstance(value, str):
+        yield path
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _string_paths(item, (*path, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _string_paths(item, (*path, index))
+
+
+def _with(value, path: tuple, new):
+    if not path:
+        return new
+    copy = dict(value) if isinstance(value, dict) else list(value)
+    copy[path[0]] = _with(value[path[0]], path[1:], new)
+    return copy
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_the_api_survives_edge_case_strings_in_every_field(role, author, book, sol_api):
+    """No 5xx; and a lone surrogate anywhere is the 422 of the input rule (``text_fault``), before any service."""
+    matrix.SCHEMA = api.get_openapi_schema()
+    ids = build_scene(book, sol_api)
+    key = api_key_create(owner=author, role=role)[1]
+    rng = random.Random(int(os.environ.get("NOVELGRAPH_FUZZ_SEED") or 30))
+    client = Client()
+    sent = 0
+    for method, path, operation in matrix.api_operations():
+        body = matrix.body_for(operation, ids)
+        paths = list(_string_paths(body)) if body is not None else []
+        if not paths:
+            continue
+        for _ in range(EDGE_PER_OPERATION):
+            edge = rng.choice(EDGE_STRINGS)
+            new = edge if rng.random() < 0.7 else {"nested": [edge, {edge[:50]: edge}]}
+            data = json.dumps(_with(body, rng.choice(paths), new))  # ensure_ascii: a surrogate as its escape
+            response = client.generic(
+                method,
+                f"/api/v1{matrix.fill(path, ids)}",
+                data,
+                content_type="application/json",
+                HTTP_AUTHORIZATION=f"Bearer {key}",
+            )
+            sent += 1
+            if REPORT:
+                _record(f"api {response.status_code}")
+            assert response.status_code < 500, (method, path, ascii(new)[:200], response.content[:300])
+            assert_error_shape(response)
+            if any("\ud800" <= ch <= "\udfff" for ch in edge):
+                assert response.status_code == 422 and "lone surrogate" in response.json()["detail"], response.content
+    assert sent >= 50, sent

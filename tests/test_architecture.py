@@ -169,6 +169,23 @@ def test_no_floor_imports_a_floor_above_it():
     assert climbing_imports(_modules()) == []
 
 
+def test_the_roof_imports_no_app():
+    """The roof (settings, URLs, the API mount, the MCP server) names the apps by dotted path only: the
+    routers and URL confs are mounted by name, and the MCP server reads the kernel's registry of duties that
+    each app fills from its ``ready()``. So no arrow runs from the roof down into an app's modules, and the
+    kernel, which shares its package, stays the ground floor of the house."""
+    modules = _modules(entry_points=True)
+    known = set(modules)
+    found = [
+        f"{name}:{line} imports {target}"
+        for name, path in modules.items()
+        if name.startswith("novelgraph.") and not name.startswith("novelgraph.core")
+        for target, line, _function in _import_sites(name, path, known)
+        if not target.startswith("novelgraph")
+    ]
+    assert found == [], found
+
+
 def test_the_floors_do_not_import_each_other_in_a_circle():
     """At the floors' scale: whatever the modules, no floor reaches back to one below that imports it."""
     modules = _modules()

@@ -22,6 +22,8 @@ caller see and change:
   nothing about it answers 2xx, and no response contains its id or title;
 - no response to Luna contains the book's series canon (she lacks series:read);
 - a refused call (any 4xx) and every GET leave the database exactly as it was (every table hashed).
+``ACCOUNT_ACTIONS`` adds what staff (and everyone else) can do to the author's account: nobody but
+her sets, resets or disables her password, makes her a set-password link or changes her e-mail address.
 To regenerate the table after an intended change: ``NOVELGRAPH_MATRIX_RECORD=1 pytest <this file> -s``,
 then review every changed cell before pasting it.
 """
@@ -377,6 +379,9 @@ PAGE_EXPECTED: dict[str, tuple[int, ...]] = {
     "/login/": (200, 200, 200, 200, 200),
     "/logout/": (405, 405, 405, 405, 405),
     "/set-password/<uidb64>/<token>/": (200, 200, 200, 200, 200),
+    "/password-reset/": (200, 200, 200, 200, 200),
+    "/password-reset/sent/": (200, 200, 200, 200, 200),
+    "/password-reset/<uidb64>/<token>/": (200, 200, 200, 200, 200),
     "/keys/": (302, 200, 200, 200, 200),
     "/keys/<uuid:key_id>/revoke/": (302, 405, 405, 405, 405),
     "/review/": (302, 200, 200, 200, 200),
@@ -576,6 +581,100 @@ def test_every_page_form_answers_each_person_as_expected(scene, author, editor, 
             mismatches.append(f"{pattern}: expected {PAGE_POST_EXPECTED.get(pattern)}, got {tuple(row)}")
     if RECORD:
         print("\nPAGE_POST_EXPECTED = {")
+        for key, row in observed.items():
+            print(f'    "{key}": {row},')
+        print("}")
+    assert not mismatches, "\n".join(mismatches)
+
+
+# --- Account actions by staff: nobody but the author sets her password -------------------------------
+# Each action, sent by each person (browser sessions) at the author's account, which has a password; "own"
+# rows act on the caller's own account instead. Columns: anon, other, staff (a superuser), editor, author.
+# A cell is where the action ended: "login" (sent to the admin's login: not staff), "refused" (the admin's
+# refusal message), or the final status. Whatever the cell, the author's password, its hash and her e-mail
+# address are unchanged, and no response carries a link to set a password.
+ACCOUNT_ACTIONS: dict[str, tuple[str, str, dict]] = {
+    "the author's password form": ("GET", "/admin/auth/user/{author}/password/", {}),
+    "set the author's password": (
+        "POST",
+        "/admin/auth/user/{author}/password/",
+        {"usable_password": "true", "password1": "taken-over-77", "password2": "taken-over-77", "set-password": "1"},
+    ),
+    "disable the author's password": (
+        "POST",
+        "/admin/auth/user/{author}/password/",
+        {"usable_password": "false", "unset-password": "1"},
+    ),
+    "a set-password link for the author": (
+        "POST",
+        "/admin/auth/user/",
+        {"action": "make_set_password_link", "_selected_action": "{author}"},
+    ),
+    "change the author's e-mail address": (
+        "POST",
+        "/admin/auth/user/{author}/change/",
+        {
+            "username": "{author_username}",
+            "email": "root@staff.example",
+            "is_active": "on",
+            "date_joined_0": "2026-01-01",
+            "date_joined_1": "00:00:00",
+        },
+    ),
+    "own password form": ("GET", "/admin/auth/user/{own}/password/", {}),
+    # The only way to a new password for an account that has one: hers, by e-mail (the link goes to her address).
+    "a password reset for the author's address": ("POST", "/password-reset/", {"email": "{author_email}"}),
+}
+ACCOUNT_EXPECTED: dict[str, tuple] = {
+    "the author's password form": ("login", "login", "refused", "login", "login"),
+    "set the author's password": ("login", "login", "refused", "login", "login"),
+    "disable the author's password": ("login", "login", "refused", "login", "login"),
+    "a set-password link for the author": ("login", "login", "refused", "login", "login"),
+    "change the author's e-mail address": ("login", "login", 200, "login", "login"),
+    "own password form": ("login", "login", 200, "login", "login"),
+    "a password reset for the author's address": (200, 200, 200, 200, 200),
+}
+
+
+def _account_outcome(response):
+    page = response.content.decode()
+    if response.redirect_chain and response.redirect_chain[-1][0].startswith("/admin/login/"):
+        return "login"
+    if "Staff cannot set, reset or disable another person" in page or "No link was made for" in page:
+        return "refused"
+    return response.status_code
+
+
+def test_account_actions_by_staff_answer_each_person_as_expected(scene, author, editor, outsider, mailoutbox):
+    root = UserFactory._meta.model.objects.get(username="root")
+    people = {"anon": None, "other": outsider, "staff": root, "editor": editor, "author": author}
+    their_hash, their_email = author.password, author.email
+    observed, mismatches = {}, []
+    for action, (method, path, data) in ACCOUNT_ACTIONS.items():
+        row = []
+        for caller in PAGE_CALLERS:
+            browser, person = _browser(people[caller]), people[caller]
+            values = {
+                "author": author.pk,
+                "own": person.pk if person else author.pk,
+                "author_username": author.username,
+                "author_email": author.email,
+            }
+            url = path.format(**values)
+            form = {name: value.format(**values) for name, value in data.items()}
+            response = browser.get(url, follow=True) if method == "GET" else browser.post(url, form, follow=True)
+            row.append(_account_outcome(response))
+            assert response.status_code < 500, (action, caller)
+            assert "/set-password/" not in response.content.decode(), (action, caller, "a link was made")
+            author.refresh_from_db()
+            assert (author.password, author.email) == (their_hash, their_email), (action, caller, "changed her")
+        observed[action] = tuple(row)
+        if not RECORD and ACCOUNT_EXPECTED.get(action) != tuple(row):
+            mismatches.append(f"{action}: expected {ACCOUNT_EXPECTED.get(action)}, got {tuple(row)}")
+    # The resets asked for went to her own address, never anyone else's.
+    assert mailoutbox and all(message.to == [their_email] for message in mailoutbox)
+    if RECORD:
+        print("\nACCOUNT_EXPECTED = {")
         for key, row in observed.items():
             print(f'    "{key}": {row},')
         print("}")

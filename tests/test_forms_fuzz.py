@@ -52,6 +52,17 @@ HOSTILE = [
     "😀" * 50,
     "x" * 5000,
     "y" * 60_000,
+    # Valid Unicode edge cases (issue 30): non-characters, separators, a BOM, stacked combining marks, zero-width
+    # characters, C1 controls, one very long line. A browser cannot send a lone surrogate (UTF-8 has none; the
+    # bytes ED A0 80 arrive as U+FFFD); as a JSON escape it comes in a file (below) or through the API.
+    "\ufffe\uffff\ufdd0\U0010ffff",
+    "line\u2028separator\u2029",
+    "\ufeffbyte order mark",
+    "e" + "\u0301" * 200,
+    "\u200d\u200b\u2060",
+    "\x85\x9f\x7f",
+    '"\\ud800" \\udfff',
+    "z" * 100_000,
     "00000000-0000-0000-0000-000000000000",
     "not-a-uuid",
     "G9",
@@ -118,13 +129,23 @@ class FormParser(HTMLParser):
 
 def _random_text(rng: random.Random) -> str:
     alphabet = [chr(rng.randrange(0x20, 0x7F)) for _ in range(8)] + [chr(rng.randrange(0xA0, 0xD7FF)) for _ in range(8)]
-    alphabet += ["\n", "\t", "\x00", "\x1b", "\ufeff"]
+    alphabet += ["\n", "\t", "\x00", "\x1b", "\ufeff", "\ufffe", "\uffff", "\u2028", "\u0301", "\u202e", "\u200d"]
     return "".join(rng.choice(alphabet) for _ in range(rng.choice([0, 1, 5, 40, 300])))
 
 
 def _value(rng: random.Random, entry: dict):
     if entry["type"] == "file":
-        content = rng.choice([b"", b"\xff\xfe\x00broken", b"# Notes\n\nFair play.\n", rng.randbytes(2000)])
+        content = rng.choice(
+            [
+                b"",
+                b"\xff\xfe\x00broken",
+                b"# Notes\n\nFair play.\n",
+                rng.randbytes(2000),
+                b"\xed\xa0\x80 an encoded surrogate",
+                b'{"text": "\\ud800 a JSON-escaped surrogate"}',
+                "\ufeff# Notes \ufffe \u2028".encode(),
+            ]
+        )
         name = rng.choice(["notes.md", "notes.txt", "../../x.md", "\x00.md", "a" * 300 + ".md"])
         return SimpleUploadedFile(name.replace("\x00", ""), content)
     draw = rng.random()

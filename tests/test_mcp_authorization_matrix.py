@@ -35,7 +35,7 @@ from discovery.models import (
     StoryCharter,
     ThrustCandidate,
 )
-from novelgraph.mcp.tools import TOOLS, TOOLS_BY_NAME
+from novelgraph.core.duties import TOOLS_BY_NAME, tools
 
 from .discovery_support import charter_body, thrust_body
 from .mcp_support import agent_keys, build_mcp_scene, call, outcome, tool_names
@@ -213,11 +213,11 @@ def rest_twin(tool: str, key: str, args: dict, role: str):
 
 
 def test_every_tool_has_a_row_and_no_tool_decides():
-    assert set(MCP_EXPECTED) == {tool.name for tool in TOOLS}
-    assert not any(tool.route.endswith(("/resolve", "/promote", "/reject", "/admit", "/verdict")) for tool in TOOLS)
+    assert set(MCP_EXPECTED) == {tool.name for tool in tools()}
+    assert not any(tool.route.endswith(("/resolve", "/promote", "/reject", "/admit", "/verdict")) for tool in tools())
 
 
-@pytest.mark.parametrize("tool", [tool.name for tool in TOOLS])
+@pytest.mark.parametrize("tool", [tool.name for tool in tools()])
 def test_every_tool_answers_each_agent_caller_as_expected_and_as_its_rest_route(tool, author, book):
     ids = build_mcp_scene(author, book)
     keys = agent_keys(author, book)

@@ -14,9 +14,9 @@ from approvals.selectors import decision_log_verify
 from discovery.loop.models import OptionCard
 from discovery.models import ContextDossier, ScratchpadEntry, StoryCharter
 from discovery.schemas import EntryIn
+from novelgraph.core.duties import TOOLS_BY_NAME
 from novelgraph.core.schemas import limit
 from novelgraph.core.services import api_key_create
-from novelgraph.mcp.tools import TOOLS_BY_NAME
 
 from .discovery_support import charter_body, start
 from .factories import BookFactory, KnowledgeChunkFactory

@@ -28,9 +28,9 @@ from discovery.access import book_access
 from discovery.models import Handoff, ScratchpadEntry
 from discovery.schemas import ClaimIn, HandoffIn
 from novelgraph.core.auth import principal_for_user
+from novelgraph.core.duties import tools_for
 from novelgraph.core.models import ApiKey, hash_api_key
 from novelgraph.core.services import api_key_revoke
-from novelgraph.mcp.tools import tools_for
 
 from .factories import BookFactory, TurnFactory, UserFactory
 from .mcp_support import ClientThread, LiveServer, http_client, stdio_client
@@ -339,3 +339,30 @@ def test_over_http_a_missing_a_bad_a_revoked_and_a_personal_key_are_refused(worl
             client.connected()
         client.close()
     assert httpx2.post(f"{world['url']}/", json=body, headers={"Authorization": "Bearer x"}).status_code == 401
+
+
+def test_over_http_a_foreign_origin_is_refused_and_no_origin_or_the_sites_own_is_served(world, settings):
+    """DNS rebinding: a page on another site that reaches /mcp through a rebound name sends its own Origin."""
+    settings.NOVELGRAPH_MCP_ALLOWED_ORIGINS = ["https://agents.example.com"]
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    own = world["url"].removesuffix("/mcp")  # http://127.0.0.1:<port>, the Host the client sends
+
+    def post(**extra: str) -> httpx2.Response:
+        headers = {"Accept": "application/json, text/event-stream", "Authorization": f"Bearer {world['keys']['luna']}"}
+        return httpx2.post(world["url"], json=body, headers={**headers, **extra}, timeout=60)
+
+    for origin in ("https://evil.example", "http://127.0.0.1.evil.example", "null", "http://127.0.0.1:1"):
+        refused = post(Origin=origin)
+        assert refused.status_code == 403, (origin, refused.text)
+        assert refused.json() == {
+            "detail": "foreign Origin header: not this site's origin nor in NOVELGRAPH_MCP_ALLOWED_ORIGINS",
+            "code": "forbidden",
+            "field": "Origin",
+        }
+        assert "Content-Security-Policy" in refused.headers
+    for allowed in ({}, {"Origin": own}, {"Origin": "https://agents.example.com"}):
+        served = post(**allowed)
+        assert served.status_code == 200, (allowed, served.text)
+        assert {t["name"] for t in served.json()["result"]["tools"]} == EXPECTED_TOOLS["luna"]
+    # A foreign Host was refused already, whatever the Origin.
+    assert post(Host="evil.example", Origin="http://evil.example").status_code == 400

@@ -38,11 +38,11 @@ from discovery.services import (
     thrust_propose,
 )
 from novelgraph.core.errors import Conflict, DomainError, Invalid, NotFound
-from novelgraph.core.schemas import field_of
+from novelgraph.core.schemas import field_of, first_text_fault
 
 from .context import agent_access, looked_up, run_context
 from .models import TASK_ROLE, AgentRun, AgentRunOutput, AgentTask, OutputType, RunStatus
-from .providers import ProviderError, default_provider, model_of, provider_for
+from .providers import ProviderError, default_provider, model_of, provider_for, reported_tokens
 from .schemas import PLANS, AgentRunIn, CharterPlan, ContradictionsPlan, GuidancePlan, SolPlan, ThrustsPlan
 
 logger = logging.getLogger(__name__)
@@ -139,29 +139,43 @@ def stale_after() -> timedelta:
 def agent_runs_reap(*, book=None, now=None) -> int:
     """Mark as failed every run still ``running`` longer than ``stale_after()`` (its worker was killed or
     lost its database): a run writes all or nothing in one transaction, so nothing of it was written.
+    Its work began, so it is charged the fixed cost of a run (its tokens are unknown).
     Called before a new run is queued for the book, and by ``manage.py agent_runs_reap`` for all books.
     Returns how many runs it marked."""
     cutoff = (now or timezone.now()) - stale_after()
     runs = AgentRun.objects.filter(status=RunStatus.RUNNING, started_at__lt=cutoff)
     if book is not None:
         runs = runs.filter(book=book)
-    return runs.update(
-        status=RunStatus.FAILED,
-        reason=(
-            f"the worker stopped during the run (still running after {int(stale_after().total_seconds())} s); "
-            "nothing was written"
-        ),
-        notes=["Nothing was written."],
-        finished_at=timezone.now(),
-        updated_at=timezone.now(),
+    reason = (
+        f"the worker stopped during the run (still running after {int(stale_after().total_seconds())} s); "
+        "nothing was written"
     )
+    marked = 0
+    for run in runs.select_related("book"):
+        with transaction.atomic():
+            # Another worker or reaper may have settled it since: the status filter makes this a no-op then.
+            if AgentRun.objects.filter(pk=run.pk, status=RunStatus.RUNNING).update(
+                status=RunStatus.FAILED,
+                reason=reason,
+                notes=["Nothing was written."],
+                finished_at=timezone.now(),
+                cost=_cost(0),
+                updated_at=timezone.now(),
+            ):
+                cost_charge(book=run.book, amount=_cost(0))
+                marked += 1
+    return marked
 
 
 # --- Run it -----------------------------------------------------------------------------------
 
 
 def validated_plan(task: str, data: Any):
-    """The provider's answer as the task's plan schema, or a 422 naming the first bad field."""
+    """The provider's answer as the task's plan schema, or a 422 naming the first bad field (text that is
+    not valid Unicode included, as for any input: ``text_fault``)."""
+    found = first_text_fault(data)
+    if found:
+        raise Invalid(f"the reply does not validate: {found[0]}: {found[1]}", field=found[0])
     try:
         return PLANS[task].model_validate(data)
     except PydanticValidationError as exc:
@@ -213,8 +227,14 @@ def _cost(tokens: int) -> float:
 def _settle(
     run: AgentRun, *, status: str, began: float, tokens: int, notes: list[str], reason: str = "", worked: bool = True
 ) -> None:
-    """Record how the run ended and charge its cost (call inside a transaction). A run that never
-    started work (the loop was paused) costs nothing."""
+    """Record how the run ended and charge its cost (call inside a transaction): the fixed cost of a run,
+    whatever happened, plus its tokens. A run that never started work (the loop was paused) costs nothing."""
+    try:
+        tokens = reported_tokens(tokens)
+    except ProviderError:
+        # The providers refuse such a report; should one slip through, it is not recorded (the columns
+        # would refuse it, and the failure path with them) and only the fixed cost is charged.
+        tokens = 0
     cost = _cost(tokens) if worked else 0.0
     AgentRun.objects.filter(pk=run.pk).update(
         status=status,
@@ -230,7 +250,15 @@ def _settle(
 
 
 def _fail(run: AgentRun, reason: str, *, began: float, tokens: int, worked: bool) -> None:
-    with_retries(lambda: _record_failure(run, reason, began=began, tokens=tokens, worked=worked))
+    """Record the run as failed. The failure path must not fail on the data that failed the run: if
+    recording the failure with its tokens fails, it is recorded again with none (the fixed cost only)."""
+    try:
+        with_retries(lambda: _record_failure(run, reason, began=began, tokens=tokens, worked=worked))
+    except Exception:
+        logger.exception("agent run %s: recording its failure failed; recording it without its usage", run.pk)
+        with_retries(
+            lambda: _record_failure(run, f"{reason} (usage not recorded)", began=began, tokens=0, worked=worked)
+        )
 
 
 def _record_failure(run: AgentRun, reason: str, *, began: float, tokens: int, worked: bool) -> None:

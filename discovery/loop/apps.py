@@ -16,6 +16,7 @@ class LoopConfig(AppConfig):
         from discovery.panels import register_book_panel
         from discovery.signals import charter_decided, charter_proposed, discovery_started
 
+        from . import duties
         from .roster import seed_roster_after_migrate
         from .selectors import loop_panel
         from .services.base import loop_on_discovery_started
@@ -24,6 +25,7 @@ class LoopConfig(AppConfig):
 
         register_subject_handler(GATE_HANDLER)
         register_book_panel(loop_panel)
+        duties.register()  # Sol's loop tools for MCP
         # Discovery announces; the loop follows: it starts with the discovery, and a charter version proposed
         # after G2 reopens convergence until the author decides that version.
         discovery_started.connect(loop_on_discovery_started, dispatch_uid="loop_on_discovery_started")

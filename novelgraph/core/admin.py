@@ -1,18 +1,27 @@
 """API keys and people in the admin.
 
 Keys are listed and revoked, never created or widened here. People (authors and editors) are created
-here by staff, each sent a one-time link to set a password.
+here by staff, without a password, each sent a one-time link to choose one. A person's password is hers:
+no staff member (superusers included) sets, resets or disables the password of another account here, nor
+changes the e-mail address of one that has a password (the reset e-mail goes there); see
+``novelgraph.core.services`` for the rules.
 
 A key's secret is shown once to its owner when she creates it (the keys page or
 ``create_api_key``); its role, owner and the books it is limited to never change afterwards.
 """
 
+from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin.utils import unquote
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
+from django.contrib.auth.forms import UsernameField
+from django.http import HttpRequest, HttpResponseRedirect
+from django.urls import reverse
 
+from .errors import Conflict
 from .models import ApiKey
-from .services import api_key_revoke
+from .services import api_key_revoke, set_password_link_make, staff_may_change_email, staff_may_set_password
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -56,16 +65,10 @@ class ApiKeyAdmin(admin.ModelAdmin):
 # --- People: staff create authors and editors here, each with a one-time link to set a password ----
 
 
-def set_password_link(request, user) -> str:
-    """A one-time link for ``user`` to choose a password (Django's reset token: it stops working once a
-    password is set, after a login, or after PASSWORD_RESET_TIMEOUT)."""
-    from django.contrib.auth.tokens import default_token_generator
-    from django.urls import reverse
-    from django.utils.encoding import force_bytes
-    from django.utils.http import urlsafe_base64_encode
-
-    uidb64 = urlsafe_base64_encode(force_bytes(user.pk))
-    token = default_token_generator.make_token(user)
+def set_password_link(request: HttpRequest, user) -> str:
+    """The absolute one-time link for ``user`` to choose her first password (refused, with
+    :class:`Conflict`, for an account that already has one)."""
+    uidb64, token = set_password_link_make(person=user)
     return request.build_absolute_uri(reverse("password_set", args=[uidb64, token]))
 
 
@@ -74,17 +77,81 @@ if admin.site.is_registered(User):
     admin.site.unregister(User)
 
 
+class PersonCreationForm(forms.ModelForm):
+    """A new account: a username and an e-mail address, and no password (she chooses it through the
+    one-time link, so no one else ever knows it)."""
+
+    class Meta:
+        model = User
+        fields = ("username", "email")
+        field_classes = {"username": UsernameField}
+
+    def save(self, commit: bool = True):
+        user = super().save(commit=False)
+        user.set_unusable_password()
+        if commit:
+            user.save()
+        return user
+
+
+PASSWORD_NOT_YOURS = (
+    "Staff cannot set, reset or disable another person's password. A new account gets its password "
+    'through a one-time link (the action "Make a one-time link to set the password" in the list); a person '
+    'who has a password and forgot it resets it herself by e-mail ("Forgot your password?" on the login page).'
+)
+
+
 @admin.register(User)
 class PersonAdmin(UserAdmin):
-    """Django's user admin, plus an action that makes a one-time set-password link to send to the person
-    (create the account with "Password-based authentication: disabled", then make the link)."""
+    """Django's user admin, plus an action that makes a one-time set-password link to send to a new
+    person (create the account, then make the link). The password form and the password field are there
+    for the staff member's own account only; another's e-mail address is read-only once she has a password."""
 
     actions = ["make_set_password_link"]
+    add_form = PersonCreationForm
+    add_fieldsets = ((None, {"classes": ("wide",), "fields": ("username", "email")}),)
+
+    def get_fieldsets(self, request, obj=None):
+        fieldsets = super().get_fieldsets(request, obj)
+        if obj is None or staff_may_set_password(staff=request.user, person=obj):
+            return fieldsets
+        return [
+            (name, {**options, "fields": [f if f != "password" else "password_status" for f in options["fields"]]})
+            for name, options in fieldsets
+        ]
+
+    def get_readonly_fields(self, request, obj=None):
+        readonly = list(super().get_readonly_fields(request, obj))
+        if obj is not None and not staff_may_set_password(staff=request.user, person=obj):
+            readonly.append("password_status")
+        if obj is not None and not staff_may_change_email(staff=request.user, person=obj):
+            readonly.append("email")
+        return readonly
+
+    @admin.display(description="Password")
+    def password_status(self, obj) -> str:
+        if obj.has_usable_password():
+            return (
+                "Set by her. Only she can change it; if she forgot it, she resets it herself by e-mail "
+                '("Forgot your password?" on the login page).'
+            )
+        return "None yet: make her a one-time link to choose it (the action in the list)."
+
+    def user_change_password(self, request, id, form_url=""):
+        person = self.get_object(request, unquote(id))
+        if person is not None and not staff_may_set_password(staff=request.user, person=person):
+            self.message_user(request, PASSWORD_NOT_YOURS, messages.ERROR)
+            return HttpResponseRedirect(reverse("admin:auth_user_change", args=[person.pk]))
+        return super().user_change_password(request, id, form_url)
 
     @admin.action(description="Make a one-time link to set the password")
     def make_set_password_link(self, request, queryset):
-        for user in queryset.filter(is_active=True):
-            link = set_password_link(request, user)
+        for user in queryset:
+            try:
+                link = set_password_link(request, user)
+            except Conflict as refused:
+                self.message_user(request, f"{refused.message}.", messages.ERROR)
+                continue
             self.message_user(
                 request,
                 f"Send this to {user.get_username()} (it works once): {link}",

@@ -8,6 +8,7 @@ them too; services receive the validated value. Limits come from the model field
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, TypeVar
 
 from django.core.validators import MaxValueValidator, MinValueValidator
@@ -65,18 +66,85 @@ def input_error(message: str) -> PydanticCustomError:
     return PydanticCustomError("invalid", message)
 
 
-def _no_nul(value: str) -> str:
+def text_fault(value: str) -> str | None:
+    """Why ``value`` is text the store refuses, or None: the one input rule for text, shared by the API's
+    parser, the MCP tools, the forms, imports and the agents' replies.
+
+    Refused: NUL (PostgreSQL cannot store it) and any lone UTF-16 surrogate U+D800..U+DFFF (a JSON
+    escape such as ``"\\ud800"`` decodes to one): it is not Unicode text, UTF-8 cannot encode it and
+    PostgreSQL refuses it. Allowed: every Unicode scalar value, the non-characters (U+FFFE, U+FFFF,
+    U+FDD0..U+FDEF...) included: Unicode permits them in interchange (Corrigendum #9) and both databases
+    store them."""
     if "\x00" in value:
-        raise input_error("contains a NUL character")
+        return "contains a NUL character"
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return f"contains a lone surrogate (U+{ord(value[exc.start]):04X}), which is not valid Unicode text"
+    return None
+
+
+def first_text_fault(value: Any, path: str = "") -> tuple[str, str] | None:
+    """The first string anywhere in a decoded JSON value (keys included) that :func:`text_fault` refuses,
+    as ``(path, reason)``; the path names the value as the API names fields (``statements.0``)."""
+    if isinstance(value, str):
+        fault = text_fault(value)
+        return (path or "body", fault) if fault else None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found = first_text_fault(key, path) if isinstance(key, str) else None
+            found = found or first_text_fault(item, f"{path}.{key}" if path else str(key))
+            if found:
+                return found
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            found = first_text_fault(item, f"{path}.{index}" if path else str(index))
+            if found:
+                return found
+    return None
+
+
+def refuse_invalid_text(value: Any, path: str = "") -> None:
+    """A 422 naming the first string in ``value`` that :func:`text_fault` refuses."""
+    found = first_text_fault(value, path)
+    if found:
+        field, reason = found
+        raise Invalid(f"{field}: {reason}", field=field)
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def replace_invalid_text(value: Any) -> Any:
+    """``value`` (text, or a JSON value) with every lone surrogate replaced by U+FFFD: for text that was stored
+    before the input rule (:func:`text_fault`) and is now written on, into an approval or the decision log,
+    so that reading or deciding on it never fails. Valid text comes back unchanged (the same object)."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return _LONE_SURROGATE.sub("\ufffd", value)
+        return value
+    if isinstance(value, dict):
+        return {replace_invalid_text(key): replace_invalid_text(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [replace_invalid_text(item) for item in value]
+    return value
+
+
+def _valid_text(value: str) -> str:
+    fault = text_fault(value)
+    if fault:
+        raise input_error(fault)
     return value
 
 
 def Text(max_length: int, *, required: bool = True) -> Any:
-    """Stripped text without NUL characters; blank is refused when ``required``."""
+    """Stripped, valid text (see :func:`text_fault`); blank is refused when ``required``."""
     return Annotated[
         str,
         StringConstraints(strip_whitespace=True, min_length=1 if required else 0, max_length=max_length),
-        AfterValidator(_no_nul),
+        AfterValidator(_valid_text),
     ]
 
 
@@ -94,8 +162,9 @@ def _json_checked(value: Any) -> Any:
         raise input_error("must be JSON") from None
     if len(encoded) > MAX_JSON_CHARS:
         raise input_error(f"is larger than {MAX_JSON_CHARS} characters of JSON")
-    if "\\u0000" in encoded:
-        raise input_error("contains a NUL character")
+    found = first_text_fault(value)  # json.dumps escapes a surrogate, so the decoded strings are checked
+    if found:
+        raise input_error(found[1] if found[0] == "body" else f"{found[0]} {found[1]}")
     return value
 
 
@@ -158,6 +227,10 @@ def parse_input(schema: type[S], data: dict, *, at: str = "", field_prefix: str 
     """Validate raw input (browser form data, an imported record...) with an input schema; the first
     problem is a 422 naming its field, worded as the API words it. ``at`` places the field inside a larger
     document (``blackboard.artifacts[0]``); ``field_prefix`` marks where that document came from (``file:``)."""
+    found = first_text_fault(data)
+    if found:
+        field = f"{at}.{found[0]}" if at else found[0]
+        raise Invalid(f"{field}: {found[1]}", field=f"{field_prefix}{field}")
     try:
         return schema.model_validate(data)
     except PydanticValidationError as exc:
@@ -178,18 +251,3 @@ class ApiKeyIn(Schema):
 
     role: str
     name: Text(100, required=False) = ""
-
-
-def refuse_nul(value, path: str) -> None:
-    """Refuse a NUL character anywhere in a decoded JSON value (PostgreSQL cannot store one); the error names
-    the path of the value (``body``, ``statements.0``...)."""
-    if isinstance(value, str):
-        if "\x00" in value:
-            raise Invalid(f"{path or 'body'} contains a NUL character", field=path or "body")
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            refuse_nul(key, path or "body")
-            refuse_nul(item, f"{path}.{key}" if path else str(key))
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            refuse_nul(item, f"{path}.{index}" if path else str(index))

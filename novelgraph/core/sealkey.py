@@ -55,6 +55,15 @@ def key_id_of(key: str) -> str:
     return hmac.new(key.encode(), b"novelgraph seal key id", hashlib.sha256).hexdigest()[:12]
 
 
+def first_round_key(secret_key: str) -> str:
+    """The seal key the first round derived when ``NOVELGRAPH_SEAL_KEY`` was unset: ``"seal:" + SECRET_KEY``.
+
+    Its entries carry no key id (the ring came later). An upgrade keeps them verifying with this key by
+    itself, as long as ``DJANGO_SECRET_KEY`` is the one that round ran with; it verifies only those entries
+    (a blank key id at the start of a chain), never one sealed since."""
+    return f"seal:{secret_key}"
+
+
 def split_keys(value: str) -> list[str]:
     """``NOVELGRAPH_SEAL_OLD_KEYS``: older keys, comma-separated (keys themselves contain no commas)."""
     return [item.strip() for item in value.split(",") if item.strip()]

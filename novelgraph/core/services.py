@@ -1,4 +1,9 @@
-"""API keys: created by their owner (shown once), limited to books she may touch, revoked at once."""
+"""API keys: created by their owner (shown once), limited to books she may touch, revoked at once.
+
+Accounts: a person's password is hers. Staff give a new account (no usable password yet) a one-time link
+to choose one; nobody sets or resets the password of an account that has one, but its owner (by e-mail,
+with Django's password-reset views, when she forgot it).
+"""
 
 from __future__ import annotations
 
@@ -6,10 +11,13 @@ import secrets
 from collections.abc import Iterable
 
 from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.tokens import default_token_generator
 from django.db import transaction
 from django.utils import timezone
+from django.utils.encoding import force_bytes
+from django.utils.http import urlsafe_base64_encode
 
-from .errors import Invalid
+from .errors import Conflict, Invalid
 from .models import ApiKey, hash_api_key
 from .roles import KEY_ROLES, PERSONAL_KEY_ROLE
 
@@ -48,3 +56,38 @@ def api_key_revoke(*, key: ApiKey) -> None:
     if key.revoked_at is None:
         key.revoked_at = timezone.now()
         key.save(update_fields=["revoked_at", "updated_at"])
+
+
+# --- Accounts: what staff may do to a person's password ------------------------------------------
+
+
+def set_password_link_make(*, person: AbstractBaseUser) -> tuple[str, str]:
+    """The ``(uidb64, token)`` of a one-time link for ``person`` to choose her first password (Django's
+    reset token: it stops working once a password is set, after a login, or after PASSWORD_RESET_TIMEOUT).
+
+    Only for an active account with no usable password yet (a new one): a link for an account that has
+    a password would let whoever holds it take the account over, so it is refused (409)."""
+    name = person.get_username()
+    if not person.is_active:
+        raise Conflict(f"No link was made for {name}: the account is inactive")
+    if person.has_usable_password():
+        raise Conflict(
+            f"No link was made for {name}: the account already has a password. Only its owner can change it; "
+            'if she forgot it, she resets it herself by e-mail ("Forgot your password?" on the login page)'
+        )
+    return urlsafe_base64_encode(force_bytes(person.pk)), default_token_generator.make_token(person)
+
+
+def staff_may_set_password(*, staff: AbstractBaseUser, person: AbstractBaseUser) -> bool:
+    """Whether ``staff`` may set, reset or disable ``person``'s password in the admin: only her own.
+
+    Superusers included. Another person's password is set through her one-time link (a new account)
+    or by herself (the e-mail reset); otherwise a staff member could log in as an author and decide."""
+    return staff.pk is not None and staff.pk == person.pk
+
+
+def staff_may_change_email(*, staff: AbstractBaseUser, person: AbstractBaseUser) -> bool:
+    """Whether ``staff`` may change ``person``'s e-mail address in the admin: her own, or an account
+    with no password yet. The password-reset e-mail goes there, so changing the address of an account
+    that has a password would hand its reset link to whoever chose the new address."""
+    return staff.pk == person.pk or not person.has_usable_password()

@@ -5,6 +5,12 @@ and is authenticated before the SDK sees it: no, unknown or revoked key is a 401
 403, both as the REST API's JSON error (``{"detail", "code"}``). The Host header is checked
 against ``DJANGO_ALLOWED_HOSTS`` as Django checks it, and the body is limited like the REST API's.
 
+Against DNS rebinding (the MCP specification asks a streamable-HTTP server to validate ``Origin``), a
+request whose ``Origin`` is foreign is refused with a 403 before its key is looked at. Allowed: no
+``Origin`` at all (the SDK's clients and every non-browser client send none), the site's own origin (an
+``Origin`` naming the very host and port of the request's Host header, itself one of
+``DJANGO_ALLOWED_HOSTS``), and the origins listed in ``NOVELGRAPH_MCP_ALLOWED_ORIGINS``.
+
 The transport is stateless (every POST stands alone, answered with JSON): nothing an agent does
 needs a server-to-client request, the key is re-checked on every request, and any number of worker
 processes or hosts can serve ``/mcp`` behind one database, as they serve the REST API.
@@ -57,6 +63,23 @@ def _host_allowed(headers: Headers) -> bool:
     return bool(domain) and validate_host(domain, allowed)
 
 
+def _normal_origin(origin: str) -> str:
+    return origin.strip().lower().rstrip("/")
+
+
+def _origin_allowed(headers: Headers) -> bool:
+    """No ``Origin``, the request's own origin, or one listed in ``NOVELGRAPH_MCP_ALLOWED_ORIGINS``
+    (``null``, sent by sandboxed pages and local files, is foreign)."""
+    origin = headers.get("origin")
+    if origin is None:
+        return True
+    origin = _normal_origin(origin)
+    scheme, separator, netloc = origin.partition("://")
+    if separator and scheme in {"http", "https"} and netloc and netloc == headers.get("host", "").strip().lower():
+        return True
+    return origin in {_normal_origin(allowed) for allowed in settings.NOVELGRAPH_MCP_ALLOWED_ORIGINS}
+
+
 class BearerKeyAuth:
     """ASGI middleware: resolve the bearer key once per request, refuse as the REST API refuses."""
 
@@ -77,6 +100,14 @@ class BearerKeyAuth:
         if not _host_allowed(headers):
             body = {"detail": "invalid Host header: not in DJANGO_ALLOWED_HOSTS", "code": "bad_request"}
             await JSONResponse(body, status_code=400)(scope, receive, send_with_headers)
+            return
+        if not _origin_allowed(headers):
+            body = {
+                "detail": "foreign Origin header: not this site's origin nor in NOVELGRAPH_MCP_ALLOWED_ORIGINS",
+                "code": "forbidden",
+                "field": "Origin",
+            }
+            await JSONResponse(body, status_code=403)(scope, receive, send_with_headers)
             return
         try:
             principal = await in_db(agent_principal, _bearer(headers))

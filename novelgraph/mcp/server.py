@@ -1,4 +1,5 @@
-"""The MCP server, built on the official SDK's low-level ``Server`` from the tool and resource tables.
+"""The MCP server, built on the official SDK's low-level ``Server`` from the kernel's registry of duties
+(``novelgraph.core.duties``: the tools and resources each app declares beside its services).
 
 Whoever calls is resolved on every request, through a *principal source*: over stdio from the key
 the command was started with, over HTTP from the request's bearer key (``novelgraph.mcp.http``).
@@ -32,11 +33,9 @@ from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError as PydanticValidationError
 
 from novelgraph.core.auth import Principal, principal_for_key
+from novelgraph.core.duties import RESOURCES, TOOLS_BY_NAME, ToolSpec, resource_read, resources_listed, tools_for
 from novelgraph.core.errors import DomainError, Forbidden, Invalid, NotAuthenticated
-from novelgraph.core.schemas import field_of, refuse_nul
-
-from .resources import RESOURCES, resource_read, resources_listed
-from .tools import TOOLS_BY_NAME, ToolSpec, tools_for
+from novelgraph.core.schemas import field_of, refuse_invalid_text
 
 logger = logging.getLogger(__name__)
 
@@ -153,7 +152,7 @@ def tool_listing(spec: ToolSpec) -> types.Tool:
 
 def tool_call(principal: Principal, spec: ToolSpec, arguments: dict) -> dict:
     """Validate ``arguments`` with the tool's schema and run it; the answer is the REST response body."""
-    refuse_nul(arguments, "")
+    refuse_invalid_text(arguments, "")
     _refuse_non_finite(arguments)
     args = spec.arguments.model_validate(arguments)
     payload = spec.payload.model_validate(arguments) if spec.payload else None

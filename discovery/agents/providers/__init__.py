@@ -9,11 +9,19 @@ from django.conf import settings
 from novelgraph.core.errors import Invalid
 
 from ..models import Provider
-from .base import ProviderError, Reply
+from .base import ProviderError, Reply, reported_tokens
 from .offline import OFFLINE_MODEL, OfflineProvider
 from .openai_compatible import OpenAICompatibleProvider
 
-__all__ = ["OFFLINE_MODEL", "ProviderError", "Reply", "default_provider", "model_of", "provider_for"]
+__all__ = [
+    "OFFLINE_MODEL",
+    "ProviderError",
+    "Reply",
+    "default_provider",
+    "model_of",
+    "provider_for",
+    "reported_tokens",
+]
 
 
 def config() -> dict:

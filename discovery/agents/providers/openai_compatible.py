@@ -14,7 +14,7 @@ import json
 import re
 
 from ..schemas import PLANS
-from .base import ProviderError, Reply
+from .base import ProviderError, Reply, reported_tokens
 
 CONTEXT_START = "<<<CONTEXT"
 CONTEXT_END = "CONTEXT>>>"
@@ -140,7 +140,7 @@ class OpenAICompatibleProvider:
             raise ProviderError(f"the model call failed: {str(exc)[:300]}") from None
         choices = getattr(completion, "choices", None) or []
         usage = getattr(completion, "usage", None)
-        tokens = int(getattr(usage, "total_tokens", 0) or 0) if usage is not None else 0
+        tokens = reported_tokens(getattr(usage, "total_tokens", None) if usage is not None else None)
         if not choices or choices[0].message is None:
             raise ProviderError("the model's reply had no message", tokens=tokens)
         try:

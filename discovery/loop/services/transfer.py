@@ -83,7 +83,10 @@ COMMITTED_TYPES = {
 
 
 def _dump(value) -> bytes:
-    return (json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False, default=str) + "\n").encode()
+    # backslashreplace: a lone surrogate stored before the input rule (issue 30) is written as its JSON escape
+    # (valid UTF-8, and an import refuses it by name) instead of failing the whole export.
+    text = json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False, default=str) + "\n"
+    return text.encode("utf-8", "backslashreplace")
 
 
 def _member(name: str) -> zipfile.ZipInfo:

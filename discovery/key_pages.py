@@ -1,4 +1,4 @@
-"""The API keys page: a person creates keys (each shown once) and revokes her own."""
+"""The API keys page: a person creates keys (each shown once), scoped to her books, and revokes her own."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from discovery.access import books_visible_to
 from novelgraph.core.auth import principal_for_user
 from novelgraph.core.errors import DomainError
 from novelgraph.core.models import ApiKey
@@ -15,6 +14,8 @@ from novelgraph.core.roles import KEY_ROLES
 from novelgraph.core.schemas import ApiKeyIn, parse_form
 from novelgraph.core.selectors import key_of, keys_of
 from novelgraph.core.services import api_key_create, api_key_revoke
+
+from .access import books_visible_to
 
 
 def _page(request: HttpRequest, *, raw_key: str | None = None, created: ApiKey | None = None, error=None, status=200):
@@ -27,7 +28,7 @@ def _page(request: HttpRequest, *, raw_key: str | None = None, created: ApiKey |
         "error": error,
         "posted": request.POST if request.method == "POST" else None,
     }
-    response = render(request, "novelgraph/keys.html", context, status=status)
+    response = render(request, "discovery/keys.html", context, status=status)
     if raw_key:
         response["Cache-Control"] = "no-store"  # the key is shown once: never cached
     return response

@@ -1,0 +1,277 @@
+"""Discovery's duties for agents through MCP: its tools (each a thin call into the service its REST
+route calls) and what an agent reads (its dossier, the book's question, the handoffs addressed to it).
+
+Registered from ``DiscoveryConfig.ready()`` into the kernel's registry (``novelgraph.core.duties``),
+which the MCP server reads. Access is resolved exactly as the route resolves it (``book_access``
+from the book, or from the object's book with ``missing=``), and the service enforces every rule.
+No tool decides: verdicts, charter resolution and canon promotion are the author's.
+
+Resources (reading changes nothing; a book without a dossier for the role answers "not found" and
+points at the ``dossier_take`` tool):
+
+- ``novelgraph://books/{book_id}/dossier``: the role's latest dossier of the book (a snapshot is
+  role-scoped when it is taken: Luna's carries no series canon and says so under ``withheld``).
+- ``novelgraph://books/{book_id}/question``: the question the book's discovery is asking the
+  author now, and the latest one Sol put with what prompted it (discovery:read).
+- ``novelgraph://books/{book_id}/handoffs``: the open handoffs addressed to the role (discovery:read).
+"""
+
+from __future__ import annotations
+
+from novelgraph.core.auth import Principal
+from novelgraph.core.duties import CONTROLLER, SCHEME, ResourceKind, ToolSpec, register_resources, register_tools
+from novelgraph.core.errors import NotFound
+
+from . import services
+from .access import Cap, book_access, books_visible_to
+from .schemas import (
+    ApprovalRefOut,
+    CharterCreatedOut,
+    CharterIn,
+    ClaimIn,
+    ClaimOut,
+    DossierOut,
+    EntryIn,
+    EntryOut,
+    HandoffIn,
+    HandoffOut,
+    HandoffResultIn,
+    QuestionSetIn,
+    RequestApprovalIn,
+    SessionQuestionOut,
+    ThrustIn,
+    ThrustOut,
+    handoff_out,
+)
+from .selectors import current_session, handoff_get, handoffs_open_to, session_get
+
+# --- The calls: each resolves access as its REST route does, then calls the same service ---------
+
+
+def _session(principal: Principal, args):
+    session = session_get(args.session_id)
+    return book_access(principal, session.book, missing="session"), session
+
+
+def dossier_take(principal: Principal, args, _payload):
+    # The route's body names the role; an agent takes only its own, so the key names it here.
+    access = book_access(principal, args.book_id)
+    return services.dossier_create(access=access, agent_role=principal.key_role)
+
+
+def scratchpad_append(principal: Principal, args, payload: EntryIn):
+    access, session = _session(principal, args)
+    return services.scratchpad_append(access=access, session=session, payload=payload)
+
+
+def handoff_return(principal: Principal, args, payload: HandoffResultIn):
+    handoff = handoff_get(args.handoff_id)
+    access = book_access(principal, handoff.book, Cap.DISCOVERY_READ, missing="handoff")
+    return handoff_out(services.handoff_return(access=access, handoff=handoff, payload=payload))
+
+
+def thrust_propose(principal: Principal, args, payload: ThrustIn):
+    access, session = _session(principal, args)
+    return services.thrust_propose(access=access, session=session, payload=payload)
+
+
+def charter_propose(principal: Principal, args, payload: CharterIn):
+    return services.charter_propose(access=book_access(principal, args.book_id), payload=payload)
+
+
+def claim_propose(principal: Principal, _args, payload: ClaimIn):
+    access, base = services.claim_target(principal, payload.scope, payload.scope_id)
+    return services.claim_propose(access=access, base=base, payload=payload)
+
+
+def claim_request_approval(principal: Principal, args, payload: RequestApprovalIn):
+    access = book_access(principal, payload.book_id)
+    approval = services.claim_request_approval(access=access, claim_id=args.claim_id, note=payload.note)
+    return {"approval_id": approval.pk, "claim_id": args.claim_id, "status": approval.status}
+
+
+def question_set(principal: Principal, args, payload: QuestionSetIn):
+    access, session = _session(principal, args)
+    return services.question_set(access=access, session=session, payload=payload)
+
+
+def handoff_create(principal: Principal, args, payload: HandoffIn):
+    return handoff_out(services.handoff_create(access=book_access(principal, args.book_id), payload=payload))
+
+
+_SCRATCHPAD = (Cap.SCRATCHPAD_WRITE, Cap.DISCOVERY_WRITE)
+
+TOOLS: tuple[ToolSpec, ...] = (
+    # Every agent role: its own dossier, the scratchpad, the handoffs addressed to it.
+    ToolSpec(
+        name="dossier_take",
+        route="POST /books/{book_id}/dossiers",
+        description="Take a fresh, immutable snapshot of what your role is given on a book now: the approved "
+        "charter, the knowledge bases and approved claims you may read, the scratchpad, the working "
+        "observations and your capabilities; what your role may not read is listed under `withheld`.",
+        needs=(Cap.BOOK_READ,),
+        run=dossier_take,
+        out=DossierOut,
+        path=("book_id",),
+    ),
+    ToolSpec(
+        name="scratchpad_append",
+        route="POST /sessions/{session_id}/scratchpad",
+        description="Append one provisional entry (observation, hypothesis, question, contradiction, alternative "
+        "or digest) to a session's append-only scratchpad. Source references must be things of the book "
+        "your role may read; a digest cites at least one earlier entry.",
+        needs=_SCRATCHPAD,
+        run=scratchpad_append,
+        out=EntryOut,
+        payload=EntryIn,
+        path=("session_id",),
+    ),
+    ToolSpec(
+        name="handoff_return",
+        route="POST /handoffs/{handoff_id}/result",
+        description="Return the result of a handoff addressed to your role, once: facts, inferences, options "
+        "and questions, each of which becomes a scratchpad entry linked to the handoff.",
+        needs=(Cap.SCRATCHPAD_WRITE,),
+        run=handoff_return,
+        out=HandoffOut,
+        payload=HandoffResultIn,
+        path=("handoff_id",),
+    ),
+    # Proposing (Terra, Sol): nothing proposed is binding until the author decides.
+    ToolSpec(
+        name="thrust_propose",
+        route="POST /sessions/{session_id}/thrusts",
+        description="Propose a story-thrust candidate for a discovery session (stored as proposed).",
+        needs=(Cap.CHARTER_PROPOSE, Cap.DISCOVERY_WRITE),
+        run=thrust_propose,
+        out=ThrustOut,
+        payload=ThrustIn,
+        path=("session_id",),
+    ),
+    ToolSpec(
+        name="charter_propose",
+        route="POST /books/{book_id}/charters",
+        description="Propose the next Story Charter version of a book; it opens a pending approval that only "
+        "the author decides.",
+        needs=(Cap.CHARTER_PROPOSE,),
+        run=charter_propose,
+        out=CharterCreatedOut,
+        payload=CharterIn,
+        path=("book_id",),
+    ),
+    # Sol, the coordinator.
+    ToolSpec(
+        name="claim_propose",
+        route="POST /claims",
+        description="Propose a knowledge claim for a book, its series or a session's run notes; it always "
+        "enters as proposed.",
+        needs=(Cap.CANON_PROPOSE,),
+        run=claim_propose,
+        out=ClaimOut,
+        payload=ClaimIn,
+    ),
+    ToolSpec(
+        name="claim_request_approval",
+        route="POST /claims/{claim_id}/request-approval",
+        description="Ask the author to promote a proposed claim to canon (a pending canon-promotion approval).",
+        needs=(Cap.APPROVAL_REQUEST,),
+        run=claim_request_approval,
+        out=ApprovalRefOut,
+        payload=RequestApprovalIn,
+        path=("claim_id",),
+    ),
+    ToolSpec(
+        name="question_set",
+        route="POST /sessions/{session_id}/question",
+        description="Put the next question to the author, citing the turn, entry or observation that prompted "
+        "it; it becomes the session's current question and the earlier ones stay in its history.",
+        needs=CONTROLLER,
+        run=question_set,
+        out=SessionQuestionOut,
+        payload=QuestionSetIn,
+        path=("session_id",),
+    ),
+    ToolSpec(
+        name="handoff_create",
+        route="POST /books/{book_id}/handoffs",
+        description="Hand a bounded task to Terra or Luna: the decision it informs, the sources it may use and "
+        "the status of each statement; a dossier snapshot for the target role is taken with it.",
+        needs=CONTROLLER,
+        run=handoff_create,
+        out=HandoffOut,
+        payload=HandoffIn,
+        path=("book_id",),
+    ),
+)
+
+
+# --- What an agent reads -------------------------------------------------------------------------
+
+
+def _json(schema, obj) -> dict:
+    return schema.from_orm(obj).model_dump(mode="json")
+
+
+def dossier_latest(principal: Principal, book_id: str) -> dict:
+    access = book_access(principal, book_id, Cap.BOOK_READ)
+    dossier = services.dossiers_for(access).first()
+    if dossier is None:
+        raise NotFound(f"no {access.role} dossier of this book yet; take one with the dossier_take tool")
+    return _json(DossierOut, dossier)
+
+
+def question_current(principal: Principal, book_id: str) -> dict:
+    access = book_access(principal, book_id, Cap.DISCOVERY_READ)
+    session = current_session(access.book)
+    if session is None:
+        raise NotFound("this book has no discovery session yet")
+    asked = session.questions.order_by("-sequence").first()
+    return {
+        "book_id": str(access.book.pk),
+        "session_id": str(session.pk),
+        "session_status": session.status,
+        "current_question": session.current_question,
+        "asked": _json(SessionQuestionOut, asked) if asked else None,
+    }
+
+
+def handoffs_open(principal: Principal, book_id: str) -> dict:
+    access = book_access(principal, book_id, Cap.DISCOVERY_READ)
+    return {
+        "book_id": str(access.book.pk),
+        "to_role": access.role,
+        "handoffs": [
+            HandoffOut.model_validate(handoff_out(h)).model_dump(mode="json") for h in handoffs_open_to(access)
+        ],
+    }
+
+
+RESOURCES: tuple[ResourceKind, ...] = (
+    ResourceKind(
+        name="dossier",
+        template=f"{SCHEME}://books/{{book_id}}/dossier",
+        description="Your role's latest dossier of the book: what it was given and what was withheld.",
+        read=dossier_latest,
+    ),
+    ResourceKind(
+        name="question",
+        template=f"{SCHEME}://books/{{book_id}}/question",
+        description="The question the book's discovery is asking the author now, and what prompted it.",
+        read=question_current,
+    ),
+    ResourceKind(
+        name="handoffs",
+        template=f"{SCHEME}://books/{{book_id}}/handoffs",
+        description="The open handoffs addressed to your role on the book.",
+        read=handoffs_open,
+    ),
+)
+
+
+def _books_listed(principal: Principal):
+    return books_visible_to(principal).order_by("title", "id")
+
+
+def register() -> None:
+    register_tools(*TOOLS)
+    register_resources(*RESOURCES, books_of=_books_listed)

@@ -1,0 +1,63 @@
+"""The library's duties for agents through MCP: searching the curated library and reading one chunk.
+
+Registered from ``LibraryConfig.ready()`` into the kernel's registry (``novelgraph.core.duties``).
+
+- ``novelgraph://chunks/{chunk_id}``: one library chunk with its source (literary:read).
+"""
+
+from __future__ import annotations
+
+from discovery.access import Cap, principal_capabilities, refusal
+from novelgraph.core.auth import Principal
+from novelgraph.core.duties import SCHEME, ResourceKind, ToolSpec, register_resources, register_tools
+
+from . import services as library
+from .schemas import ChunkOut, SearchOut, SearchParams, SourceOut
+from .selectors import chunk_get
+
+
+def library_search(principal: Principal, _args, params: SearchParams):
+    result = library.library_search(
+        principal=principal,
+        query=params.q,
+        limit=params.limit,
+        applicability=params.applicability or None,
+        topic=params.topic or None,
+    )
+    return result.as_dict()
+
+
+def chunk_read(principal: Principal, chunk_id: str) -> dict:
+    if Cap.LITERARY_READ not in principal_capabilities(principal):
+        raise refusal(principal.key_role, Cap.LITERARY_READ)
+    chunk = chunk_get(chunk_id)
+    return {
+        "chunk": ChunkOut.from_orm(chunk).model_dump(mode="json"),
+        "source": SourceOut.from_orm(chunk.source).model_dump(mode="json"),
+    }
+
+
+TOOL = ToolSpec(
+        name="library_search",
+        route="GET /library/search",
+        description="Search the curated literary library. Every word must appear; results are cited chunks "
+        "(read one whole with the novelgraph://chunks/{chunk_id} resource).",
+        needs=(Cap.LITERARY_READ,),
+        run=library_search,
+        out=SearchOut,
+        payload=SearchParams,
+        read_only=True,
+    )
+
+CHUNK = ResourceKind(
+    name="chunk",
+    template=f"{SCHEME}://chunks/{{chunk_id}}",
+    description="One cited chunk of the literary library, with its source.",
+    read=chunk_read,
+    per_book=False,
+)
+
+
+def register() -> None:
+    register_tools(TOOL)
+    register_resources(CHUNK)
