@@ -124,7 +124,7 @@ class Verification:
     checkpoint_hash: str | None = None
     # The sequence the tip anchor outside the database records (None: no anchor for this book).
     anchored_sequence: int | None = None
-    # How many approved charters, claims and research items were checked against the log.
+    # How many charters, claims and research items (decided by the log, or approved now) were checked against it.
     canon_checked: int = 0
 
     def as_dict(self) -> dict:
@@ -154,7 +154,7 @@ def _unlinked(entry: bytes, count: int) -> Verification:
     return Verification(False, count, count, "prev_hash does not match the previous entry's hash")
 
 
-def verify_rows(book_id, rows, *, checkpoint: int | None = None) -> Verification:
+def verify_rows(book_id, rows, *, checkpoint: int | None = None, pick=None) -> Verification:
     """Re-hash a chain from rows in sequence order and name the first entry that fails, by its place in the chain.
 
     ``rows`` yields tuples (prev_hash, entry, hash, seal, seal_key_id), the columns of
@@ -165,6 +165,8 @@ def verify_rows(book_id, rows, *, checkpoint: int | None = None) -> Verification
     its first entry on, and a deleted, replayed, reordered or foreign entry fails even though its hash and seal
     are its own. ``seal_key_id`` may be blank (entries sealed before the key ring): any key of the ring then
     verifies. The result carries the hash of entry ``checkpoint`` (the anchored tip) and of the newest entry.
+    ``pick`` (optional): ``(test, into)``; each verified entry whose text ``test(text)`` accepts is appended to
+    ``into`` as (sequence, text), so a later check reads what it needs from this one pass over the log.
     """
     expected_prev = GENESIS_HASH
     count = 0
@@ -180,6 +182,7 @@ def verify_rows(book_id, rows, *, checkpoint: int | None = None) -> Verification
     head = ('{"book":' + json.dumps(str(book_id)) + ",").encode()
     sha256 = hashlib.sha256
     compare = hmac.compare_digest
+    test, picked = pick if pick is not None else (None, None)
     for prev_hash, entry, stored_hash, stored_seal, kid in rows:
         count += 1
         if entry.__class__ is str:
@@ -224,5 +227,19 @@ def verify_rows(book_id, rows, *, checkpoint: int | None = None) -> Verification
             return Verification(False, count, count, "seal does not match: the hash was not written by this server")
         if count == checkpoint:
             checkpoint_hash = stored_hash
+        if test is not None and test(entry):
+            picked.append((count, entry))
         expected_prev = stored_hash
     return Verification(True, count, tip_hash=None if count == 0 else expected_prev, checkpoint_hash=checkpoint_hash)
+
+
+def entry_sealed(entry: bytes | str, stored_hash: str, stored_seal: str, kid: str) -> bool:
+    """Whether one entry's stored text hashes to its hash, sealed by a key of the ring (its chain's links are
+    checked when its own book verifies): for reading a decision of another book's log on its own."""
+    if isinstance(entry, str):
+        entry = entry.encode()
+    if hashlib.sha256(entry).hexdigest() != stored_hash:
+        return False
+    ring = seal_keys()
+    keys = [ring[kid]] if kid in ring else ([] if kid else list(ring.values()))
+    return any(hmac.compare_digest(seal_of(stored_hash, key), stored_seal) for key in keys)

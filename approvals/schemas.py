@@ -160,5 +160,5 @@ class VerificationOut(Schema):
     reason: str | None
     # The entry the tip anchor outside the database records (null: this book has no anchor yet).
     anchored_sequence: int | None = None
-    # How many approved charters, claims and research items were checked against their log entries.
+    # How many charters, claims and research items (decided by the log, or approved now) were checked against it.
     canon_checked: int = 0

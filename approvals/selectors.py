@@ -24,7 +24,7 @@ from novelgraph.core.errors import Forbidden, NotFound
 from novelgraph.core.rows import per_vendor
 
 from .anchor import anchor_line, anchor_seal, anchor_tip
-from .canon_record import canon_verify
+from .canon_record import canon_picker, canon_verify
 from .chain import Verification, seal_keys, verify_rows
 from .models import Approval, DecisionList, DecisionListItem, DecisionLogEntry, Verdict
 from .subjects import approval_is_current, handler_of
@@ -127,8 +127,9 @@ def decision_log_verify(book: Book, *, use_anchor: bool = True) -> Verification:
     hashed text. A chain alone cannot show that its newest entries were cut off, so the check also asks
     that the tip anchored outside the database (approvals/anchor.py) is still in the chain
     with its hash, and that every decided approval of the book still has its log entry. Then
-    every approved charter, claim and research item is checked against the entry that
-    approved it (approvals/canon_record.py). The chain streams in batches: constant memory.
+    the log's canon history is replayed (approvals/canon_record.py): every charter, claim and research item
+    it decided must still exist, in the state its last decision left it, with the content it approved; every
+    one approved now must have the entry that approved it. The chain streams in batches: constant memory.
     """
     altered = _shown_columns_problem()
     if altered is not None:  # first: the chain's order is read from generated columns
@@ -149,7 +150,14 @@ def decision_log_verify(book: Book, *, use_anchor: bool = True) -> Verification:
             "altered outside the migrations, so what pages show of an entry may not be what it says",
         )
     anchor = anchor_tip(book.pk) if use_anchor else None
-    result = verify_rows(book.pk, _entry_rows(book), checkpoint=anchor.sequence if anchor else None)
+    # The chain's one pass also collects the entries that may decide canon, for the canon replay below.
+    canon_entries: list = []
+    result = verify_rows(
+        book.pk,
+        _entry_rows(book),
+        checkpoint=anchor.sequence if anchor else None,
+        pick=(canon_picker(book.pk), canon_entries),
+    )
     if not result.ok:
         return result
     anchored = anchor.sequence if anchor else None
@@ -175,7 +183,7 @@ def decision_log_verify(book: Book, *, use_anchor: bool = True) -> Verification:
     )
     if orphan is not None:
         return _failed(result, result.entries + 1, f"approval {orphan} was decided but its log entry is missing")
-    checked, problem = canon_verify(book)
+    checked, problem = canon_verify(book, canon_entries)
     if problem is not None:
         return replace(result, ok=False, first_bad_sequence=None, reason=problem, canon_checked=checked)
     return replace(result, canon_checked=checked)

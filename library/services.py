@@ -321,7 +321,21 @@ def research_canon_rows(book, ids=None):
 RESEARCH_HANDLER = SubjectHandler(
     kind=RESEARCH_KIND, verdicts=PROPOSAL_VERDICTS, digest=_digest, apply=_apply, describe=_describe
 )
-RESEARCH_CANON = CanonKind("research", "research item", research_canon_rows)
+
+
+def research_statuses(ids) -> dict[str, str]:
+    return {str(pk): status for pk, status in ResearchItem.objects.filter(pk__in=ids).values_list("pk", "status")}
+
+
+RESEARCH_CANON = CanonKind(
+    "research",
+    "research item",
+    research_canon_rows,
+    statuses=research_statuses,
+    marks=("canon", "research_id"),  # _apply names the item on every verdict
+    approved=ResearchItem.Status.ADMITTED.value,
+    rejected=ResearchItem.Status.REJECTED.value,
+)
 
 
 def research_propose(*, access: BookAccess, payload: ResearchIn) -> ResearchItem:

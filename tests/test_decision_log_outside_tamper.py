@@ -147,7 +147,7 @@ def test_an_untouched_log_verifies_with_its_anchor_and_every_approved_subject_ch
     client = Client()
     client.login(username=author.username, password=PASSWORD)
     page = client.get(f"/review/books/{book.pk}/log/").content.decode()
-    assert f"tip anchored at #{entries}" in page and "3 approved subjects checked against the log" in page
+    assert f"tip anchored at #{entries}" in page and "3 canon subjects checked against the log" in page
     # What became canon is in the hashed detail: the content's digest and, for a claim, its value.
     claim_entry = DecisionLogEntry.objects.get(book=book, subject_type="claim")
     assert claim_entry.detail["canon"]["value"] == {"what": "deep water", "since": 1998}

@@ -8,7 +8,6 @@ reopens convergence).
 
 from __future__ import annotations
 
-from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Max
 
@@ -238,11 +237,8 @@ def charter_canon_rows(book, ids=None):
         yield str(pk), {"version": version, "content": content, "source_refs": refs}, None
 
 
-def _charter_exists(book, pk: str) -> bool:
-    try:
-        return StoryCharter.objects.filter(book=book, pk=pk).exists()
-    except (ValueError, ValidationError):
-        return False
+def charter_statuses(ids) -> dict[str, str]:
+    return {str(pk): status for pk, status in StoryCharter.objects.filter(pk__in=ids).values_list("pk", "status")}
 
 
 CHARTER_HANDLER = SubjectHandler(
@@ -253,4 +249,11 @@ CHARTER_HANDLER = SubjectHandler(
     describe=charter_describe,
     sources=resolve_source_refs,
 )
-CHARTER_CANON = CanonKind(CHARTER_SUBJECT, "charter", charter_canon_rows, one_per_book=True, exists=_charter_exists)
+CHARTER_CANON = CanonKind(
+    CHARTER_SUBJECT,
+    "charter",
+    charter_canon_rows,
+    statuses=charter_statuses,
+    marks=("canon", "charter_version"),  # charter_apply names the version on every verdict
+    one_per_book=True,
+)

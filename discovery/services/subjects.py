@@ -172,7 +172,8 @@ def claim_describe(approval: Approval) -> dict:
 
 
 def claim_canon_rows(book, ids=None):
-    """Each approved claim (the book's canon, or ``ids``) with the fields its approval made canon and its value."""
+    """Each approved claim (the book's canon, or ``ids``) with the fields its approval made canon and its value:
+    its statement, evidence and references, and (since canon recipe 2) its story record."""
     rows = KnowledgeClaim.objects.filter(status=KnowledgeClaim.Status.APPROVED)
     if ids is None:
         # The book's canon (its own and its series' bases) and whatever its approvals made canon.
@@ -182,9 +183,9 @@ def claim_canon_rows(book, ids=None):
     else:
         rows = rows.filter(pk__in=ids)
     columns = ("pk", "base_id", "subject", "predicate", "value", "provenance", "evidence", "source_refs")
-    for pk, base_id, subject, predicate, value, provenance, evidence, refs in rows.order_by("created_at").values_list(
-        *columns
-    ):
+    for pk, base_id, subject, predicate, value, provenance, evidence, refs, *story in rows.order_by(
+        "created_at"
+    ).values_list(*columns, *STORY_RECORD):
         fields = {
             "base_id": str(base_id),
             "subject": subject,
@@ -194,7 +195,37 @@ def claim_canon_rows(book, ids=None):
             "evidence": evidence,
             "source_refs": refs,
         }
+        fields.update(zip(STORY_RECORD, story, strict=True))  # ids as canon_digest writes them (str)
         yield str(pk), fields, value
+
+
+def claim_statuses(ids) -> dict[str, str]:
+    return {str(pk): status for pk, status in KnowledgeClaim.objects.filter(pk__in=ids).values_list("pk", "status")}
+
+
+def claim_log_outcomes(said: dict):
+    """What an entry deciding a claim leaves: approve -> approved (and the claim it revises, revised;
+    ``superseded_claim`` in logs written before the status was named revised), reject -> rejected, the
+    author's retraction (abandon, naming the claim it retracts) -> retracted."""
+    detail, subject_id = said["detail"], said["subject_id"]
+    if said["decision"] == Verdict.APPROVE:
+        yield subject_id, KnowledgeClaim.Status.APPROVED.value
+        revised = detail.get("revised_claim") or detail.get("superseded_claim")
+        if revised:
+            yield str(revised), KnowledgeClaim.Status.REVISED.value
+    elif said["decision"] == Verdict.REJECT:
+        yield subject_id, KnowledgeClaim.Status.REJECTED.value
+    elif said["decision"] == Verdict.ABANDON:
+        effect = (detail.get("effect") or {}).get("claim") or {}
+        if str(effect.get("retracted")) == subject_id:
+            yield subject_id, KnowledgeClaim.Status.RETRACTED.value
+
+
+def claim_revisions(ids) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for pk, revises in KnowledgeClaim.objects.filter(revises_id__in=ids).values_list("pk", "revises_id"):
+        found.setdefault(str(revises), []).append(str(pk))
+    return found
 
 
 CLAIM_HANDLER = SubjectHandler(
@@ -205,4 +236,16 @@ CLAIM_HANDLER = SubjectHandler(
     describe=claim_describe,
     sources=resolve_source_refs,
 )
-CLAIM_CANON = CanonKind("claim", "claim", claim_canon_rows)
+CLAIM_CANON = CanonKind(
+    "claim",
+    "claim",
+    claim_canon_rows,
+    statuses=claim_statuses,
+    # decision.detail["claim"] on every verdict; "effect" on the author's retraction (claims.claim_retract).
+    marks=("canon", "claim", "effect"),
+    decisions=(Verdict.APPROVE.value, Verdict.REJECT.value, Verdict.ABANDON.value),
+    outcomes=claim_log_outcomes,
+    shared=True,
+    related=claim_revisions,
+    since=dict.fromkeys(STORY_RECORD, 2),
+)

@@ -61,7 +61,7 @@ class Command(BaseCommand):
                 anchored = f"tip anchored at #{tip}" if tip else "no tip anchor"
                 self.stdout.write(
                     f"ok      {each.pk}  {each.title}: {result.entries} entries verified "
-                    f"({anchored}; {result.canon_checked} approved subjects checked against the log)"
+                    f"({anchored}; {result.canon_checked} canon subjects checked against the log)"
                 )
             else:
                 line = f"BROKEN  {each.pk}  {each.title}: entry {result.first_bad_sequence} fails: {result.reason}"
