@@ -25,7 +25,7 @@ from .dossiers import (
 )
 from .handoffs import handoff_create, handoff_return
 from .knowledge import ensure_knowledge_bases
-from .observations import observation_history, observation_resolve
+from .observations import observation_extract, observation_history, observation_resolve, observations_confirm_turn
 from .scratchpad import scratchpad_append
 from .sessions import discovery_start, question_set, thrust_propose, turn_add
 
@@ -55,8 +55,10 @@ __all__ = [
     "ensure_knowledge_bases",
     "handoff_create",
     "handoff_return",
+    "observation_extract",
     "observation_history",
     "observation_resolve",
+    "observations_confirm_turn",
     "question_set",
     "scratchpad_append",
     "series_create",

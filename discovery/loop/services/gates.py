@@ -80,6 +80,13 @@ def decision_brief(book) -> BlackboardArtifact | None:
     )
 
 
+# The saturation reasons only closing a round settles (Sol closes one at G2 when nothing else is missing).
+ROUND_REASONS = (
+    "saturation does not hold: no full round has yet completed without invalidating anything",
+    "saturation does not hold: the current round invalidated slots",
+)
+
+
 def g2_reasons(book) -> list[str]:
     reasons = []
     if governing_charter(book) is None:
@@ -214,12 +221,31 @@ def hand_off_to_drafting(*, meta: LoopMeta) -> dict:
     """Hand off to drafting: chapter 1 exists; parked ideas become backlog entries. Inside a transaction."""
     book = meta.book
     brief = decision_brief(book)
-    spec = ""
-    if brief is not None and isinstance(brief.content, dict):
-        spec = str(brief.content.get("chapter_1") or brief.content.get("first_chapter") or "")
+    content = brief.content if brief is not None and isinstance(brief.content, dict) else {}
+    spec = str(content.get("chapter_1") or content.get("first_chapter") or "")
+    # The brief's chapters, each made once (Chapter 1 always: from the brief's list, else from its chapter_1).
+    planned = {}
+    for item in content.get("chapters") or []:
+        if isinstance(item, dict) and isinstance(item.get("number"), int) and 1 <= item["number"] <= 500:
+            planned.setdefault(item["number"], item)
+    first = planned.pop(1, {})
     chapter, created = Chapter.objects.get_or_create(
-        book=book, number=1, defaults={"title": "Chapter 1", "spec": spec[:20_000]}
+        book=book,
+        number=1,
+        defaults={
+            "title": str(first.get("title") or "Chapter 1")[:200],
+            "spec": str(first.get("spec") or spec)[:20_000],
+        },
     )
+    for number, item in sorted(planned.items()):
+        Chapter.objects.get_or_create(
+            book=book,
+            number=number,
+            defaults={
+                "title": str(item.get("title") or f"Chapter {number}")[:200],
+                "spec": str(item.get("spec") or "")[:20_000],
+            },
+        )
     entries = [
         {"kind": "parked-node", "id": str(n.pk), "intent": n.intent, "altitude": n.altitude}
         for n in PlanNode.objects.filter(book=book)
