@@ -19,7 +19,7 @@ from novelgraph.core.models import ApiKey
 from .agents_support import work_off_queue
 from .factories import UserFactory
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.agents_act]
 
 # Her answers, by the charter field Sol asks about (Sol's questions are the offline provider's, by field).
 ANSWERS = {
@@ -72,7 +72,7 @@ def pending(book, kind: str, gate: str | None = None) -> Approval | None:
 
 
 def test_a_new_book_reaches_hand_off_with_the_agents_inside_and_only_the_authors_browser(settings):
-    settings.NOVELGRAPH_AGENTS = {**settings.NOVELGRAPH_AGENTS, "PROVIDER": "offline", "ACT_ON_THEIR_OWN": True}
+    settings.NOVELGRAPH_AGENTS = {**settings.NOVELGRAPH_AGENTS, "PROVIDER": "offline"}
     user = UserFactory(username="mara-writer")
     author = Author(user)
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from django.db import transaction
 from django.db.models import Q
+from pydantic import ValidationError as PydanticValidationError
 
 from approvals.models import Gate, Reversibility
 from approvals.services import decision_log_append
@@ -55,7 +56,7 @@ from ..models import (
     SubIdea,
 )
 from ..roster import lens_role_problem
-from ..schemas import GateIn
+from ..schemas import BriefChapterIn, GateIn
 from ..selectors import saturation_check, trace_lint
 from .base import controller_book, lock_meta, refresh
 from .cards import raise_card, supersede_lapsed
@@ -217,6 +218,9 @@ def risk_triggers(book, reversibility_class: str) -> list[str]:
     return triggers
 
 
+MAX_BRIEF_CHAPTERS = 200
+
+
 def hand_off_to_drafting(*, meta: LoopMeta) -> dict:
     """Hand off to drafting: chapter 1 exists; parked ideas become backlog entries. Inside a transaction."""
     book = meta.book
@@ -224,10 +228,13 @@ def hand_off_to_drafting(*, meta: LoopMeta) -> dict:
     content = brief.content if brief is not None and isinstance(brief.content, dict) else {}
     spec = str(content.get("chapter_1") or content.get("first_chapter") or "")
     # The brief's chapters, each made once (Chapter 1 always: from the brief's list, else from its chapter_1).
-    planned = {}
-    for item in content.get("chapters") or []:
-        if isinstance(item, dict) and isinstance(item.get("number"), int) and 1 <= item["number"] <= 500:
-            planned.setdefault(item["number"], item)
+    planned: dict[int, dict] = {}
+    for item in (content.get("chapters") or [])[:MAX_BRIEF_CHAPTERS]:
+        try:
+            chapter_spec = BriefChapterIn.model_validate(item)
+        except PydanticValidationError:
+            continue  # a malformed chapter of an imported brief makes no chapter; the brief itself stays
+        planned.setdefault(chapter_spec.number, chapter_spec.model_dump())
     first = planned.pop(1, {})
     chapter, created = Chapter.objects.get_or_create(
         book=book,
