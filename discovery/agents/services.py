@@ -483,6 +483,7 @@ def acts_on_its_own(book: Book) -> bool:
 
 
 MAX_CHAIN = 30
+CALLS_SOL_BACK = {AgentTask.THRUSTS, AgentTask.BRIEF, AgentTask.CANON_REVIEW, AgentTask.TRUST_REVIEW}
 
 
 def _sol_step(book: Book, *, parent: AgentRun | None = None) -> AgentRun | None:
@@ -507,8 +508,13 @@ def _hand_back(run: AgentRun) -> None:
     parent = run.parent
     if parent is None or parent.role != "sol" or run.role == "sol" or not acts_on_its_own(run.book):
         return
-    busy = AgentRun.objects.filter(parent=parent, status__in=[RunStatus.QUEUED, RunStatus.RUNNING]).exclude(pk=run.pk)
-    if busy.exists():
+    siblings = AgentRun.objects.filter(parent=parent).exclude(pk=run.pk)
+    if siblings.filter(status__in=[RunStatus.QUEUED, RunStatus.RUNNING]).exists():
+        return
+    # Only work Sol acts on next calls him back (thrusts for G1.5; the brief and the reviews for G2); what waits
+    # for the author (extracted observations, guidance, a charter draft) waits for her act instead.
+    done = {run.task, *siblings.filter(status=RunStatus.DONE).values_list("task", flat=True)}
+    if not done & CALLS_SOL_BACK:
         return
     depth, ancestor = 0, parent
     while ancestor is not None and depth <= MAX_CHAIN:
