@@ -155,3 +155,50 @@ def test_a_new_book_reaches_hand_off_with_the_agents_inside_and_only_the_authors
     assert not ApiKey.objects.filter(owner=user).exists(), "no agent key was made"
     print(f"\nauthor acts to hand-off: {author.acts}")
     assert author.acts <= 14
+
+
+def test_the_extraction_rule_names_fields_people_and_places():
+    from discovery.agents.providers.offline import extract_from, field_of
+
+    found = extract_from(
+        "The protagonist is Mara Quell, who keeps the light in the town of Saltmarsh. A clerk named Odo lies.",
+        "What experience should remain with the reader after the final page?",
+    )
+    keys = dict(found)
+    assert keys["protagonist name"] == "Mara Quell" and keys["place"] == "Saltmarsh" and keys["named person"] == "Odo"
+    assert field_of("protagonist name") == "protagonist" and field_of("reader promise") == "reader_promise"
+    assert field_of("named person") is None and field_of("place") is None
+
+
+def test_with_the_agents_acting_a_turn_queues_sols_next_step_and_the_author_can_turn_it_off(author_api, book):
+    from discovery.agents.models import AgentRun
+
+    session_id = author_api.post(f"/books/{book.pk}/discovery").json()["session_id"]
+    said = author_api.post(f"/sessions/{session_id}/turns", {"role": "author", "content": "Mara keeps the light."})
+    assert said.status_code == 201
+    (run,) = AgentRun.objects.filter(book=book)
+    assert (run.role, run.task, run.requested_by_role, run.status) == ("sol", "next-question", "sol", "queued")
+
+    browser = Client()
+    browser.force_login(book.owner)
+    off = browser.post(f"/books/{book.pk}/agents/act/", {"on": "0", "next": f"/books/{book.pk}/"})
+    assert off.status_code == 302
+    book.refresh_from_db()
+    assert book.agents_act is False
+    author_api.post(f"/sessions/{session_id}/turns", {"role": "author", "content": "And she lies about it."})
+    assert AgentRun.objects.filter(book=book).count() == 1, "Sol waits for her buttons"
+
+
+def test_an_editor_cannot_turn_the_agents_off(editor_browser, book):
+    refused = editor_browser.post(f"/books/{book.pk}/agents/act/", {"on": "0"})
+    assert refused.status_code == 403
+    book.refresh_from_db()
+    assert book.agents_act is True
+
+
+def test_the_chapters_route_lists_none_before_hand_off_and_hides_another_authors_book(author_api, book):
+    listed = author_api.get(f"/books/{book.pk}/chapters")
+    assert listed.status_code == 200 and listed.json()["items"] == []
+    stranger = Client()
+    stranger.force_login(UserFactory())
+    assert stranger.get(f"/api/v1/books/{book.pk}/chapters").status_code == 404

@@ -1,7 +1,7 @@
 """Every write and rule of discovery (seed 000), with the reads a dossier is assembled from. Routes, pages, admin
 and commands call these."""
 
-from .books import book_create, book_editor_add, book_editor_remove, series_create
+from .books import book_agents_act_set, book_create, book_editor_add, book_editor_remove, series_create
 from .charters import charter_propose, charter_resolve
 from .claims import (
     claim_decide,
@@ -31,6 +31,7 @@ from .sessions import discovery_start, question_set, thrust_propose, turn_add
 
 __all__ = [
     "author_constraints",
+    "book_agents_act_set",
     "book_create",
     "book_editor_add",
     "book_editor_remove",
