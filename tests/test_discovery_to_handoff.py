@@ -153,7 +153,8 @@ def test_a_new_book_reaches_hand_off_with_the_agents_inside_and_only_the_authors
     assert listed.json()["items"][0] == {"number": 1, "title": "Chapter 1", "spec": chapter.spec}
     assert decision_log_verify(book).ok
     assert not ApiKey.objects.filter(owner=user).exists(), "no agent key was made"
-    print(f"\nauthor acts to hand-off: {author.acts}")
+    print(f"\nauthor acts to hand-off: {author.acts}; agent runs: {AgentRun.objects.filter(book=book).count()}")
+    print(sorted(AgentRun.objects.filter(book=book).values_list("task", "duration_ms"), key=lambda r: -r[1])[:12])
     assert author.acts <= 14
 
 
