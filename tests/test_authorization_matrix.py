@@ -418,6 +418,7 @@ PAGE_EXPECTED: dict[str, tuple[int, ...]] = {
     "/books/<uuid:book_id>/charters/compare/": (302, 404, 404, 200, 200),
     "/books/<uuid:book_id>/loop/nodes/<uuid:node_id>/pick/": (302, 405, 405, 405, 405),
     "/books/<uuid:book_id>/loop/questions/<uuid:question_id>/answer/": (302, 405, 405, 405, 405),
+    "/books/<uuid:book_id>/loop/hand-off/": (302, 405, 405, 405, 405),
 }
 
 
@@ -518,6 +519,7 @@ PAGE_POSTS: dict[str, dict] = {
     "/books/<uuid:book_id>/dossiers/new/": {"agent_role": "luna"},
     "/books/<uuid:book_id>/agents/start/": {"task": "thrusts"},
     "/books/<uuid:book_id>/agents/act/": {"on": "1"},
+    "/books/<uuid:book_id>/loop/hand-off/": {},
     "/books/<uuid:book_id>/turns/<uuid:turn_id>/confirm/": {},
     "/books/<uuid:book_id>/research/<uuid:item_id>/decide/": {"verdict": "approve", "rationale": "A primary source."},
     "/books/<uuid:book_id>/people/<int:user_id>/remove/": {},
@@ -539,6 +541,8 @@ PAGE_POST_EXPECTED: dict[str, tuple[int, ...]] = {
     "/books/<uuid:book_id>/dossiers/new/": (302, 404, 404, 403, 302),
     "/books/<uuid:book_id>/agents/start/": (302, 404, 404, 403, 302),
     "/books/<uuid:book_id>/agents/act/": (302, 404, 404, 403, 302),
+    # The scene's loop is at G0: the author's hand-off is refused (no jumping ahead) and nothing changes.
+    "/books/<uuid:book_id>/loop/hand-off/": (302, 404, 404, 403, 409),
     "/books/<uuid:book_id>/turns/<uuid:turn_id>/confirm/": (302, 404, 404, 403, 302),
     "/books/<uuid:book_id>/people/<int:user_id>/remove/": (302, 404, 404, 403, 302),
     "/books/<uuid:book_id>/loop/nodes/<uuid:node_id>/pick/": (302, 404, 404, 403, 404),

@@ -203,3 +203,33 @@ def test_the_chapters_route_lists_none_before_hand_off_and_hides_another_authors
     stranger = Client()
     stranger.force_login(UserFactory())
     assert stranger.get(f"/api/v1/books/{book.pk}/chapters").status_code == 404
+
+
+def test_the_author_hands_off_with_the_button_when_sol_has_not(author_api, sol_api, terra_api, luna_api, book):
+    from .discovery_support import start
+    from .loop_scenes import pass_gate, saturate
+
+    start(author_api, book)
+    for gate in ("G0", "G1", "G1.5"):
+        pass_gate(sol_api, author_api, book, gate)
+    saturate(sol_api, luna_api, terra_api, book)
+    pass_gate(sol_api, author_api, book, "G2")
+    brief = {
+        "slug": "decision-brief",
+        "type": "decision-brief",
+        "content": {"success_metrics": ["the reader can name the culprit by chapter 12"], "chapter_1": "The letter."},
+    }
+    assert terra_api.post(f"/books/{book.pk}/loop/artifacts", brief).status_code == 201
+
+    browser = Client()
+    browser.force_login(book.owner)
+    page = browser.get(f"/books/{book.pk}/loop/")
+    assert "Hand off to drafting" in page.content.decode()
+    asked = browser.post(f"/books/{book.pk}/loop/hand-off/")
+    assert asked.status_code == 302 and asked.url.startswith("/review/"), asked
+    card = Approval.objects.get(book=book, status="pending", gate="G3")
+    decided = browser.post(f"/review/{card.pk}/", {"verdict": "approve", "rationale": "Ready to draft."})
+    assert decided.status_code == 302
+    assert LoopMeta.objects.get(book=book).status == "handed-off"
+    assert Chapter.objects.get(book=book, number=1).spec == "The letter."
+    assert BlackboardArtifact.objects.get(book=book, slug="decision-brief").status == ArtifactStatus.RATIFIED
