@@ -233,3 +233,30 @@ def test_the_author_hands_off_with_the_button_when_sol_has_not(author_api, sol_a
     assert LoopMeta.objects.get(book=book).status == "handed-off"
     assert Chapter.objects.get(book=book, number=1).spec == "The letter."
     assert BlackboardArtifact.objects.get(book=book, slug="decision-brief").status == ArtifactStatus.RATIFIED
+
+
+def test_sol_hands_a_g2_duty_again_when_the_run_that_took_it_failed_and_closes_the_round_when_only_it_is_missing():
+    from discovery.agents.providers.offline import BRIEF_DECISION, sol_next_question
+
+    def context(handoffs: list[dict], loop: dict) -> dict:
+        return {
+            "book": {"title": "T", "premise": "P", "genre_pack": "mystery"},
+            "dossier": {"scratchpad": [], "claims": [], "observations": []},
+            "turns": [],
+            "questions": [],
+            "charters": [{"status": "approved", "version": 1, "main_thrust": "M", "created_at": "1"}],
+            "thrusts": [],
+            "handoffs": handoffs,
+            "loop": {"gate": "G2", "status": "working", "pending_card": None, "reruns_queued": 0, **loop},
+        }
+
+    waiting = {"reviews": ["canon-integrity", "reader-trust"], "brief": None, "g2_blockers": ["no brief"]}
+    brief = {"decision": BRIEF_DECISION, "status": "open", "created_at": "2"}
+    plan = sol_next_question(context([brief], waiting))
+    assert [h["task"] for h in plan["handoffs"]] == [], "its run is still at work"
+    plan = sol_next_question(context([{**brief, "failed": True}], waiting))
+    assert [h["task"] for h in plan["handoffs"]] == ["brief"]
+
+    ready = {**waiting, "brief": {"status": "proposed"}, "g2_blockers": [], "g2_reasons": ["no full round yet"]}
+    plan = sol_next_question(context([{**brief, "status": "answered"}], ready))
+    assert plan["advance_round"] is True and plan["gate"]["gate"] == "G2"

@@ -223,8 +223,19 @@ def _proposed_claims(access: BookAccess) -> list[dict]:
 
 
 def _handoffs(book) -> list[dict]:
+    """The book's handoffs; ``failed`` when the run that was to answer an open one failed (so it can be handed
+    again: a failed run wrote nothing)."""
+    failed = {
+        str((run_input or {}).get("handoff_id"))
+        for run_input in AgentRun.objects.filter(book=book, status="failed").values_list("input", flat=True)
+    }
     return [
-        {**row, "id": str(row["id"]), "created_at": _iso(row["created_at"])}
+        {
+            **row,
+            "id": str(row["id"]),
+            "created_at": _iso(row["created_at"]),
+            "failed": row["status"] == "open" and str(row["id"]) in failed,
+        }
         for row in Handoff.objects.filter(book=book)
         .order_by("created_at")
         .values("id", "from_role", "to_role", "decision", "status", "created_at")

@@ -281,7 +281,7 @@ def _has_handoff(context: dict, decision: str, *, open_only: bool = False, after
     for handoff in context.get("handoffs") or []:
         if handoff["decision"] != decision:
             continue
-        if open_only and handoff["status"] != "open":
+        if open_only and (handoff["status"] != "open" or handoff.get("failed")):
             continue
         if after and handoff["created_at"] < after:
             continue
