@@ -260,3 +260,13 @@ def test_sol_hands_a_g2_duty_again_when_the_run_that_took_it_failed_and_closes_t
     ready = {**waiting, "brief": {"status": "proposed"}, "g2_blockers": [], "g2_reasons": ["no full round yet"]}
     plan = sol_next_question(context([{**brief, "status": "answered"}], ready))
     assert plan["advance_round"] is True and plan["gate"]["gate"] == "G2"
+
+
+def test_a_loop_paused_at_its_cost_bound_stops_sols_own_steps(author_api, book):
+    from discovery.agents.models import AgentRun
+
+    session_id = author_api.post(f"/books/{book.pk}/discovery").json()["session_id"]
+    LoopMeta.objects.filter(book=book).update(status="paused-at-bound", bound="cost")
+    said = author_api.post(f"/sessions/{session_id}/turns", {"role": "author", "content": "Mara keeps the light."})
+    assert said.status_code == 201, "her turn is kept"
+    assert not AgentRun.objects.filter(book=book).exists(), "the bound pauses the agents until her verdict"
