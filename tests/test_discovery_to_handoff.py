@@ -13,7 +13,7 @@ from approvals.selectors import decision_log_verify
 from discovery.agents.models import AgentRun, AgentRunOutput, OutputType
 from discovery.loop.models import ArtifactStatus, BlackboardArtifact, LensReview, LoopMeta, OptionCard
 from discovery.loop.selectors import trace_lint
-from discovery.models import Book, Chapter, DiscoverySession, Observation, StoryCharter, Turn
+from discovery.models import Book, Chapter, DiscoverySession, KnowledgeClaim, Observation, StoryCharter, Turn
 from novelgraph.core.models import ApiKey
 
 from .agents_support import work_off_queue
@@ -125,6 +125,16 @@ def test_a_new_book_reaches_hand_off_with_the_agents_inside_and_only_the_authors
     assert cited and cited <= {str(pk) for pk in observations.values_list("pk", flat=True)}
     author.decide(charter_approval, "Mara carries it.")
 
+    # Sol proposed canon from her confirmed words and asked for her verdict: she approves it.
+    canon_asks = list(Approval.objects.filter(book=book, status="pending", kind="canon-promotion"))
+    assert canon_asks, list(AgentRun.objects.filter(role="sol").values_list("notes", flat=True))
+    for ask in canon_asks:
+        author.decide(ask, "She is mine.")
+    promoted = KnowledgeClaim.objects.filter(base__scope="book", status="approved", provenance="agent-inferred")
+    assert promoted.filter(subject="Mara Quell", predicate="is", value="the protagonist").exists()
+    claim = promoted.get(subject="Mara Quell")
+    assert claim.source_refs[0]["type"] == "observation"
+
     # G2: Terra and Luna reviewed in-app, the brief links the trace, Sol closed a round and raised the card.
     g2 = pending(book, "gate", "G2")
     assert g2 is not None, list(AgentRun.objects.values_list("task", "status", "notes"))
@@ -155,7 +165,7 @@ def test_a_new_book_reaches_hand_off_with_the_agents_inside_and_only_the_authors
     assert not ApiKey.objects.filter(owner=user).exists(), "no agent key was made"
     print(f"\nauthor acts to hand-off: {author.acts}; agent runs: {AgentRun.objects.filter(book=book).count()}")
     print(sorted(AgentRun.objects.filter(book=book).values_list("task", "duration_ms"), key=lambda r: -r[1])[:12])
-    assert author.acts <= 14
+    assert author.acts <= 16
 
 
 def test_the_extraction_rule_names_fields_people_and_places():

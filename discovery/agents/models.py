@@ -151,6 +151,7 @@ class OutputType(models.TextChoices):
     ARTIFACT = "artifact", "Blackboard slot"
     TRACE = "trace", "Traceability node"
     ROUND = "round", "Round"
+    CLAIM = "claim", "Proposed canon claim"
 
 
 # How each kind of output is counted in a sentence: (one, several).
@@ -168,6 +169,7 @@ OUTPUT_NAMES = {
     OutputType.ARTIFACT: ("blackboard slot", "blackboard slots"),
     OutputType.TRACE: ("traceability node", "traceability nodes"),
     OutputType.ROUND: ("round closed", "rounds closed"),
+    OutputType.CLAIM: ("proposed claim", "proposed claims"),
 }
 
 

@@ -20,6 +20,7 @@ from discovery.models import Provenance, ScratchpadEntryKind
 from discovery.schemas import (
     Chapter,
     CharterIn,
+    ClaimIn,
     EntryIn,
     HandoffIn,
     HandoffResultIn,
@@ -142,6 +143,11 @@ class SolPlan(Schema):
     question: QuestionSetIn | None = None
     handoffs: list[PlannedHandoff] = Field(default_factory=list, max_length=MAX_PLAN_ITEMS)
     approval_requests: list[ApprovalAsk] = Field(default_factory=list, max_length=MAX_PLAN_ITEMS)
+    claims: list[ClaimIn] = Field(
+        default_factory=list,
+        max_length=MAX_PLAN_ITEMS,
+        description="canon Sol proposes from the author's confirmed observations (each waits for her verdict)",
+    )
     advance_round: bool = Field(
         False, description="close the current round first (at G2, when it is all that keeps saturation from holding)"
     )

@@ -37,7 +37,9 @@ from discovery.schemas import HandoffIn, HandoffResultIn
 from discovery.selectors import current_session
 from discovery.services import (
     charter_propose,
+    claim_propose,
     claim_request_approval,
+    claim_target,
     dossier_store,
     handoff_create,
     handoff_return,
@@ -357,6 +359,9 @@ def apply_sol(access: BookAccess, run: AgentRun, plan: SolPlan) -> tuple[Outputs
             parent=run,
         )
         outputs += [(OutputType.HANDOFF, handoff.pk), (OutputType.RUN, child.pk)]
+    for claim in plan.claims:
+        _, base = claim_target(access.principal, claim.scope, claim.scope_id)
+        outputs.append((OutputType.CLAIM, claim_propose(access=access, base=base, payload=claim).pk))
     for ask in plan.approval_requests:
         approval = claim_request_approval(access=access, claim_id=ask.claim_id, note=ask.note)
         outputs.append((OutputType.APPROVAL, approval.pk))

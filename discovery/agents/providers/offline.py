@@ -436,6 +436,45 @@ def _sol_approvals(context: dict, notes: list[str]) -> list[dict]:
     return asks[:10]
 
 
+# What a confirmed observation of a name makes Sol propose as canon: (predicate, value) by observation key.
+NAME_CLAIMS = {
+    "protagonist name": ("is", "the protagonist"),
+    "named person": ("is", "a character of the book"),
+    "place": ("is", "a place of the book"),
+}
+
+
+def _sol_claims(context: dict, notes: list[str]) -> list[dict]:
+    """Canon from the author's confirmed words: each named person or place once (a claim already proposed or
+    approved about the same subject and predicate is not proposed again); each cites its observation."""
+    known = {
+        (_norm(c["subject"]), _norm(c["predicate"]))
+        for c in (context.get("proposed_claims") or []) + (context["dossier"].get("claims") or [])
+    }
+    claims = []
+    for obs in context.get("confirmed_observations") or []:
+        if obs["key"] not in NAME_CLAIMS:
+            continue
+        predicate, value = NAME_CLAIMS[obs["key"]]
+        subject = _short(str(obs["value"]), 190)
+        if (_norm(subject), _norm(predicate)) in known:
+            continue
+        known.add((_norm(subject), _norm(predicate)))
+        claims.append(
+            {
+                "scope": "book",
+                "scope_id": context["book"]["id"],
+                "subject": subject,
+                "predicate": predicate,
+                "value": value,
+                "provenance": "agent-inferred",
+                "source_refs": [_ref("observation", obs["id"])],
+            }
+        )
+        notes.append(f"Proposed as canon: {subject} {predicate} {value} (from her confirmed words).")
+    return claims[:10]
+
+
 def _gate_ask(gate: str, summary: str, decision: str, recommended: str) -> dict:
     return {
         "gate": gate,
@@ -527,6 +566,7 @@ def sol_next_question(context: dict) -> dict:
         "question": question,
         "handoffs": _sol_handoffs(context, field, question, notes)[:MAX_HANDOFFS],
         "approval_requests": _sol_approvals(context, notes),
+        "claims": _sol_claims(context, notes),
         "advance_round": advance_round,
         "gate": gate,
         "notes": notes[:10],
