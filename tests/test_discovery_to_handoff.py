@@ -280,3 +280,14 @@ def test_a_loop_paused_at_its_cost_bound_stops_sols_own_steps(author_api, book):
     said = author_api.post(f"/sessions/{session_id}/turns", {"role": "author", "content": "Mara keeps the light."})
     assert said.status_code == 201, "her turn is kept"
     assert not AgentRun.objects.filter(book=book).exists(), "the bound pauses the agents until her verdict"
+
+
+def test_the_demo_is_written_without_sol_taking_his_own_steps_and_leaves_him_acting():
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    call_command("demo", stdout=StringIO())
+    book = Book.objects.get(title="The Lighthouse Letter")
+    assert book.agents_act is True
+    assert not AgentRun.objects.filter(book=book, status="queued").exists()
