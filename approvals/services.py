@@ -29,6 +29,7 @@ from .anchor import anchor_after_commit
 from .canon_record import APPROVING, canon_record
 from .chain import GENESIS_HASH, chain_fields, current_key_id, entry_hash, entry_text, seal_of
 from .models import Approval, ApprovalKind, DecisionList, DecisionListItem, DecisionLogEntry, Reversibility, Verdict
+from .signals import verdict_recorded
 from .subjects import HANDLERS, Decision, handler_for
 
 # Verdicts that need a text saying what they impose, steer or grant.
@@ -282,6 +283,7 @@ def approval_decide(
             "the proposal changed after approval was requested; this approval is superseded",
             code="superseded",
         )
+    verdict_recorded.send(sender=Approval, book=access.book, user=access.user, approval=approval, entry=entry)
     return entry
 
 

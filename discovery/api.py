@@ -27,6 +27,7 @@ from .schemas import (
     BookOut,
     CanonClaimOut,
     CanonPageClaimOut,
+    ChapterOut,
     CharterCreatedOut,
     CharterIn,
     CharterOut,
@@ -81,6 +82,7 @@ from .schemas import (
 from .selectors import (
     VIEW_PAGE,
     book_bases,
+    book_chapters,
     book_charters,
     book_sessions,
     book_thrusts,
@@ -157,6 +159,16 @@ def book_detail(request: HttpRequest, book_id: uuid.UUID):
     book.role = access.role
     book.capabilities = sorted(c.value for c in access.caps)
     return book
+
+
+@router.get(
+    "/books/{book_id}/chapters",
+    response={200: list[ChapterOut], **ERRORS},
+    summary="The book's chapters, in order (Chapter 1 exists after the G3 hand-off)",
+)
+@paginate
+def book_chapters_list(request: HttpRequest, book_id: uuid.UUID):
+    return book_chapters(_access(request, book_id, Cap.BOOK_READ).book)
 
 
 @router.post(

@@ -91,6 +91,7 @@ def with_observations(turns: list[dict]) -> list[dict]:
         by_turn.setdefault(str(obs["turn_id"]), []).append(obs)
     for turn in turns:
         turn["observations"] = by_turn.get(str(turn["id"]), [])
+        turn["waiting"] = sum(1 for obs in turn["observations"] if obs["status"] == "working")
     return turns
 
 
@@ -143,6 +144,14 @@ def book_observation_get(book: Book, observation_id: Any) -> Observation:
     if observation is None:
         raise NotFound("observation not found")
     return observation
+
+
+def book_turn_get(book: Book, turn_id: Any) -> Turn:
+    """A turn of this book (404 otherwise)."""
+    turn = Turn.objects.filter(pk=turn_id, session__book=book).first()
+    if turn is None:
+        raise NotFound("turn not found")
+    return turn
 
 
 def series_of(user) -> Any:

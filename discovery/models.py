@@ -52,6 +52,9 @@ class Book(TimeStampedModel):
     premise = models.TextField(blank=True, max_length=20_000)
     genre_pack = models.CharField(max_length=100, blank=True)
     planned_order = models.PositiveIntegerField(null=True, blank=True)
+    # After the author's turn or verdict, Sol takes the next step without a button (the cost bound still
+    # pauses it). On by default; the buttons stay, for asking explicitly.
+    agents_act = models.BooleanField(default=True)
 
     class Meta:
         ordering = ["series__title", "planned_order", "title"]
@@ -127,7 +130,6 @@ class SessionQuestion(AppendOnlyRecord, models.Model):
 
     def __str__(self) -> str:
         return self.question[:80]
-
 
 
 # Who speaks in the conversation: the people, and Sol for the coordinator's own turns.
@@ -240,7 +242,6 @@ class ObservationRevision(AppendOnlyRecord, models.Model):
         return f"{self.action} {self.observation_id} #{self.sequence}"
 
 
-
 class ScratchpadEntryKind(models.TextChoices):
     OBSERVATION = "observation", "Observation"
     HYPOTHESIS = "hypothesis", "Hypothesis"
@@ -292,7 +293,6 @@ class ScratchpadEntry(AppendOnlyRecord, models.Model):
 
     def __str__(self) -> str:
         return f"#{self.sequence} {self.agent_role} {self.kind}"
-
 
 
 class ThrustCandidateKind(models.TextChoices):
@@ -625,7 +625,6 @@ class ContextDossier(AppendOnlyRecord, models.Model):
 
     def __str__(self) -> str:
         return f"{self.agent_role} dossier for {self.book}"
-
 
 
 class HandoffStatus(models.TextChoices):

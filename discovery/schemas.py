@@ -412,6 +412,12 @@ class BookOut(Schema):
     created_at: datetime
 
 
+class ChapterOut(Schema):
+    number: int
+    title: str
+    spec: str
+
+
 class BookDetailOut(BookOut):
     role: str
     capabilities: list[str]

@@ -661,3 +661,8 @@ def dossier_capped(dossier: ContextDossier) -> dict:
     else:
         capped["more"] = {**stored_more, **{name: links[name] for name in LATER_CAPPED}}
     return capped
+
+
+def book_chapters(book: Book):
+    """The book's chapters in order, as rows (a queryset: the route pages it in SQL)."""
+    return Chapter.objects.filter(book=book).order_by("number").values("number", "title", "spec")

@@ -14,3 +14,6 @@ charter_proposed = Signal()
 # The author decided a charter version (``charter``, ``approved``, ``detail``: the log entry's detail, which a
 # receiver may add to).
 charter_decided = Signal()
+# The author (or an editor) acted on the book's discovery: a turn, a confirmation (``book``, ``user``, ``act``). The
+# agents take their next step from it (``discovery.agents``), when the book lets them act on their own.
+person_acted = Signal()

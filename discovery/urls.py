@@ -16,6 +16,7 @@ urlpatterns = [
     path("books/<uuid:book_id>/scratchpad/", views.scratchpad, name="scratchpad"),
     path("books/<uuid:book_id>/search/", views.book_search, name="book_search"),
     path("books/<uuid:book_id>/turns/", views.turn_add, name="turn_add"),
+    path("books/<uuid:book_id>/turns/<uuid:turn_id>/confirm/", views.turn_confirm, name="turn_confirm"),
     path(
         "books/<uuid:book_id>/observations/<uuid:observation_id>/",
         views.observation_resolve,

@@ -33,6 +33,7 @@ from .access import BookAccess, Cap, books_visible_to, page_access
 from .book_nav import book_links
 from .book_pages import (
     book_observation_get,
+    book_turn_get,
     canon_claims_page,
     charter_to_start_from,
     charter_versions,
@@ -582,6 +583,19 @@ def observation_resolve(request: HttpRequest, book_id: uuid.UUID, observation_id
         error = {"id": str(observation.pk), "message": exc.message}
         return _render_book(request, access, observation_error=error, status=exc.status)
     return redirect(f"{reverse('discovery:book', args=[access.book.pk])}#observation-{observation.pk}")
+
+
+@login_required
+@require_POST
+def turn_confirm(request: HttpRequest, book_id: uuid.UUID, turn_id: uuid.UUID) -> HttpResponse:
+    """The author confirms every observation still waiting from one turn (``services.observations_confirm_turn``)."""
+    access = page_access(request, book_id, Cap.BOOK_READ)
+    turn = book_turn_get(access.book, turn_id)
+    try:
+        services.observations_confirm_turn(access=access, turn=turn)
+    except DomainError as exc:
+        return _render_book(request, access, observation_error={"id": "", "message": exc.message}, status=exc.status)
+    return redirect(f"{reverse('discovery:book', args=[access.book.pk])}#turn-{turn.pk}")
 
 
 @login_required

@@ -284,6 +284,8 @@ NOVELGRAPH_AGENTS = {
     "RESPONSE_FORMAT": os.environ.get("NOVELGRAPH_AGENT_RESPONSE_FORMAT", "json_object"),
     # What a run costs against the loop's cost budget: a base per run, plus per thousand tokens a model reports.
     "RUN_COST": float(os.environ.get("NOVELGRAPH_AGENT_RUN_COST", "1")),
+    # After the author's turn or verdict, Sol takes the next step without a button (each book can turn it off).
+    "ACT_ON_THEIR_OWN": os.environ.get("NOVELGRAPH_AGENTS_ACT", "1") not in ("0", "false", "no", "off"),
     "COST_PER_1K_TOKENS": float(os.environ.get("NOVELGRAPH_AGENT_COST_PER_1K_TOKENS", "0.1")),
 }
 

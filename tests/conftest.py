@@ -161,3 +161,13 @@ def _append_only_guards_for_transaction_marker(request):
 @pytest.fixture(autouse=True)
 def _fast_password_hashing(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+# --- The agents act on their own only where a test asks for it ------------------------------------
+# In the product Sol takes the next step after each turn and verdict (NOVELGRAPH_AGENTS["ACT_ON_THEIR_OWN"],
+# on by default; each book can turn it off). Most tests check one act and the explicit buttons, run by run;
+# a test marked ``agents_act`` gets the product's default (tests/test_discovery_to_handoff.py).
+@pytest.fixture(autouse=True)
+def _agents_act_when_asked(request, settings):
+    acting = request.node.get_closest_marker("agents_act") is not None
+    settings.NOVELGRAPH_AGENTS = {**settings.NOVELGRAPH_AGENTS, "ACT_ON_THEIR_OWN": acting}

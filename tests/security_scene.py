@@ -49,6 +49,7 @@ def build_scene(book, sol_api) -> dict:
         "gate": "G0",
         "run_id": AgentRunFactory(book=book).pk,
         "observation_id": ObservationFactory(turn=TurnFactory(session=session)).pk,
+        "turn_id": TurnFactory(session=session).pk,  # a turn with nothing waiting: confirming all of it changes nothing
     }
     loop = f"/books/{book.pk}/loop"
     # The session above is a factory row, so the book's loop is begun as discovery_start begins it (reads never do).

@@ -297,6 +297,7 @@ API_EXPECTED: dict[str, tuple[int, ...]] = {
     "GET /dossiers/{dossier_id}": (401, 401, 404, 404, 404, 404, 404, 404, 200, 403, 403, 200, 200),
     "GET /books/{book_id}/codex": (401, 401, 404, 404, 404, 404, 404, 404, 200, 200, 200, 200, 200),
     "GET /books/{book_id}/codex/chapters": (401, 401, 404, 404, 404, 404, 404, 404, 200, 200, 200, 200, 200),
+    "GET /books/{book_id}/chapters": (401, 401, 404, 404, 404, 404, 404, 404, 200, 200, 200, 200, 200),
     "GET /books/{book_id}/codex/claims": (401, 401, 404, 404, 404, 404, 404, 404, 200, 200, 200, 200, 200),
     "GET /books/{book_id}/codex/withheld": (401, 401, 404, 404, 404, 404, 404, 404, 200, 200, 200, 200, 200),
     "GET /books/{book_id}/codex/findings": (401, 401, 404, 404, 404, 404, 404, 404, 200, 200, 200, 200, 200),
@@ -399,11 +400,13 @@ PAGE_EXPECTED: dict[str, tuple[int, ...]] = {
     "/books/<uuid:book_id>/loop/": (302, 404, 404, 200, 200),
     "/books/<uuid:book_id>/agents/": (302, 404, 404, 200, 200),
     "/books/<uuid:book_id>/agents/start/": (302, 405, 405, 405, 405),
+    "/books/<uuid:book_id>/agents/act/": (302, 405, 405, 405, 405),
     "/": (302, 200, 200, 200, 200),
     "/books/<uuid:book_id>/": (302, 404, 404, 200, 200),
     "/books/<uuid:book_id>/discovery/start/": (302, 405, 405, 405, 405),
     "/books/<uuid:book_id>/scratchpad/": (302, 404, 404, 200, 200),
     "/books/<uuid:book_id>/turns/": (302, 405, 405, 405, 405),
+    "/books/<uuid:book_id>/turns/<uuid:turn_id>/confirm/": (302, 405, 405, 405, 405),
     "/books/<uuid:book_id>/observations/<uuid:observation_id>/": (302, 405, 405, 405, 405),
     "/books/<uuid:book_id>/dossiers/": (302, 404, 404, 200, 200),
     "/books/<uuid:book_id>/dossiers/new/": (302, 405, 405, 405, 405),
@@ -420,6 +423,7 @@ PAGE_EXPECTED: dict[str, tuple[int, ...]] = {
     "/books/<uuid:book_id>/charters/compare/": (302, 404, 404, 200, 200),
     "/books/<uuid:book_id>/loop/nodes/<uuid:node_id>/pick/": (302, 405, 405, 405, 405),
     "/books/<uuid:book_id>/loop/questions/<uuid:question_id>/answer/": (302, 405, 405, 405, 405),
+    "/books/<uuid:book_id>/loop/hand-off/": (302, 405, 405, 405, 405),
 }
 
 
@@ -519,6 +523,9 @@ PAGE_POSTS: dict[str, dict] = {
     "/books/<uuid:book_id>/observations/<uuid:observation_id>/": {"action": "confirm"},
     "/books/<uuid:book_id>/dossiers/new/": {"agent_role": "luna"},
     "/books/<uuid:book_id>/agents/start/": {"task": "thrusts"},
+    "/books/<uuid:book_id>/agents/act/": {"on": "1"},
+    "/books/<uuid:book_id>/loop/hand-off/": {},
+    "/books/<uuid:book_id>/turns/<uuid:turn_id>/confirm/": {},
     "/books/<uuid:book_id>/research/<uuid:item_id>/decide/": {"verdict": "approve", "rationale": "A primary source."},
     "/books/<uuid:book_id>/people/<int:user_id>/remove/": {},
     # A candidate id the scene does not have: the author's pick is refused as not found, nothing changes.
@@ -538,6 +545,10 @@ PAGE_POST_EXPECTED: dict[str, tuple[int, ...]] = {
     "/books/<uuid:book_id>/observations/<uuid:observation_id>/": (302, 404, 404, 403, 302),
     "/books/<uuid:book_id>/dossiers/new/": (302, 404, 404, 403, 302),
     "/books/<uuid:book_id>/agents/start/": (302, 404, 404, 403, 302),
+    "/books/<uuid:book_id>/agents/act/": (302, 404, 404, 403, 302),
+    # The scene's loop is at G0: the author's hand-off is refused (no jumping ahead) and nothing changes.
+    "/books/<uuid:book_id>/loop/hand-off/": (302, 404, 404, 403, 409),
+    "/books/<uuid:book_id>/turns/<uuid:turn_id>/confirm/": (302, 404, 404, 403, 302),
     "/books/<uuid:book_id>/people/<int:user_id>/remove/": (302, 404, 404, 403, 302),
     "/books/<uuid:book_id>/loop/nodes/<uuid:node_id>/pick/": (302, 404, 404, 403, 404),
     "/books/<uuid:book_id>/loop/questions/<uuid:question_id>/answer/": (302, 404, 404, 403, 302),

@@ -10,9 +10,19 @@ class AgentsConfig(AppConfig):
     verbose_name = "Agent runs"
 
     def ready(self) -> None:
+        from approvals.signals import verdict_recorded
+        from discovery.signals import person_acted
         from novelgraph.core.runs import register_run_records
 
         from .selectors import produced_by, ran_for
+        from .services import agents_take_the_next_step
 
         # Pages below the agents (a book's pages, the decision page) name the run behind what they show.
         register_run_records(produced_by=produced_by, ran_for=ran_for)
+
+        # After the author's turn, confirmation or verdict, Sol takes the next step (when the book lets her).
+        def next_step(sender, book, **kwargs) -> None:
+            agents_take_the_next_step(book=book)
+
+        person_acted.connect(next_step, weak=False, dispatch_uid="agents-next-step-after-an-act")
+        verdict_recorded.connect(next_step, weak=False, dispatch_uid="agents-next-step-after-a-verdict")

@@ -9,8 +9,8 @@ import re
 
 from approvals.models import Approval, ApprovalKind
 from discovery.access import BookAccess, Cap, book_access
-from discovery.loop.models import CardStatus, LensRerun, LoopMeta, RerunStatus
-from discovery.loop.services.gates import g2_reasons, g3_reasons
+from discovery.loop.models import CardStatus, LensRerun, LensReview, LoopMeta, RerunStatus, TraceNode, TraceStatus
+from discovery.loop.services.gates import ROUND_REASONS, decision_brief, g2_reasons, g3_reasons, governing_charter
 from discovery.models import (
     Handoff,
     KnowledgeClaim,
@@ -43,6 +43,12 @@ def agent_access(run: AgentRun) -> BookAccess:
     """The run's principal: its role, acting for the book's author, scoped to this one book."""
     principal = Principal(user=run.book.owner, key_role=run.role, key_book_ids=frozenset({run.book.pk}))
     return book_access(principal, run.book)
+
+
+def role_access(book, role: str) -> BookAccess:
+    """A principal of ``role`` acting for the book's author, scoped to this one book (Sol's own next step)."""
+    principal = Principal(user=book.owner, key_role=role, key_book_ids=frozenset({book.pk}))
+    return book_access(principal, book)
 
 
 def _iso(value) -> str | None:
@@ -90,12 +96,48 @@ def _turns(session) -> list[dict]:
     rows = list(
         Turn.objects.filter(session=session)
         .order_by("-ordinal")
-        .values("id", "ordinal", "role", "content", "created_at")[:MAX_TURNS]
+        .values("id", "ordinal", "role", "content", "created_at", "answers__question")[:MAX_TURNS]
     )
     return [
-        {**row, "id": str(row["id"]), "content": row["content"][:MAX_TURN_CHARS], "created_at": _iso(row["created_at"])}
+        {
+            **{k: v for k, v in row.items() if k != "answers__question"},
+            "id": str(row["id"]),
+            "content": row["content"][:MAX_TURN_CHARS],
+            "created_at": _iso(row["created_at"]),
+            "answers": row["answers__question"] or "",
+        }
         for row in reversed(rows)
     ]
+
+
+def _observations(book) -> list[dict]:
+    """The observations of the book's turns that still stand (working or confirmed), oldest first."""
+    return [
+        {**row, "id": str(row["id"]), "turn_id": str(row["turn_id"]), "created_at": _iso(row["created_at"])}
+        for row in Observation.objects.filter(session__book=book)
+        .exclude(status=Observation.Status.RETIRED)
+        .order_by("created_at")
+        .values("id", "turn_id", "key", "value", "status", "provenance", "created_at")[:500]
+    ]
+
+
+def _charter(book) -> dict:
+    """The Story Charter version that governs the book (the newest approved), or {}."""
+    charter = governing_charter(book)
+    if charter is None:
+        return {}
+    return {
+        "id": str(charter.pk),
+        "version": charter.version,
+        "content": charter.content,
+        "source_refs": charter.source_refs,
+    }
+
+
+def _trace(book) -> list[dict]:
+    return list(
+        TraceNode.objects.filter(book=book, status=TraceStatus.ACTIVE).order_by("created_at").values("node_id", "kind")
+    )
 
 
 def _questions(session) -> list[dict]:
@@ -181,8 +223,19 @@ def _proposed_claims(access: BookAccess) -> list[dict]:
 
 
 def _handoffs(book) -> list[dict]:
+    """The book's handoffs; ``failed`` when the run that was to answer an open one failed (so it can be handed
+    again: a failed run wrote nothing)."""
+    failed = {
+        str((run_input or {}).get("handoff_id"))
+        for run_input in AgentRun.objects.filter(book=book, status="failed").values_list("input", flat=True)
+    }
     return [
-        {**row, "id": str(row["id"]), "created_at": _iso(row["created_at"])}
+        {
+            **row,
+            "id": str(row["id"]),
+            "created_at": _iso(row["created_at"]),
+            "failed": row["status"] == "open" and str(row["id"]) in failed,
+        }
         for row in Handoff.objects.filter(book=book)
         .order_by("created_at")
         .values("id", "from_role", "to_role", "decision", "status", "created_at")
@@ -219,8 +272,21 @@ def _loop(book) -> dict:
         "reruns_queued": LensRerun.objects.filter(book=book, status=RerunStatus.QUEUED).count(),
         # What the controller would be told if it asked for G2 or G3 now (reads only).
         "g2_reasons": g2_reasons(book) if meta.gate == "G2" else [],
-        "g3_reasons": g3_reasons(book) if meta.gate == "G3" else [],
+        "g3_reasons": g3_reasons(book, ["decision-brief"]) if meta.gate == "G3" else [],
+        # At G2: what stays once Sol has closed a round (a round is the last thing saturation waits for).
+        "g2_blockers": [r for r in g2_reasons(book) if r not in ROUND_REASONS] if meta.gate == "G2" else [],
+        "round": meta.round,
+        "reviews": sorted(set(LensReview.objects.filter(book=book, gate="G2").values_list("lens__slug", flat=True))),
+        "brief": _brief(book),
     }
+
+
+def _brief(book) -> dict | None:
+    brief = decision_brief(book)
+    if brief is None:
+        return None
+    content = brief.content if isinstance(brief.content, dict) else {}
+    return {"slug": brief.slug, "status": brief.status, "has_metrics": bool(content.get("success_metrics"))}
 
 
 # What each task looks up beyond its dossier, and the capability each look-up needs.
@@ -234,11 +300,16 @@ LOOKUPS = {
         "proposed_claims",
         "handoffs",
         "loop",
+        "observations",
     ),
     AgentTask.GUIDANCE: ("handoff", "library"),
     AgentTask.CONTRADICTIONS: ("handoff", "confirmed_observations", "proposed_claims"),
     AgentTask.THRUSTS: ("handoff", "turns", "confirmed_observations", "thrusts"),
     AgentTask.CHARTER: ("handoff", "turns", "confirmed_observations", "thrusts", "charters"),
+    AgentTask.EXTRACT: ("handoff", "turns", "observations"),
+    AgentTask.CANON_REVIEW: ("handoff", "charter", "confirmed_observations", "proposed_claims", "loop"),
+    AgentTask.TRUST_REVIEW: ("handoff", "charter", "loop"),
+    AgentTask.BRIEF: ("handoff", "charter", "thrusts", "trace", "loop"),
 }
 LOOKUP_CAP = {"library": Cap.LITERARY_READ, "proposed_claims": Cap.BOOK_READ}
 # What a run as of a chapter still looks up: the work handed to it and the craft library.
@@ -260,6 +331,9 @@ def looked_up(access: BookAccess, run: AgentRun) -> dict:
         "handoffs": lambda: _handoffs(book),
         "loop": lambda: _loop(book),
         "handoff": lambda: handoff,
+        "observations": lambda: _observations(book),
+        "charter": lambda: _charter(book),
+        "trace": lambda: _trace(book),
         "library": lambda: library_hits(access, handoff["decision"] if handoff else ""),
     }
     extras: dict = {"current_question": session.current_question if session else ""}

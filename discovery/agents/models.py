@@ -23,6 +23,10 @@ class AgentTask(models.TextChoices):
     CONTRADICTIONS = "contradictions", "contradictions with canon"
     THRUSTS = "thrusts", "thrust candidates"
     CHARTER = "charter", "a Story Charter draft"
+    EXTRACT = "extract", "observations from the author's turns"
+    CANON_REVIEW = "canon-review", "the canon-integrity review"
+    TRUST_REVIEW = "trust-review", "the reader-trust review"
+    BRIEF = "brief", "the decision brief"
 
 
 # Which role does each task: the role's capabilities are the whole of what the run may do.
@@ -32,6 +36,10 @@ TASK_ROLE: dict[str, str] = {
     AgentTask.CONTRADICTIONS: AgentRole.LUNA,
     AgentTask.THRUSTS: AgentRole.TERRA,
     AgentTask.CHARTER: AgentRole.TERRA,
+    AgentTask.EXTRACT: AgentRole.LUNA,
+    AgentTask.CANON_REVIEW: AgentRole.TERRA,
+    AgentTask.TRUST_REVIEW: AgentRole.LUNA,
+    AgentTask.BRIEF: AgentRole.TERRA,
 }
 
 
@@ -140,6 +148,12 @@ class OutputType(models.TextChoices):
     CHARTER = "charter", "Story Charter version"
     CARD = "card", "Option card"
     RUN = "run", "Queued run"
+    OBSERVATION = "observation", "Observation"
+    REVIEW = "review", "Lens review"
+    ARTIFACT = "artifact", "Blackboard slot"
+    TRACE = "trace", "Traceability node"
+    ROUND = "round", "Round"
+    CLAIM = "claim", "Proposed canon claim"
 
 
 # How each kind of output is counted in a sentence: (one, several).
@@ -152,6 +166,12 @@ OUTPUT_NAMES = {
     OutputType.CHARTER: ("charter version", "charter versions"),
     OutputType.CARD: ("option card", "option cards"),
     OutputType.RUN: ("queued run", "queued runs"),
+    OutputType.OBSERVATION: ("observation", "observations"),
+    OutputType.REVIEW: ("lens review", "lens reviews"),
+    OutputType.ARTIFACT: ("blackboard slot", "blackboard slots"),
+    OutputType.TRACE: ("traceability node", "traceability nodes"),
+    OutputType.ROUND: ("round closed", "rounds closed"),
+    OutputType.CLAIM: ("proposed claim", "proposed claims"),
 }
 
 
@@ -159,7 +179,7 @@ class AgentRunOutput(models.Model):
     """One thing a run wrote, as a typed reference; looked up by (type, object_id) to attribute it."""
 
     run = models.ForeignKey(AgentRun, on_delete=models.PROTECT, related_name="outputs")
-    type = models.CharField(max_length=10, choices=OutputType.choices)
+    type = models.CharField(max_length=20, choices=OutputType.choices)
     object_id = models.CharField(max_length=64)
     position = models.PositiveIntegerField(default=0)
 

@@ -15,14 +15,16 @@ from ninja import Field, Schema
 from pydantic import model_validator
 
 from approvals.models import Gate
-from discovery.loop.schemas import GateIn
+from discovery.loop.schemas import ArtifactIn, GateIn, ReviewIn, TraceEdgeIn, TraceNodeIn
 from discovery.models import Provenance, ScratchpadEntryKind
 from discovery.schemas import (
     Chapter,
     CharterIn,
+    ClaimIn,
     EntryIn,
     HandoffIn,
     HandoffResultIn,
+    ObservationIn,
     QuestionSetIn,
     ThrustIn,
 )
@@ -112,12 +114,14 @@ def run_written(run) -> list:
 class PlannedHandoff(Schema):
     """Work Sol hands to Luna or Terra, and the task their run does with it."""
 
-    task: Literal["guidance", "contradictions", "thrusts", "charter"]
+    task: Literal[
+        "guidance", "contradictions", "thrusts", "charter", "extract", "canon-review", "trust-review", "brief"
+    ]
     handoff: HandoffIn
 
     @model_validator(mode="after")
     def _task_of_the_target(self):
-        wanted = "luna" if self.task in ("guidance", "contradictions") else "terra"
+        wanted = "luna" if self.task in ("guidance", "contradictions", "extract", "trust-review") else "terra"
         if self.handoff.to_role != wanted:
             raise ValueError(f"the {self.task} task is {wanted}'s; hand it to {wanted}")
         return self
@@ -139,6 +143,14 @@ class SolPlan(Schema):
     question: QuestionSetIn | None = None
     handoffs: list[PlannedHandoff] = Field(default_factory=list, max_length=MAX_PLAN_ITEMS)
     approval_requests: list[ApprovalAsk] = Field(default_factory=list, max_length=MAX_PLAN_ITEMS)
+    claims: list[ClaimIn] = Field(
+        default_factory=list,
+        max_length=MAX_PLAN_ITEMS,
+        description="canon Sol proposes from the author's confirmed observations (each waits for her verdict)",
+    )
+    advance_round: bool = Field(
+        False, description="close the current round first (at G2, when it is all that keeps saturation from holding)"
+    )
     gate: GateAsk | None = None
     notes: list[NOTE] = Field(default_factory=list, max_length=MAX_PLAN_ITEMS)
 
@@ -192,10 +204,64 @@ class CharterPlan(Schema):
     notes: list[NOTE] = Field(default_factory=list, max_length=MAX_PLAN_ITEMS)
 
 
+class ExtractedObservation(ObservationIn):
+    """One thing an author's turn speaks to (a charter field, a named person, place or thing), citing the turn."""
+
+    turn_id: uuid.UUID
+    provenance: Provenance = Provenance.AGENT_INFERRED
+
+
+class ExtractPlan(Schema):
+    """Luna: the observations the author's turns speak to, each citing its turn; they enter ``working`` and wait
+    for the author to confirm, correct or retire them."""
+
+    observations: list[ExtractedObservation] = Field(default_factory=list, max_length=3 * MAX_PLAN_ITEMS)
+    result: HandoffResultIn | None = None
+    notes: list[NOTE] = Field(default_factory=list, max_length=MAX_PLAN_ITEMS)
+
+    @model_validator(mode="after")
+    def _never_the_authors_words(self):
+        for i, obs in enumerate(self.observations):
+            if obs.provenance == Provenance.AUTHOR_STATED:
+                raise ValueError(f"observations[{i}]: an extracted observation is never author-stated")
+        return self
+
+
+class ReviewPlan(Schema):
+    """A required lens's review at G2 (Terra's canon integrity, Luna's reader trust): each finding resolved or
+    deferred with a reason."""
+
+    review: ReviewIn
+    result: HandoffResultIn | None = None
+    notes: list[NOTE] = Field(default_factory=list, max_length=MAX_PLAN_ITEMS)
+
+
+class BriefPlan(Schema):
+    """Terra: the decision brief (the ratified charter's version, the selected thrust, success metrics, the
+    chapters with Chapter 1's spec, canon), proposed on the blackboard, and the traceability that links the
+    premise through the thrust and the charter's fields to the brief's chapters."""
+
+    brief: ArtifactIn
+    nodes: list[TraceNodeIn] = Field(default_factory=list, max_length=2 * MAX_PLAN_ITEMS)
+    edges: list[TraceEdgeIn] = Field(default_factory=list, max_length=3 * MAX_PLAN_ITEMS)
+    result: HandoffResultIn | None = None
+    notes: list[NOTE] = Field(default_factory=list, max_length=MAX_PLAN_ITEMS)
+
+    @model_validator(mode="after")
+    def _a_decision_brief(self):
+        if self.brief.type != "decision-brief":
+            raise ValueError("brief.type must be decision-brief")
+        return self
+
+
 PLANS: dict[str, type[Schema]] = {
     AgentTask.NEXT_QUESTION: SolPlan,
     AgentTask.GUIDANCE: GuidancePlan,
     AgentTask.CONTRADICTIONS: ContradictionsPlan,
     AgentTask.THRUSTS: ThrustsPlan,
     AgentTask.CHARTER: CharterPlan,
+    AgentTask.EXTRACT: ExtractPlan,
+    AgentTask.CANON_REVIEW: ReviewPlan,
+    AgentTask.TRUST_REVIEW: ReviewPlan,
+    AgentTask.BRIEF: BriefPlan,
 }

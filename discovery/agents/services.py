@@ -22,18 +22,29 @@ from django_tasks_db.models import DBTaskResult
 from pydantic import ValidationError as PydanticValidationError
 
 from discovery.access import BookAccess, Cap
-from discovery.loop.models import LoopMeta
-from discovery.loop.services import cost_charge, gate_request
+from discovery.loop.models import LoopMeta, TraceEdge, TraceNode
+from discovery.loop.services import (
+    artifact_write,
+    cost_charge,
+    gate_request,
+    lens_review_record,
+    round_advance,
+    trace_edge_add,
+    trace_node_add,
+)
 from discovery.loop.services.base import refuse_when_paused
-from discovery.models import Book, Handoff, ScratchpadEntry
+from discovery.models import Book, Handoff, ScratchpadEntry, Turn
 from discovery.schemas import HandoffIn, HandoffResultIn
 from discovery.selectors import current_session
 from discovery.services import (
     charter_propose,
+    claim_propose,
     claim_request_approval,
+    claim_target,
     dossier_store,
     handoff_create,
     handoff_return,
+    observation_extract,
     question_set,
     scratchpad_append,
     thrust_propose,
@@ -42,10 +53,21 @@ from novelgraph.core.db import lock_row, retried
 from novelgraph.core.errors import Conflict, DomainError, Invalid, NotFound
 from novelgraph.core.schemas import field_of, first_text_fault
 
-from .context import agent_access, looked_up, run_context
+from .context import agent_access, looked_up, role_access, run_context
 from .models import TASK_ROLE, AgentRun, AgentRunOutput, AgentTask, OutputType, RunStatus
 from .providers import ProviderError, default_provider, model_of, provider_for, reported_tokens
-from .schemas import PLANS, AgentRunIn, CharterPlan, ContradictionsPlan, GuidancePlan, SolPlan, ThrustsPlan
+from .schemas import (
+    PLANS,
+    AgentRunIn,
+    BriefPlan,
+    CharterPlan,
+    ContradictionsPlan,
+    ExtractPlan,
+    GuidancePlan,
+    ReviewPlan,
+    SolPlan,
+    ThrustsPlan,
+)
 from .workers import queued_stuck, run_lost, task_stuck, tasks_of
 
 logger = logging.getLogger(__name__)
@@ -389,6 +411,7 @@ def agent_run_execute(*, run_id: Any, worker: str = "") -> AgentRun | None:
                 kill_point("output-written")
                 if not _settle(run, status=RunStatus.DONE, began=began, tokens=tokens, notes=[*plan.notes, *notes]):
                     raise Conflict("the reap settled this run first; nothing was written", code="reaped")
+                _hand_back(run)
 
         retried(write)
         kill_point("run-settled")
@@ -444,9 +467,15 @@ def apply_sol(access: BookAccess, run: AgentRun, plan: SolPlan) -> tuple[Outputs
             parent=run,
         )
         outputs += [(OutputType.HANDOFF, handoff.pk), (OutputType.RUN, child.pk)]
+    for claim in plan.claims:
+        _, base = claim_target(access.principal, claim.scope, claim.scope_id)
+        outputs.append((OutputType.CLAIM, claim_propose(access=access, base=base, payload=claim).pk))
     for ask in plan.approval_requests:
         approval = claim_request_approval(access=access, claim_id=ask.claim_id, note=ask.note)
         outputs.append((OutputType.APPROVAL, approval.pk))
+    if plan.advance_round:
+        meta = round_advance(access=access)
+        outputs.append((OutputType.ROUND, f"{access.book.pk}:{meta.round}"))
     if plan.gate is not None:
         gate = plan.gate.gate
         result = gate_request(access=access, gate=gate, payload=plan.gate)
@@ -454,6 +483,12 @@ def apply_sol(access: BookAccess, run: AgentRun, plan: SolPlan) -> tuple[Outputs
         if result.get("approval_id"):
             outputs.append((OutputType.APPROVAL, result["approval_id"]))
         notes.append(f"{gate}: {result['outcome']}.")
+        if result["outcome"] == "passed" and acts_on_its_own(access.book):
+            # A gate that passed on its own (G1 without a risk trigger): Sol goes on to the next one.
+            child = agent_run_start(
+                access=access, payload=AgentRunIn(task=AgentTask.NEXT_QUESTION, provider=run.provider), parent=run
+            )
+            outputs.append((OutputType.RUN, child.pk))
     return outputs, notes
 
 
@@ -492,13 +527,122 @@ def apply_charter(access: BookAccess, run: AgentRun, plan: CharterPlan) -> tuple
     return outputs + _answer_handoff(access, run, plan.result), [f"Proposed Story Charter v{charter.version}."]
 
 
+def _handed_turns(run: AgentRun) -> set[str] | None:
+    handoff = _run_handoff(run)
+    if handoff is None:
+        return None
+    return {str(ref.get("id")) for ref in handoff.allowed_sources or [] if ref.get("type") == "turn"}
+
+
+def apply_extract(access: BookAccess, run: AgentRun, plan: ExtractPlan) -> tuple[Outputs, list[str]]:
+    """Luna's observations, each citing a person's turn of this book (one the handoff named, when it names any)."""
+    allowed = _handed_turns(run)
+    outputs: Outputs = []
+    for i, item in enumerate(plan.observations):
+        turn = Turn.objects.select_related("session").filter(pk=item.turn_id, session__book=access.book).first()
+        if turn is None or (allowed and str(turn.pk) not in allowed):
+            raise Invalid("not a turn this run was handed", field=f"observations[{i}].turn_id")
+        observation = observation_extract(access=access, turn=turn, payload=item)
+        outputs.append((OutputType.OBSERVATION, observation.pk))
+    return outputs + _answer_handoff(access, run, plan.result), []
+
+
+REVIEW_LENS = {AgentTask.CANON_REVIEW: "canon-integrity", AgentTask.TRUST_REVIEW: "reader-trust"}
+
+
+def apply_review(access: BookAccess, run: AgentRun, plan: ReviewPlan) -> tuple[Outputs, list[str]]:
+    """The lens review, recorded through the loop's review service (the roster decides who may file it)."""
+    if plan.review.lens != REVIEW_LENS[run.task]:
+        raise Invalid(f"the {run.task} task files the {REVIEW_LENS[run.task]} review", field="review.lens")
+    review = lens_review_record(access=access, payload=plan.review)
+    outputs: Outputs = [(OutputType.REVIEW, review.pk)]
+    return outputs + _answer_handoff(access, run, plan.result), [f"Filed the {plan.review.lens} review."]
+
+
+def apply_brief(access: BookAccess, run: AgentRun, plan: BriefPlan) -> tuple[Outputs, list[str]]:
+    """The brief as a proposed slot, then the traceability that links it (nodes and edges already there are
+    kept as they are)."""
+    artifact = artifact_write(access=access, payload=plan.brief)
+    outputs: Outputs = [(OutputType.ARTIFACT, artifact.pk)]
+    book = access.book
+    for node in plan.nodes:
+        if not TraceNode.objects.filter(book=book, node_id=node.node_id).exists():
+            outputs.append((OutputType.TRACE, trace_node_add(access=access, payload=node).pk))
+    for edge in plan.edges:
+        if not TraceEdge.objects.filter(book=book, from_id=edge.from_id, to_id=edge.to_id, active=True).exists():
+            trace_edge_add(access=access, payload=edge)
+    return outputs + _answer_handoff(access, run, plan.result), [f"Proposed the decision brief v{artifact.version}."]
+
+
 APPLY = {
     AgentTask.NEXT_QUESTION: apply_sol,
     AgentTask.GUIDANCE: apply_guidance,
     AgentTask.CONTRADICTIONS: apply_contradictions,
     AgentTask.THRUSTS: apply_thrusts,
     AgentTask.CHARTER: apply_charter,
+    AgentTask.EXTRACT: apply_extract,
+    AgentTask.CANON_REVIEW: apply_review,
+    AgentTask.TRUST_REVIEW: apply_review,
+    AgentTask.BRIEF: apply_brief,
 }
+
+
+# --- The agents act on their own ----------------------------------------------------------------
+
+
+def acts_on_its_own(book: Book) -> bool:
+    """Whether Sol takes the next step without a button: the book's setting (on by default), and the server's."""
+    return bool(settings.NOVELGRAPH_AGENTS.get("ACT_ON_THEIR_OWN", True)) and bool(book.agents_act)
+
+
+MAX_CHAIN = 30
+CALLS_SOL_BACK = {AgentTask.THRUSTS, AgentTask.BRIEF, AgentTask.CANON_REVIEW, AgentTask.TRUST_REVIEW}
+
+
+def _sol_step(book: Book, *, parent: AgentRun | None = None) -> AgentRun | None:
+    """Queue Sol's next step (in a savepoint): nothing when one is already queued, or when the loop refuses work
+    (paused at a bound, handed off, no session): the bound still pauses the agents."""
+    if AgentRun.objects.filter(book=book, task=AgentTask.NEXT_QUESTION, status=RunStatus.QUEUED).exists():
+        return None
+    try:
+        with transaction.atomic():
+            return agent_run_start(
+                access=role_access(book, "sol"),
+                payload=AgentRunIn(task=AgentTask.NEXT_QUESTION, provider=parent.provider if parent else None),
+                parent=parent,
+            )
+    except DomainError as exc:
+        logger.info("Sol's next step on %s was not queued: %s", book.pk, exc.message)
+        return None
+
+
+def _hand_back(run: AgentRun) -> None:
+    """Work Sol handed on is done: when the last of its siblings finishes, Sol takes the next step."""
+    parent = run.parent
+    if parent is None or parent.role != "sol" or run.role == "sol" or not acts_on_its_own(run.book):
+        return
+    siblings = AgentRun.objects.filter(parent=parent).exclude(pk=run.pk)
+    if siblings.filter(status__in=[RunStatus.QUEUED, RunStatus.RUNNING]).exists():
+        return
+    # Only work Sol acts on next calls him back (thrusts for G1.5; the brief and the reviews for G2); what waits
+    # for the author (extracted observations, guidance, a charter draft) waits for her act instead.
+    done = {run.task, *siblings.filter(status=RunStatus.DONE).values_list("task", flat=True)}
+    if not done & CALLS_SOL_BACK:
+        return
+    depth, ancestor = 0, parent
+    while ancestor is not None and depth <= MAX_CHAIN:
+        depth, ancestor = depth + 1, ancestor.parent
+    if depth > MAX_CHAIN:
+        return
+    _sol_step(run.book, parent=run)
+
+
+def agents_take_the_next_step(*, book: Book, **_signal) -> AgentRun | None:
+    """After the author's turn, confirmation or verdict (a signal): Sol takes the next step, if the book lets her."""
+    book = Book.objects.filter(pk=book.pk).first()
+    if book is None or not acts_on_its_own(book):
+        return None
+    return _sol_step(book)
 
 
 # --- Background work ---------------------------------------------------------------------------

@@ -6,4 +6,5 @@ app_name = "agents"
 urlpatterns = [
     path("books/<uuid:book_id>/agents/", views.runs, name="runs"),
     path("books/<uuid:book_id>/agents/start/", views.start, name="start"),
+    path("books/<uuid:book_id>/agents/act/", views.act_on_their_own, name="act"),
 ]

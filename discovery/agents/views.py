@@ -17,6 +17,7 @@ from django_htmx.http import trigger_client_event
 
 from discovery.access import BookAccess, Cap, page_access
 from discovery.selectors import current_session
+from discovery.services import book_agents_act_set
 from novelgraph.core.errors import DomainError
 from novelgraph.core.events import AGENTS_FINISHED
 from novelgraph.core.schemas import parse_form
@@ -24,7 +25,7 @@ from novelgraph.core.schemas import parse_form
 from .models import AgentRun, AgentTask
 from .schemas import AgentRunIn
 from .selectors import runs_for, runs_moving
-from .services import agent_run_start
+from .services import acts_on_its_own, agent_run_start
 
 PANEL_RUNS = 6
 # What each role does, for the empty states (no agent has run on the book yet).
@@ -62,6 +63,9 @@ def agents_panel(
         "stuck": stuck,
         "watch": ",".join(str(run.pk) for run in runs if run.active),
         "can_start": access.holds(Cap.DISCOVERY_WRITE) and not access.is_agent,
+        "may_set_acting": access.is_author,
+        "acting": acts_on_its_own(book),
+        "act_url": reverse("agents:act", args=[book.pk]),
         "started": current_session(book) is not None,
         "start_url": reverse("agents:start", args=[book.pk]),
         "runs_url": reverse("agents:runs", args=[book.pk]),
@@ -144,4 +148,21 @@ def start(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
         )
     if request.htmx:
         return _runs_fragment(request, access)
+    return redirect(_safe_next(request.POST.get("next", ""), access.book.pk))
+
+
+@login_required
+@require_POST
+def act_on_their_own(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
+    """The author turns Sol's own next steps on or off for her book (``services.book_agents_act_set``)."""
+    access = page_access(request, book_id, Cap.DISCOVERY_READ)
+    try:
+        book_agents_act_set(access=access, on=request.POST.get("on") == "1")
+    except DomainError as exc:
+        return render(
+            request,
+            "agents/runs.html",
+            {"book": access.book, "role": access.role, "agents": agents_panel(request, access, error=exc, limit=200)},
+            status=exc.status,
+        )
     return redirect(_safe_next(request.POST.get("next", ""), access.book.pk))

@@ -379,6 +379,14 @@ class RerunOut(RerunFields):
         return {"artifacts": loop_link(rerun.book_id, f"reruns/{rerun.pk}/artifacts") if more else None}
 
 
+class BriefChapterIn(Schema):
+    """One chapter a decision brief plans (its ``chapters``): the hand-off makes it."""
+
+    number: int = Field(ge=1, le=100_000)
+    title: Text(200, required=False) = ""
+    spec: Text(20_000, required=False) = ""
+
+
 class GateIn(Schema):
     summary: Text(limit(OptionCard, "summary"))
     decisions_requested: TextList(item_length=LIST_ITEM_TEXT, max_items=MAX_DECISIONS_REQUESTED, min_items=1)

@@ -18,15 +18,15 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from discovery.access import BookAccess, page_access
-from novelgraph.core.errors import DomainError
+from novelgraph.core.errors import DomainError, Forbidden
 from novelgraph.core.pages import partial_or_page
 from novelgraph.core.schemas import parse_form
 
 from . import selectors
 from .models import CandidateStatus, QuestionStatus
-from .schemas import QuestionResolveIn, SelectIn
+from .schemas import GateIn, QuestionResolveIn, SelectIn
 from .selectors import trace_lint
-from .services import candidate_select, question_resolve
+from .services import candidate_select, gate_request, question_resolve
 from .services.base import reader_book
 from .services.cards import g15_thrusts
 from .services.plan import WRITABLE_LIFECYCLE
@@ -127,3 +127,30 @@ def question_answer(request: HttpRequest, book_id, question_id: uuid.UUID) -> Ht
         return _refused(request, access, str(question_id), exc, draft)
     messages.success(request, "Answered. The question is resolved with your answer.")
     return redirect(f"{reverse('loop:page', args=[access.book.pk])}#questions-h")
+
+
+HAND_OFF = {
+    "summary": "Hand off to drafting: ratify the decision brief and start Chapter 1",
+    "decisions_requested": ["Does this brief hand the book to drafting?"],
+    "recommended": "approve",
+    "reversibility_class": "reversible",
+    "artifacts": ["decision-brief"],
+}
+
+
+@login_required
+@require_POST
+def hand_off(request: HttpRequest, book_id) -> HttpResponse:
+    """The author asks for G3 herself (``gate_request``, as ``POST .../loop/gates/G3/request``), the decision brief
+    on the card: her verdict there ratifies it and hands off; a brief already ratified hands off at once."""
+    access = page_access(request, book_id)
+    try:
+        if access.role != "author":
+            raise Forbidden("only the author hands her book off", code="not_author")
+        result = gate_request(access=access, gate="G3", payload=parse_form(GateIn, HAND_OFF))
+    except DomainError as exc:
+        return _refused(request, access, "hand-off", exc, {})
+    if result.get("approval_id"):
+        return redirect("approvals:decision", approval_id=result["approval_id"])
+    messages.success(request, "Handed off: drafting starts at Chapter 1.")
+    return redirect("discovery:book", book_id=access.book.pk)

@@ -1,7 +1,7 @@
 """Every write and rule of discovery (seed 000), with the reads a dossier is assembled from. Routes, pages, admin
 and commands call these."""
 
-from .books import book_create, book_editor_add, book_editor_remove, series_create
+from .books import book_agents_act_set, book_create, book_editor_add, book_editor_remove, series_create
 from .charters import charter_propose, charter_resolve
 from .claims import (
     claim_decide,
@@ -25,12 +25,13 @@ from .dossiers import (
 )
 from .handoffs import handoff_create, handoff_return
 from .knowledge import ensure_knowledge_bases
-from .observations import observation_history, observation_resolve
+from .observations import observation_extract, observation_history, observation_resolve, observations_confirm_turn
 from .scratchpad import scratchpad_append
 from .sessions import discovery_start, question_set, thrust_propose, turn_add
 
 __all__ = [
     "author_constraints",
+    "book_agents_act_set",
     "book_create",
     "book_editor_add",
     "book_editor_remove",
@@ -55,8 +56,10 @@ __all__ = [
     "ensure_knowledge_bases",
     "handoff_create",
     "handoff_return",
+    "observation_extract",
     "observation_history",
     "observation_resolve",
+    "observations_confirm_turn",
     "question_set",
     "scratchpad_append",
     "series_create",

@@ -94,3 +94,12 @@ def book_editor_remove(*, access: BookAccess, user_id) -> None:
         if person is None:
             raise NotFound("editor not found", field="user_id")
         access.book.editors.remove(person)
+
+
+def book_agents_act_set(*, access: BookAccess, on: bool) -> Book:
+    """The author turns the agents acting on their own on or off for her book (on by default): with it on,
+    Sol takes the next step after each of her turns, confirmations and verdicts; the buttons stay either way."""
+    access.require_author()
+    Book.objects.filter(pk=access.book.pk).update(agents_act=on)
+    access.book.agents_act = on
+    return access.book

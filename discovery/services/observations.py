@@ -11,9 +11,11 @@ from django.db.models import Max
 
 from novelgraph.core.errors import Conflict, Invalid
 
-from ..access import BookAccess
-from ..models import Observation, ObservationAction, ObservationRevision, ObservationStatus
+from ..access import BookAccess, Cap
+from ..models import Observation, ObservationAction, ObservationRevision, ObservationStatus, Provenance
 from ..schemas import ObservationResolveIn
+from ..selectors import OPEN_SESSION_STATUSES
+from ..signals import person_acted
 
 NEXT_STATUS = {
     ObservationAction.CONFIRM: ObservationStatus.CONFIRMED,
@@ -86,3 +88,48 @@ REVISION_COLUMNS = (
 def observation_history(observation: Observation):
     """The observation's revisions, oldest first, as rows (a queryset: a response slices a page of it in SQL)."""
     return ObservationRevision.objects.filter(observation=observation).order_by("sequence").values(*REVISION_COLUMNS)
+
+
+def observation_extract(*, access: BookAccess, turn, payload) -> Observation:
+    """An agent (Luna, whose role writes the scratchpad) records what a person's turn speaks to, as a
+    ``working`` observation citing that turn; the author confirms, corrects or retires it. Never
+    ``author-stated`` (422), never already confirmed (the author's verdict confirms), and only from a turn
+    of the book's open session (409 once the discovery is handed off)."""
+    access.require(Cap.SCRATCHPAD_WRITE, Cap.DISCOVERY_WRITE)
+    if payload.provenance == Provenance.AUTHOR_STATED:
+        raise Invalid(f"{access.role} cannot label its own words author-stated", field="provenance")
+    if turn.session.book_id != access.book.pk:
+        raise Invalid("the turn is not of this book", field="turn_id")
+    if turn.role not in ("author", "editor"):
+        raise Invalid("observations are extracted from a person's turn", field="turn_id")
+    if turn.session.status not in OPEN_SESSION_STATUSES:
+        raise Conflict("this discovery session is closed", code="session_not_open")
+    return Observation.objects.create(
+        session=turn.session,
+        turn=turn,
+        key=payload.key,
+        value=payload.value,
+        provenance=payload.provenance,
+        confidence=payload.confidence,
+        status=ObservationStatus.WORKING,
+    )
+
+
+def observations_confirm_turn(*, access: BookAccess, turn, rationale: str = "") -> list[Observation]:
+    """The author confirms every observation still ``working`` from one turn (each through
+    ``observation_resolve``, so each keeps its own revision). Returns those confirmed."""
+    access.require_author()
+    confirmed = []
+    with transaction.atomic():
+        for observation in Observation.objects.filter(turn=turn, status=ObservationStatus.WORKING).order_by(
+            "created_at"
+        ):
+            done, _ = observation_resolve(
+                access=access,
+                observation=observation,
+                payload=ObservationResolveIn(action="confirm", rationale=rationale or "Confirmed with its turn."),
+            )
+            confirmed.append(done)
+    if confirmed:
+        person_acted.send(sender=Observation, book=access.book, user=access.user, act="confirm")
+    return confirmed

@@ -23,7 +23,7 @@ from ..models import (
 from ..refs import validate_source_refs
 from ..schemas import QuestionSetIn, ThrustIn, TurnIn
 from ..selectors import OPEN_SESSION_STATUSES
-from ..signals import discovery_started
+from ..signals import discovery_started, person_acted
 from .knowledge import ensure_knowledge_bases
 
 
@@ -114,6 +114,8 @@ def turn_add(*, access: BookAccess, session: DiscoverySession, payload: TurnIn) 
             answers=answers,
         )
         Observation.objects.bulk_create([Observation(session=session, turn=turn, **row) for row in observations])
+    if access.role in ("author", "editor"):
+        person_acted.send(sender=Turn, book=access.book, user=access.user, act="turn")
     return turn
 
 

@@ -162,6 +162,68 @@ def _author_turns(context: dict) -> list[dict]:
     return [t for t in context.get("turns") or [] if t["role"] == "author"]
 
 
+# --- What a person's turn speaks to (Luna extracts it; Sol reads the same rule so as not to ask again) -----------
+
+# The observation key for each charter field (``field_of`` maps each back to its field).
+FIELD_KEY = {
+    "main_thrust": "main thrust",
+    "protagonist": "protagonist",
+    "central_conflict": "central conflict",
+    "reader_promise": "reader promise",
+    "ending_horizon": "ending",
+    "genre_contract": "genre contract",
+    "thematic_questions": "theme",
+    "narrative_form": "narrative form",
+    "constraints": "constraints",
+}
+# The question each field is asked with; the opening question of every discovery asks for the reader promise.
+QUESTION_FIELD = {question: field for field, _, _, question in CHARTER_FIELDS}
+QUESTION_FIELD["What experience should remain with the reader after the final page?"] = "reader_promise"
+_NAME = r"([A-Z][\w'’-]+(?:\s+[A-Z][\w'’-]+)?)"
+# Named people, places and things: (pattern, observation key). "protagonist name" speaks to the protagonist;
+# "named person" and "place" speak to no charter field.
+_LEAD = r"\b(?:protagonist|heroine|hero|narrator|detective|lead)(?:'s name)?\s+is\s+(?:called\s+|named\s+)?"
+NAME_PATTERNS = [
+    (re.compile(_LEAD + _NAME), "protagonist name"),
+    (re.compile(rf"\b(?:named|called)\s+{_NAME}"), "named person"),
+    (re.compile(rf"\b(?:town|village|city|island|port|harbour|harbor|house|ship) of {_NAME}"), "place"),
+]  # fmt: skip
+
+
+def extract_from(content: str, answers: str = "") -> list[tuple[str, str]]:
+    """(key, value) pairs a turn speaks to: the field of the question it answers (the whole answer), each other
+    charter field a sentence names by keyword (that sentence), and the people, places and things it names."""
+    found: list[tuple[str, str]] = []
+    asked = QUESTION_FIELD.get((answers or "").strip())
+    if asked:
+        found.append((FIELD_KEY[asked], _short(content, 1_000)))
+    for sentence in _sentences(content):
+        words = _tokens(sentence)
+        for field, _, keywords, _ in CHARTER_FIELDS:
+            if field == asked or any(f == FIELD_KEY[field] for f, _ in found):
+                continue
+            if words & (set(keywords) - {"name", "about", "end", "must", "core", "character", "lead"}):
+                found.append((FIELD_KEY[field], _short(sentence, 1_000)))
+    names: set[str] = set()
+    for pattern, key in NAME_PATTERNS:
+        for match in pattern.finditer(content):
+            name = match.group(1).strip()
+            if name not in names:
+                names.add(name)
+                found.append((key, name))
+    return found
+
+
+def _answered_fields(context: dict) -> set[str]:
+    """The charter fields the author has already spoken to: an observation that still stands (confirmed or
+    waiting for her), or what her turns say by the extraction rule (before Luna has extracted it)."""
+    fields = {field_of(o["key"]) for o in context.get("observations") or []}
+    fields |= {field_of(o["key"]) for o in context.get("confirmed_observations") or []}
+    for turn in _author_turns(context):
+        fields |= {field_of(key) for key, _ in extract_from(turn["content"], turn.get("answers", ""))}
+    return {f for f in fields if f}
+
+
 # --- Sol: the next question, handoffs, approvals, the gate ------------------------------------
 
 
@@ -202,7 +264,11 @@ def _sol_question(context: dict, notes: list[str]) -> tuple[dict | None, str | N
         }, None
     support = _by_field(context.get("confirmed_observations") or [])
     asked = {q["question"] for q in context.get("questions") or []} | {context.get("current_question") or ""}
-    candidates = [f for f, _, _, question in CHARTER_FIELDS if question not in asked] or [f for f, *_ in CHARTER_FIELDS]
+    answered = _answered_fields(context)
+    candidates = [f for f, _, _, question in CHARTER_FIELDS if question not in asked and f not in answered]
+    if not candidates:
+        notes.append("Every charter field has been asked or answered; Sol asks nothing more about the charter.")
+        return None, None
     field = min(candidates, key=lambda f: (len(support.get(f, [])), [c[0] for c in CHARTER_FIELDS].index(f)))
     label, question = next((lab, q) for f, lab, _, q in CHARTER_FIELDS if f == field)
     count = len(support.get(field, []))
@@ -215,7 +281,7 @@ def _has_handoff(context: dict, decision: str, *, open_only: bool = False, after
     for handoff in context.get("handoffs") or []:
         if handoff["decision"] != decision:
             continue
-        if open_only and handoff["status"] != "open":
+        if open_only and (handoff["status"] != "open" or handoff.get("failed")):
             continue
         if after and handoff["created_at"] < after:
             continue
@@ -228,6 +294,9 @@ TASK_SOURCE_TYPES = {
     "contradictions": ("observation", "claim", "entry", "turn", "charter"),
     "charter": ("observation",),
     "thrusts": ("observation",),
+    "canon-review": ("charter", "claim", "entry", "observation"),
+    "trust-review": ("charter", "claim"),
+    "brief": ("charter", "thrust", "claim"),
 }
 
 
@@ -248,8 +317,63 @@ def _handoff(task: str, to_role: str, decision: str, context: dict, question: st
     }
 
 
+EXTRACT_DECISION = "Extract the observations the author's turn #{ordinal} speaks to: charter fields, names, places."
+BRIEF_DECISION = (
+    "Draft the decision brief from the ratified charter, the selected thrust and canon (success metrics, Chapter 1's "
+    "spec), and link it in the traceability graph."
+)
+CANON_REVIEW_DECISION = "Review the charter for canon integrity at G2: canon, contradictions, what is not yet canon."
+TRUST_REVIEW_DECISION = "Review the charter for reader trust at G2: promises and payoffs, fair play, genre obligations."
+
+
+def _extraction_handoffs(context: dict, notes: list[str]) -> list[dict]:
+    """Luna extracts each of the author's turns once: a turn that carries no observation yet."""
+    observed = {o["turn_id"] for o in context.get("observations") or []}
+    handoffs = []
+    for turn in _author_turns(context)[-3:]:
+        decision = EXTRACT_DECISION.format(ordinal=turn["ordinal"])
+        if turn["id"] in observed or _has_handoff(context, decision):
+            continue
+        handoffs.append(
+            {
+                "task": "extract",
+                "handoff": {
+                    "to_role": "luna",
+                    "decision": decision,
+                    "allowed_sources": [_ref("turn", turn["id"])],
+                    "statements": [{"text": _short(turn["content"], 4_000), "status": "fact"}],
+                },
+            }
+        )
+        notes.append(f"Handed Luna the extraction of turn #{turn['ordinal']}.")
+    return handoffs
+
+
+def _g2_handoffs(context: dict, notes: list[str]) -> list[dict]:
+    """At G2, with an approved charter: Terra drafts the brief and reviews canon integrity, Luna reviews reader
+    trust (each once, unless its work is already there)."""
+    loop = context.get("loop") or {}
+    if loop.get("gate") != "G2" or not [c for c in context.get("charters") or [] if c["status"] == "approved"]:
+        return []
+    if loop.get("pending_card") or loop.get("status") not in ("working", "converged"):
+        return []
+    handoffs = []
+    reviews = set(loop.get("reviews") or [])
+    wanted = [
+        ("brief", "terra", BRIEF_DECISION, loop.get("brief") is not None),
+        ("canon-review", "terra", CANON_REVIEW_DECISION, "canon-integrity" in reviews),
+        ("trust-review", "luna", TRUST_REVIEW_DECISION, "reader-trust" in reviews),
+    ]
+    for task, role, decision, done in wanted:
+        if done or _has_handoff(context, decision, open_only=True):
+            continue
+        handoffs.append(_handoff(task, role, decision, context, None))
+        notes.append(f"Handed {role.capitalize()} {task.replace('-', ' ')} at G2.")
+    return handoffs
+
+
 def _sol_handoffs(context: dict, field: str | None, question: dict | None, notes: list[str]) -> list[dict]:
-    handoffs: list[dict] = []
+    handoffs: list[dict] = _extraction_handoffs(context, notes) + _g2_handoffs(context, notes)
     turns = _author_turns(context)
     asked = question["question"] if question else None
     if field is not None:
@@ -265,8 +389,10 @@ def _sol_handoffs(context: dict, field: str | None, question: dict | None, notes
     charters = context.get("charters") or []
     pending = [c for c in charters if c["status"] == "proposed"]
     newest = max((o["created_at"] for o in confirmed), default="")
+    waiting = [o for o in context.get("observations") or [] if o["status"] == "working"]
     if (
         thrusts
+        and not waiting
         and not pending
         and len(confirmed) >= MIN_CONFIRMED_FOR_CHARTER
         and (not charters or charters[-1]["created_at"] < newest)
@@ -284,7 +410,7 @@ def _sol_handoffs(context: dict, field: str | None, question: dict | None, notes
     ):
         handoffs.append(_handoff("contradictions", "luna", CONTRADICTIONS_DECISION, context, None))
         notes.append("Handed Luna a comparison with approved canon: new material since the last check.")
-    return handoffs[:3]
+    return handoffs[:6]
 
 
 def _sol_approvals(context: dict, notes: list[str]) -> list[dict]:
@@ -308,6 +434,45 @@ def _sol_approvals(context: dict, notes: list[str]) -> list[dict]:
         )
         notes.append(f"Asked the author to decide the claim '{claim['subject']} {claim['predicate']}'.")
     return asks[:10]
+
+
+# What a confirmed observation of a name makes Sol propose as canon: (predicate, value) by observation key.
+NAME_CLAIMS = {
+    "protagonist name": ("is", "the protagonist"),
+    "named person": ("is", "a character of the book"),
+    "place": ("is", "a place of the book"),
+}
+
+
+def _sol_claims(context: dict, notes: list[str]) -> list[dict]:
+    """Canon from the author's confirmed words: each named person or place once (a claim already proposed or
+    approved about the same subject and predicate is not proposed again); each cites its observation."""
+    known = {
+        (_norm(c["subject"]), _norm(c["predicate"]))
+        for c in (context.get("proposed_claims") or []) + (context["dossier"].get("claims") or [])
+    }
+    claims = []
+    for obs in context.get("confirmed_observations") or []:
+        if obs["key"] not in NAME_CLAIMS:
+            continue
+        predicate, value = NAME_CLAIMS[obs["key"]]
+        subject = _short(str(obs["value"]), 190)
+        if (_norm(subject), _norm(predicate)) in known:
+            continue
+        known.add((_norm(subject), _norm(predicate)))
+        claims.append(
+            {
+                "scope": "book",
+                "scope_id": context["book"]["id"],
+                "subject": subject,
+                "predicate": predicate,
+                "value": value,
+                "provenance": "agent-inferred",
+                "source_refs": [_ref("observation", obs["id"])],
+            }
+        )
+        notes.append(f"Proposed as canon: {subject} {predicate} {value} (from her confirmed words).")
+    return claims[:10]
 
 
 def _gate_ask(gate: str, summary: str, decision: str, recommended: str) -> dict:
@@ -361,8 +526,9 @@ def _sol_gate(context: dict, notes: list[str]) -> dict | None:
         if not approved:
             notes.append("G2 waits for the author to approve a Story Charter version.")
             return None
-        if loop.get("g2_reasons"):
-            notes.append("G2 is not ready: " + "; ".join(loop["g2_reasons"]))
+        blockers = loop.get("g2_blockers", loop.get("g2_reasons"))
+        if blockers:
+            notes.append("G2 is not ready: " + "; ".join(blockers))
             return None
         charter = approved[-1]
         return _gate_ask(
@@ -371,20 +537,43 @@ def _sol_gate(context: dict, notes: list[str]) -> dict | None:
             "Does this charter govern the book?",
             "approve",
         )
-    notes.append(f"{gate} hands the book to drafting; Sol leaves that step to the author.")
+    if gate == "G3":
+        if loop.get("g3_reasons"):
+            notes.append("G3 is not ready: " + "; ".join(loop["g3_reasons"]))
+            return None
+        return {
+            **_gate_ask(
+                "G3",
+                "Hand off to drafting: ratify the decision brief and start Chapter 1",
+                "Does this brief hand the book to drafting?",
+                "approve",
+            ),
+            "artifacts": ["decision-brief"],
+        }
     return None
 
 
 def sol_next_question(context: dict) -> dict:
     notes: list[str] = []
     question, field = _sol_question(context, notes)
+    gate = _sol_gate(context, notes)
+    loop = context.get("loop") or {}
+    # At G2, when a round is all saturation waits for, Sol closes it before asking.
+    advance_round = bool(gate and gate["gate"] == "G2" and loop.get("g2_reasons"))
+    if advance_round:
+        notes.append("Closed the round: nothing else keeps saturation from holding.")
     return {
         "question": question,
-        "handoffs": _sol_handoffs(context, field, question, notes),
+        "handoffs": _sol_handoffs(context, field, question, notes)[:MAX_HANDOFFS],
         "approval_requests": _sol_approvals(context, notes),
-        "gate": _sol_gate(context, notes),
-        "notes": notes,
+        "claims": _sol_claims(context, notes),
+        "advance_round": advance_round,
+        "gate": gate,
+        "notes": notes[:10],
     }
+
+
+MAX_HANDOFFS = 10
 
 
 # --- Luna: guidance from the library; contradictions with canon ----------------------------------
@@ -639,8 +828,10 @@ def terra_charter(context: dict) -> dict:
 
     protagonist_obs = by_field.get("protagonist", [])
     if protagonist_obs:
-        obs = protagonist_obs[0]
-        protagonist = {("name" if "name" in _tokens(obs["key"]) else "description"): str(obs["value"])}
+        protagonist = {}
+        for obs in protagonist_obs:
+            slot = "name" if "name" in _tokens(obs["key"]) else "description"
+            protagonist.setdefault(slot, str(obs["value"]))
     else:
         engine = thrust["character_engine"] if thrust else "the protagonist of the premise"
         protagonist = {"description": f"Not yet confirmed; drafted from {origin}: {engine}"}
@@ -710,7 +901,253 @@ def terra_charter(context: dict) -> dict:
     return plan
 
 
+# --- Luna: extraction; the reader-trust review. Terra: the canon-integrity review; the decision brief ----------
+
+
+def luna_extract(context: dict) -> dict:
+    """The observations each handed turn speaks to (``extract_from``), each citing its turn, none repeated."""
+    handoff = context.get("handoff") or {}
+    wanted = {r["id"] for r in handoff.get("allowed_sources") or [] if r.get("type") == "turn"}
+    turns = [t for t in context.get("turns") or [] if t["role"] in ("author", "editor")]
+    if wanted:
+        turns = [t for t in turns if t["id"] in wanted]
+    have = {(o["turn_id"], o["key"], o["value"]) for o in context.get("observations") or []}
+    observations = []
+    for turn in turns:
+        for key, value in extract_from(turn["content"], turn.get("answers", "")):
+            if (turn["id"], key, value) in have:
+                continue
+            have.add((turn["id"], key, value))
+            observations.append(
+                {"turn_id": turn["id"], "key": key, "value": value, "provenance": "agent-inferred", "confidence": 0.7}
+            )
+    observations = observations[:30]
+    plan: dict = {
+        "observations": observations,
+        "notes": [
+            f"Extracted {len(observations)} observation(s) from {len(turns)} turn(s); each waits for the author."
+        ],
+    }
+    if handoff:
+        plan["result"] = {
+            "facts": [
+                {"text": f"{o['key']}: {_short(o['value'], 400)}", "source_refs": [_ref("turn", o["turn_id"])]}
+                for o in observations[:10]
+            ]
+            or [{"text": "The turn names no charter field, person or place Luna can point to."}]
+        }
+    return plan
+
+
+def _charter_text(charter: dict) -> str:
+    return " ".join(str(v) for v in (charter.get("content") or {}).values())
+
+
+def _finding(text: str, resolution: str, reason: str) -> dict:
+    return {"text": _short(text, 1_900), "resolution": resolution, "reason": _short(reason, 1_900)}
+
+
+def terra_canon_review(context: dict) -> dict:
+    """The charter against approved canon, the open contradictions, and what is proposed but not canon."""
+    charter = context.get("charter") or {}
+    canon = context["dossier"].get("claims") or []
+    findings = []
+    if not charter:
+        findings.append(_finding("There is no approved Story Charter to review.", "deferred", "G2 waits for one."))
+    text = _norm(_charter_text(charter))
+    for claim in canon[:20]:
+        if _norm(claim["subject"]) and _norm(claim["subject"]) in text:
+            findings.append(
+                _finding(
+                    f"The charter names {claim['subject']}, of whom approved canon holds: {_claim_text(claim)}.",
+                    "resolved",
+                    "No charter field states it otherwise.",
+                )
+            )
+    if not canon:
+        findings.append(
+            _finding("No approved canon yet: the charter cannot contradict it.", "resolved", "Checked 0 claims.")
+        )
+    for entry in context["dossier"].get("scratchpad") or []:
+        if entry["kind"] == "contradiction":
+            findings.append(
+                _finding(f"Open contradiction: {entry['content']}", "deferred", "The author settles which side holds.")
+            )
+    proposed = context.get("proposed_claims") or []
+    if proposed:
+        findings.append(
+            _finding(
+                f"{len(proposed)} proposed claim(s) are not canon yet.",
+                "resolved",
+                "Nothing from the scratchpad becomes canon without the author's verdict.",
+            )
+        )
+    cited = [r for r in charter.get("source_refs") or [] if r.get("type") == "observation"]
+    findings.append(
+        _finding(
+            f"The charter cites {len(cited)} confirmed observation(s) of the author's words.",
+            "resolved" if cited else "deferred",
+            "Its fields rest on what she confirmed." if cited else "It was written without confirmed observations.",
+        )
+    )
+    plan: dict = {
+        "review": {
+            "lens": "canon-integrity",
+            "gate": "G2",
+            "summary": f"Charter v{charter.get('version', '?')} against {len(canon)} approved canon claim(s).",
+            "findings": findings[:50],
+        },
+        "notes": [f"Reviewed canon integrity: {len(findings)} finding(s)."],
+    }
+    if context.get("handoff"):
+        plan["result"] = {
+            "facts": [{"text": f["text"]} for f in findings[:10]],
+            "options": [{"text": "Defer what waits for the author to the decision brief; resolve the rest now."}],
+            "analysis": _short(plan["review"]["summary"] + " " + "; ".join(f["text"] for f in findings), 9_000),
+            "risks": [f["text"] for f in findings if f["resolution"] == "deferred"][:10] or ["none found"],
+            "charter_language": _short(str((charter.get("content") or {}).get("main_thrust") or ""), 9_000) or None,
+        }
+    return plan
+
+
+def luna_trust_review(context: dict) -> dict:
+    """Promises with payoffs, fair play (with no reveal yet, nothing to check), genre obligations, unknowns."""
+    charter = context.get("charter") or {}
+    content = charter.get("content") or {}
+    genre = (context["book"].get("genre_pack") or "").lower()
+    ending = str(content.get("ending_horizon") or "")
+    findings = []
+    for promise in (content.get("reader_promise") or [])[:5]:
+        if ending:
+            findings.append(
+                _finding(f"Promise: {promise}", "resolved", f"The ending horizon pays it: {_short(ending, 300)}")
+            )
+        else:
+            findings.append(
+                _finding(f"Promise: {promise}", "deferred", "The ending is still open; the brief's metrics track it.")
+            )
+    reveals = [c for c in context["dossier"].get("claims") or [] if c.get("reveal")]
+    if reveals:
+        findings.append(
+            _finding(
+                f"{len(reveals)} reveal(s) in canon: each needs its clues shown before it.",
+                "deferred",
+                "Checked chapter by chapter while drafting.",
+            )
+        )
+    else:
+        findings.append(_finding("Fair play: no reveal yet, so there is nothing to check.", "resolved", "No reveal."))
+    for obligation in GENRE_OBLIGATIONS.get(genre, []):
+        findings.append(_finding(f"Genre obligation: {obligation}", "deferred", "Checked as chapters are drafted."))
+    for unknown in (content.get("productive_unknowns") or [])[:5]:
+        findings.append(_finding(f"Left open: {unknown}", "deferred", "A productive unknown, on purpose."))
+    plan: dict = {
+        "review": {
+            "lens": "reader-trust",
+            "gate": "G2",
+            "summary": f"Reader trust in charter v{charter.get('version', '?')}: {len(findings)} finding(s).",
+            "findings": findings[:50],
+        },
+        "notes": [f"Reviewed reader trust: {len(findings)} finding(s)."],
+    }
+    if context.get("handoff"):
+        plan["result"] = {"facts": [{"text": f["text"]} for f in findings[:10]]}
+    return plan
+
+
+# The traceability the brief links: (node id, kind, label), and the edges between them.
+BRIEF_NODES = [
+    ("premise", "premise", "The premise"),
+    ("thrust", "arc", "The selected thrust"),
+    ("charter-main-thrust", "story-question", "Charter: main thrust"),
+    ("charter-protagonist", "character-engine", "Charter: protagonist"),
+    ("charter-conflict", "conflict", "Charter: central conflict"),
+    ("chapter-1-spec", "chapter-spec", "Chapter 1's spec"),
+    ("chapter-1", "chapter", "Chapter 1"),
+]
+CHARTER_NODES = ("charter-main-thrust", "charter-protagonist", "charter-conflict")
+BRIEF_EDGES = (
+    [("premise", "thrust")]
+    + [("thrust", node) for node in CHARTER_NODES]
+    + [(node, "chapter-1-spec") for node in CHARTER_NODES]
+    + [("chapter-1-spec", "chapter-1")]
+)
+
+
+def terra_brief(context: dict) -> dict:
+    book = context["book"]
+    charter = context.get("charter") or {}
+    content = charter.get("content") or {}
+    genre = (book.get("genre_pack") or "").lower()
+    thrust = next((t for t in reversed(context.get("thrusts") or []) if t["status"] == "selected"), None)
+    protagonist = content.get("protagonist") or {}
+    who = protagonist.get("name") or "the protagonist"
+    promises = [str(p) for p in content.get("reader_promise") or []]
+    metrics = [f"The reader promise is kept on the page: {_short(p, 300)}" for p in promises[:3]]
+    if content.get("ending_horizon"):
+        metrics.append(f"The ending lands as chartered: {_short(str(content['ending_horizon']), 300)}")
+    if genre == "mystery":
+        metrics.append("The culprit is deducible from clues shown on the page before the reveal.")
+    metrics = metrics or ["The question the premise raises is answered on the page by the last chapter."]
+    spec = _short(
+        f"Open on {who}: {content.get('main_thrust') or book.get('premise') or book['title']} "
+        f"Set the conflict moving ({content.get('central_conflict') or 'what the premise sets in motion'}) "
+        f"and plant the first promise: {promises[0] if promises else 'the story question'}.",
+        4_000,
+    )
+    canon = [_claim_text(c) for c in (context["dossier"].get("claims") or [])[:20]]
+    existing = {n["node_id"] for n in context.get("trace") or []}
+    nodes = [
+        {
+            "node_id": node_id,
+            "kind": kind,
+            "label": label if node_id != "thrust" or not thrust else _short(f"Thrust: {thrust['title']}", 190),
+            "produced_by": "explore-options",
+            **({"artifact": "decision-brief"} if node_id == "chapter-1-spec" else {}),
+        }
+        for node_id, kind, label in BRIEF_NODES
+        if node_id not in existing
+    ]
+    brief = {
+        "slug": "decision-brief",
+        "type": "decision-brief",
+        "status": "proposed",
+        "lens": "explore-options",
+        "content": {
+            "charter": {"id": charter.get("id"), "version": charter.get("version")},
+            "thrust": {"id": thrust["id"], "title": thrust["title"]} if thrust else None,
+            "success_metrics": metrics,
+            "chapters": [{"number": 1, "title": "Chapter 1", "spec": spec}],
+            "chapter_1": spec,
+            "canon": canon,
+        },
+    }
+    plan: dict = {
+        "brief": brief,
+        "nodes": nodes,
+        "edges": [{"from_id": a, "to_id": b} for a, b in BRIEF_EDGES],
+        "notes": [
+            f"Drafted the decision brief from charter v{charter.get('version', '?')}"
+            + (f" and the thrust '{thrust['title']}'" if thrust else "")
+            + f": {len(metrics)} success metric(s), Chapter 1's spec, {len(canon)} canon claim(s)."
+        ],
+    }
+    if context.get("handoff"):
+        plan["result"] = {
+            "facts": [{"text": f"Success metric: {m}"} for m in metrics[:5]],
+            "options": [{"text": "Hand off with Chapter 1 alone; later chapters come from drafting."}],
+            "analysis": _short(f"Chapter 1: {spec}", 9_000),
+            "risks": ["The metrics are checked only when chapters exist."],
+            "charter_language": _short(str(content.get("main_thrust") or spec), 9_000),
+        }
+    return plan
+
+
 RULES = {
+    "extract": luna_extract,
+    "canon-review": terra_canon_review,
+    "trust-review": luna_trust_review,
+    "brief": terra_brief,
     "next-question": sol_next_question,
     "guidance": luna_guidance,
     "contradictions": luna_contradictions,

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from django.db import transaction
 from django.db.models import Q
+from pydantic import ValidationError as PydanticValidationError
 
 from approvals.models import Gate, Reversibility
 from approvals.services import decision_log_append
@@ -55,7 +56,7 @@ from ..models import (
     SubIdea,
 )
 from ..roster import lens_role_problem
-from ..schemas import GateIn
+from ..schemas import BriefChapterIn, GateIn
 from ..selectors import saturation_check, trace_lint
 from .base import controller_book, lock_meta, refresh
 from .cards import raise_card, supersede_lapsed
@@ -78,6 +79,13 @@ def decision_brief(book) -> BlackboardArtifact | None:
         briefs.filter(status=ArtifactStatus.RATIFIED).order_by("-updated_at").first()
         or briefs.order_by("-updated_at").first()
     )
+
+
+# The saturation reasons only closing a round settles (Sol closes one at G2 when nothing else is missing).
+ROUND_REASONS = (
+    "saturation does not hold: no full round has yet completed without invalidating anything",
+    "saturation does not hold: the current round invalidated slots",
+)
 
 
 def g2_reasons(book) -> list[str]:
@@ -210,16 +218,41 @@ def risk_triggers(book, reversibility_class: str) -> list[str]:
     return triggers
 
 
+MAX_BRIEF_CHAPTERS = 200
+
+
 def hand_off_to_drafting(*, meta: LoopMeta) -> dict:
     """Hand off to drafting: chapter 1 exists; parked ideas become backlog entries. Inside a transaction."""
     book = meta.book
     brief = decision_brief(book)
-    spec = ""
-    if brief is not None and isinstance(brief.content, dict):
-        spec = str(brief.content.get("chapter_1") or brief.content.get("first_chapter") or "")
+    content = brief.content if brief is not None and isinstance(brief.content, dict) else {}
+    spec = str(content.get("chapter_1") or content.get("first_chapter") or "")
+    # The brief's chapters, each made once (Chapter 1 always: from the brief's list, else from its chapter_1).
+    planned: dict[int, dict] = {}
+    for item in (content.get("chapters") or [])[:MAX_BRIEF_CHAPTERS]:
+        try:
+            chapter_spec = BriefChapterIn.model_validate(item)
+        except PydanticValidationError:
+            continue  # a malformed chapter of an imported brief makes no chapter; the brief itself stays
+        planned.setdefault(chapter_spec.number, chapter_spec.model_dump())
+    first = planned.pop(1, {})
     chapter, created = Chapter.objects.get_or_create(
-        book=book, number=1, defaults={"title": "Chapter 1", "spec": spec[:20_000]}
+        book=book,
+        number=1,
+        defaults={
+            "title": str(first.get("title") or "Chapter 1")[:200],
+            "spec": str(first.get("spec") or spec)[:20_000],
+        },
     )
+    for number, item in sorted(planned.items()):
+        Chapter.objects.get_or_create(
+            book=book,
+            number=number,
+            defaults={
+                "title": str(item.get("title") or f"Chapter {number}")[:200],
+                "spec": str(item.get("spec") or "")[:20_000],
+            },
+        )
     entries = [
         {"kind": "parked-node", "id": str(n.pk), "intent": n.intent, "altitude": n.altitude}
         for n in PlanNode.objects.filter(book=book)

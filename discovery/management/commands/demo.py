@@ -21,6 +21,7 @@ from discovery.access import BookAccess, book_access
 from discovery.models import Book, Series
 from discovery.schemas import BookIn, CharterIn, ClaimIn, EntryIn, SeriesIn, ThrustIn, TurnIn
 from discovery.services import (
+    book_agents_act_set,
     book_create,
     charter_propose,
     claim_decide,
@@ -119,6 +120,8 @@ class Command(BaseCommand):
         me, sol, terra, luna = (
             book_access(Principal(user=author, key_role=role), book) for role in ("author", "sol", "terra", "luna")
         )
+        # The scene is scripted: Sol does not take his own steps while it is written (he does once it is there).
+        book_agents_act_set(access=me, on=False)
         session, _ = discovery_start(access=me)
 
         def turn(who: BookAccess, **fields):
@@ -454,6 +457,7 @@ class Command(BaseCommand):
                 }
             ),
         )
+        book_agents_act_set(access=me, on=True)
         return book
 
     def build_loop(self, book: Book, *, me: BookAccess, sol: BookAccess, terra: BookAccess, luna: BookAccess) -> None:
