@@ -93,7 +93,7 @@ class ObservationIn(Schema):
     confidence: Confidence | None = None
     # An observation always enters as working: only the author's act (ObservationResolveIn) confirms, corrects or
     # retires it, leaving a revision. Any other status on input is a 422 naming the field.
-    status: Literal["working"] = "working"
+    status: Literal["working"] = Field("working", description="Always working: the author confirms it later.")
 
 
 class ObservationResolveIn(Schema):
