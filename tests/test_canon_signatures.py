@@ -102,7 +102,9 @@ def test_a_trace_node_is_signed_by_its_caller_and_withdrawn_only_by_it(book, aut
     start(author_api, book)
     # Unnamed, a node is the caller's; named, it is one of the caller's own lenses.
     assert luna_api.post(url(book, "/trace/nodes"), {"node_id": "l-a", "kind": "chapter"}).status_code == 201
-    signed = luna_api.post(url(book, "/trace/nodes"), {"node_id": "l-b", "kind": "chapter", "produced_by": "reader-trust"})
+    signed = luna_api.post(
+        url(book, "/trace/nodes"), {"node_id": "l-b", "kind": "chapter", "produced_by": "reader-trust"}
+    )
     assert signed.status_code == 201 and signed.json()["produced_by"] == "reader-trust"
     assert terra_api.post(url(book, "/trace/nodes"), {"node_id": "t-a", "kind": "arc"}).status_code == 201
     # A slot of another lens's does not lend its name to the node that cites it.
@@ -146,7 +148,11 @@ def test_terra_cannot_move_the_validation_plan(status, book, author_api, terra_a
     assert "validation lens, Sol or the author" in refused.json()["detail"]
     assert ValidationPlanItem.objects.get(pk=item).validation_status == "hypothesis"
     # The validation lens (Luna, as the roster names it), Sol and the author move it.
-    assert luna_api.post(url(book, f"/validation/{item}/status"), {"validation_status": "validating"}).status_code == 200
-    assert terra_api.post(url(book, f"/validation/{item}/status"), {"validation_status": "validated"}).status_code == 403
+    assert (
+        luna_api.post(url(book, f"/validation/{item}/status"), {"validation_status": "validating"}).status_code == 200
+    )
+    assert (
+        terra_api.post(url(book, f"/validation/{item}/status"), {"validation_status": "validated"}).status_code == 403
+    )
     assert sol_api.post(url(book, f"/validation/{item}/status"), {"validation_status": "validated"}).status_code == 200
     assert ValidationPlanItem.objects.get(pk=item).validation_status == "validated"

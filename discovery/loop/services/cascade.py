@@ -38,7 +38,6 @@ from ..models import (
     TraceStatus,
 )
 
-
 # A node signed by a role (not by one of its lenses) names no lens to re-run: the slot it cites does, if any.
 SIGNED_BY_ROLE = ("", "author", "sol", "terra", "luna")
 
