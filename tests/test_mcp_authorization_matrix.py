@@ -298,7 +298,7 @@ def test_what_a_tools_arguments_say_about_their_maker_is_refused_as_its_rest_rou
 def test_no_tool_takes_a_makers_name_or_a_decided_observation():
     """Who made a record comes from the key: no tool's arguments name a producer, and none can bring an
     observation in other than working."""
-    for tool in TOOLS:
+    for tool in tools():
         text = json.dumps(tool.input_schema)
         assert '"produced_by"' not in text, tool.name
         assert '"confirmed"' not in text and '"retired"' not in text, tool.name
