@@ -326,10 +326,12 @@ API_EXPECTED: dict[str, tuple[int, ...]] = {
     "GET /books/{book_id}/loop/trace/edges": (401, 401, 404, 404, 404, 404, 404, 404, 200, 200, 200, 200, 200),
     "POST /books/{book_id}/loop/trace/edges": (401, 401, 404, 404, 404, 404, 404, 404, 201, 409, 409, 403, 409),
     "POST /books/{book_id}/loop/trace/nodes/{trace_node}/withdraw": (401, 401, 404, 404, 404, 404, 404, 404, 404, 404, 404, 403, 404),
-    "POST /books/{book_id}/loop/trace/edges/withdraw": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 403),
+    # Luna's node (above) is signed hers, so she withdraws the edge she drew from it; it is then gone for the others.
+    "POST /books/{book_id}/loop/trace/edges/withdraw": (401, 401, 404, 404, 404, 404, 404, 404, 200, 404, 404, 403, 404),
     "GET /books/{book_id}/loop/validation": (401, 401, 404, 404, 404, 404, 404, 404, 200, 200, 200, 200, 200),
     "POST /books/{book_id}/loop/validation": (401, 401, 404, 404, 404, 404, 404, 404, 201, 201, 201, 403, 201),
-    "POST /books/{book_id}/loop/validation/{item_id}/status": (401, 401, 404, 404, 404, 404, 404, 404, 404, 404, 404, 403, 404),
+    # Terra is refused before the item is looked up: the validation plan is not hers to move (SIGNED_INPUT below).
+    "POST /books/{book_id}/loop/validation/{item_id}/status": (401, 401, 404, 404, 404, 404, 404, 404, 404, 403, 404, 403, 404),
     "POST /books/{book_id}/loop/trace/settings": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 200, 403, 200),
     "GET /books/{book_id}/loop/lint": (401, 401, 404, 404, 404, 404, 404, 404, 200, 200, 200, 200, 200),
     "GET /books/{book_id}/loop/lint/findings": (401, 401, 404, 404, 404, 404, 404, 404, 200, 200, 200, 200, 200),
