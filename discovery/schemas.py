@@ -91,7 +91,9 @@ class ObservationIn(Schema):
     value: Text(limit(Observation, "value"))
     provenance: Provenance
     confidence: Confidence | None = None
-    status: ObservationStatus = ObservationStatus.WORKING
+    # An observation always enters as working: only the author's act (ObservationResolveIn) confirms, corrects or
+    # retires it, leaving a revision. Any other status on input is a 422 naming the field.
+    status: Literal["working"] = Field("working", description="Always working: the author confirms it later.")
 
 
 class ObservationResolveIn(Schema):

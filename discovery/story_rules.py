@@ -86,7 +86,8 @@ def as_of(rows: list[dict], chapter: int) -> tuple[list[dict], list[str]]:
     """What a role drafting ``chapter`` may be given, and a line for what was withheld.
 
     Only rows true by then (started, not yet ended); a reveal first shown after ``chapter`` is
-    withheld whole; any other fact the reader has not seen by then is given marked as a secret.
+    withheld whole; any other fact the reader has not seen by then is given marked as a secret. A given
+    row's ``true_until_effective`` is computed over the given rows only, so nothing withheld shows through.
     """
     until = effective_until(rows)
     given: list[dict] = []
@@ -105,7 +106,12 @@ def as_of(rows: list[dict], chapter: int) -> tuple[list[dict], list[str]]:
         secret = not is_shown_by(row, chapter) and (
             row.get("first_shown_chapter") is not None or row.get("known_by") != KnownBy.READER
         )
-        given.append({**row, "secret": secret, "visibility": visibility(row, chapter), "true_until_effective": ends})
+        given.append({**row, "secret": secret, "visibility": visibility(row, chapter)})
+    # What the as-of reader sees of a fact's end comes from what she is given: a later row withheld (a twist first
+    # shown after ``chapter``, a fact not yet true) would otherwise show its chapter as the given fact's end.
+    seen_until = effective_until(given)
+    for row in given:
+        row["true_until_effective"] = seen_until[str(row["id"])]
     hidden = {str(r["id"]) for r in rows} - {str(r["id"]) for r in given}
     for row in given:
         if row.get("evidence_for_id") is not None and str(row["evidence_for_id"]) in hidden:

@@ -100,12 +100,16 @@ def _turn(author_api, session_id: str, content: str, **observations: str) -> Non
             "role": "author",
             "content": content,
             "observations": [
-                {"key": key.replace("_", " "), "value": value, "provenance": "author-stated", "status": "confirmed"}
+                {"key": key.replace("_", " "), "value": value, "provenance": "author-stated"}
                 for key, value in observations.items()
             ],
         },
     )
     assert response.status_code == 201, response.content
+    # Observations enter working; the author confirms each herself (each confirmation leaves a revision).
+    for observation in response.json()["observations"]:
+        confirmed = author_api.post(f"/observations/{observation['id']}/resolve", {"action": "confirm"})
+        assert confirmed.status_code == 200, confirmed.content
 
 
 def _canon(author_api, book, scope: str, scope_id, predicate: str, value: str) -> str:

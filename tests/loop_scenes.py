@@ -65,7 +65,8 @@ def decide(api, book, approval_id, verdict: str, rationale: str = "Seen and agre
     )
 
 
-def trace(api, book, nodes: list[tuple[str, str]], edges: list[tuple[str, str]], lens: str = "reader-trust"):
+def trace(api, book, nodes: list[tuple[str, str]], edges: list[tuple[str, str]], lens: str = ""):
+    """Nodes and edges drawn by ``api``'s caller; each node signed by the caller, or by ``lens`` (one of its own)."""
     for node_id, kind in nodes:
         r = api.post(url(book, "/trace/nodes"), {"node_id": node_id, "kind": kind, "produced_by": lens})
         assert r.status_code == 201, r.json()

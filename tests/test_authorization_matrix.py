@@ -41,6 +41,7 @@ import pytest
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
+from discovery.loop.models import ValidationPlanItem
 from discovery.models import KnowledgeBase, KnowledgeLink
 from novelgraph.api import api
 from novelgraph.core.services import api_key_create, api_key_revoke
@@ -326,10 +327,12 @@ API_EXPECTED: dict[str, tuple[int, ...]] = {
     "GET /books/{book_id}/loop/trace/edges": (401, 401, 404, 404, 404, 404, 404, 404, 200, 200, 200, 200, 200),
     "POST /books/{book_id}/loop/trace/edges": (401, 401, 404, 404, 404, 404, 404, 404, 201, 409, 409, 403, 409),
     "POST /books/{book_id}/loop/trace/nodes/{trace_node}/withdraw": (401, 401, 404, 404, 404, 404, 404, 404, 404, 404, 404, 403, 404),
-    "POST /books/{book_id}/loop/trace/edges/withdraw": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 403),
+    # Luna's node (above) is signed hers, so she withdraws the edge she drew from it; it is then gone for the others.
+    "POST /books/{book_id}/loop/trace/edges/withdraw": (401, 401, 404, 404, 404, 404, 404, 404, 200, 404, 404, 403, 404),
     "GET /books/{book_id}/loop/validation": (401, 401, 404, 404, 404, 404, 404, 404, 200, 200, 200, 200, 200),
     "POST /books/{book_id}/loop/validation": (401, 401, 404, 404, 404, 404, 404, 404, 201, 201, 201, 403, 201),
-    "POST /books/{book_id}/loop/validation/{item_id}/status": (401, 401, 404, 404, 404, 404, 404, 404, 404, 404, 404, 403, 404),
+    # Terra is refused before the item is looked up: the validation plan is not hers to move (SIGNED_INPUT below).
+    "POST /books/{book_id}/loop/validation/{item_id}/status": (401, 401, 404, 404, 404, 404, 404, 404, 404, 403, 404, 403, 404),
     "POST /books/{book_id}/loop/trace/settings": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 200, 403, 200),
     "GET /books/{book_id}/loop/lint": (401, 401, 404, 404, 404, 404, 404, 404, 200, 200, 200, 200, 200),
     "GET /books/{book_id}/loop/lint/findings": (401, 401, 404, 404, 404, 404, 404, 404, 200, 200, 200, 200, 200),
@@ -470,6 +473,71 @@ def test_every_api_operation_answers_each_caller_as_expected(scene):
             print(f'    "{key}": {row},')
         print("}")
     assert not mismatches, "\n".join(mismatches)
+
+
+# Rows for what a body may say about who made a record (issue 24): the route's row above sends the smallest body; these
+# send the body an impostor would. Columns as API_EXPECTED. ``{caller}`` in a body is the caller's name.
+TURN_ROLE = {"sol": "sol", "editor": "editor"}  # the role a caller's turn must name (the author's otherwise)
+SIGNED_INPUT: dict[str, tuple[str, str, dict]] = {
+    # An observation always enters working: the schema refuses any other status, for everyone (before access).
+    "observation status confirmed on input": (
+        "POST", "/sessions/{session_id}/turns",
+        {"content": "Ines forged it.", "observations": [
+            {"key": "forger", "value": "Ines", "provenance": "agent-inferred", "status": "confirmed"}]},
+    ),
+    # Only the author's own turns label an observation author-stated (Sol's and the editor's are a 422).
+    "observation author-stated in the caller's own turn": (
+        "POST", "/sessions/{session_id}/turns",
+        {"content": "Ines forged it.", "observations": [
+            {"key": "forger", "value": "Ines", "provenance": "author-stated"}]},
+    ),
+    # A traceability node is signed by its caller: Luna's lens is Luna's, the author's name the author's.
+    "trace node produced_by reader-trust (Luna's lens)": (
+        "POST", "/books/{book_id}/loop/trace/nodes", {"node_id": "rt-{caller}", "kind": "chapter", "produced_by": "reader-trust"},
+    ),
+    "trace node produced_by author": (
+        "POST", "/books/{book_id}/loop/trace/nodes", {"node_id": "au-{caller}", "kind": "chapter", "produced_by": "author"},
+    ),
+    # The validation plan moves by the validation lens (Luna), Sol or the author; Terra is refused.
+    "validation-plan status validating, by lens": (
+        "POST", "/books/{book_id}/loop/validation/{validation_item_id}/status", {"validation_status": "validating"},
+    ),
+}  # fmt: skip
+SIGNED_INPUT_EXPECTED: dict[str, tuple[int, ...]] = {
+    "observation status confirmed on input": (401, 401, 422, 422, 422, 422, 422, 422, 422, 422, 422, 422, 422),
+    "observation author-stated in the caller's own turn": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 422, 422, 201),
+    "trace node produced_by reader-trust (Luna's lens)": (401, 401, 404, 404, 404, 404, 404, 404, 201, 403, 403, 403, 403),
+    "trace node produced_by author": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 201),
+    "validation-plan status validating, by lens": (401, 401, 404, 404, 404, 404, 404, 404, 200, 403, 200, 403, 200),
+}
+
+
+def test_what_a_body_says_about_its_maker_answers_each_caller_as_expected(scene):
+    ids, keys, book = scene
+    item = ValidationPlanItem.objects.create(book=book, assumption="a", kill_condition="k", activity="r")
+    ids = {**ids, "validation_item_id": item.pk}
+    for raw in keys.values():
+        Client().get("/api/v1/me", HTTP_AUTHORIZATION=f"Bearer {raw}")
+    assert set(SIGNED_INPUT) == set(SIGNED_INPUT_EXPECTED)
+    mismatches = []
+    for row, (method, path, template) in SIGNED_INPUT.items():
+        observed = []
+        for caller in CALLERS:
+            body = json.loads(json.dumps(template).replace("{caller}", caller))
+            if path.endswith("/turns"):
+                body["role"] = TURN_ROLE.get(caller, "author")
+            written = rows_written()
+            response = call_api(keys, caller, method, fill(path, ids), body)
+            observed.append(response.status_code)
+            assert response.status_code < 500, (row, caller, response.content[:300])
+            if caller in STRANGERS:
+                assert_no_leak(response, book)
+            if response.status_code >= 400:
+                assert rows_written() == written, (row, caller, response.status_code, "wrote to the store")
+        if tuple(observed) != SIGNED_INPUT_EXPECTED[row]:
+            mismatches.append(f"{row}: expected {SIGNED_INPUT_EXPECTED[row]}, got {tuple(observed)}")
+    assert not mismatches, "\n".join(mismatches)
+    assert ValidationPlanItem.objects.get(pk=item.pk).validation_status == "validating"
 
 
 def _browser(user) -> Client:

@@ -633,3 +633,72 @@ def test_the_codex_and_an_as_of_dossier_read_a_fixed_number_of_statements(author
             body(book, f"fact {n}", "holds", str(n), true_from_chapter=n + 1, first_shown_chapter=n + 2),
         )
     assert measure() == small
+
+
+# --- As of a chapter, nothing withheld shows through (issue 24, family 7) ----------------------------------
+
+
+def a_twist_in_chapter_12(author_api, book) -> tuple[dict, dict]:
+    """Mara is the keeper from chapter 1; a twist first shown in chapter 12 replaces it from there."""
+    fact = canon(author_api, book, body(book, "Mara", "is", "the keeper", true_from_chapter=1))
+    twist = canon(
+        author_api,
+        book,
+        body(
+            book,
+            "Mara",
+            "is",
+            "the one who drowned Ines",
+            true_from_chapter=12,
+            known_by="nobody",
+            first_shown_chapter=12,
+            reveal="twist",
+        ),
+    )
+    return fact, twist
+
+
+def test_the_codex_as_of_chapter_3_shows_no_end_that_a_withheld_twist_makes(
+    author_api, luna_api, author_browser, book, session
+):
+    fact, twist = a_twist_in_chapter_12(author_api, book)
+    whole = {c["id"]: c for c in luna_api.get(f"/books/{book.pk}/codex").json()["claims"]}
+    assert whole[fact["id"]]["true_until_effective"] == 11  # the whole book: the twist takes over in chapter 12
+
+    codex = luna_api.get(f"/books/{book.pk}/codex", as_of_chapter=3).json()
+    given = {c["id"]: c for c in codex["claims"]}
+    assert set(given) == {fact["id"]} and twist["id"] not in str(codex)
+    assert given[fact["id"]]["true_until_effective"] is None, "the withheld twist's chapter shows through"
+    listed = luna_api.get(f"/books/{book.pk}/codex/claims", as_of_chapter=3).json()["items"]
+    assert [(c["id"], c["true_until_effective"]) for c in listed] == [(fact["id"], None)]
+    page = author_browser.get(f"/books/{book.pk}/codex/", {"as_of_chapter": 3}).content.decode()
+    assert "drowned Ines" not in page and "to 11" not in page and "ch 1–11" not in page
+    assert "ch 1–end" in page
+    # As of chapter 12 the twist is given, and the fact ends where it begins.
+    later = {c["id"]: c for c in luna_api.get(f"/books/{book.pk}/codex", as_of_chapter=11).json()["claims"]}
+    assert later[fact["id"]]["true_until_effective"] is None
+    at_twist = {c["id"]: c for c in luna_api.get(f"/books/{book.pk}/codex", as_of_chapter=12).json()["claims"]}
+    assert set(at_twist) == {twist["id"]}
+
+
+def test_an_as_of_dossier_and_run_never_carry_the_withheld_twist_or_its_chapter(author_api, luna_api, book, session):
+    fact, twist = a_twist_in_chapter_12(author_api, book)
+
+    dossier = luna_api.post(f"/books/{book.pk}/dossiers", {"agent_role": "luna", "as_of_chapter": 3}).json()["content"]
+    data = start_run(author_api, book, "next-question", as_of_chapter=3)
+    work_off_queue()
+
+    [given] = dossier["claims"]
+    assert given["id"] == fact["id"] and given["true_until_chapter"] is None and "true_until_effective" not in given
+    assert twist["id"] not in str(dossier) and "drowned" not in str(dossier)
+    runs = list(AgentRun.objects.filter(book=book))
+    assert data["input"]["as_of_chapter"] == 3 and runs
+    for run in runs:
+        text = str(run.dossier.content) + str(run.looked_up)
+        assert twist["id"] not in text and "drowned" not in text, run.task
+        assert "true_until_effective" not in text and "11" not in [str(v) for v in _values(run.dossier.content)]
+
+
+def _values(content) -> list:
+    """Every scalar in a dossier's claims (to check that no end chapter is among them)."""
+    return [value for claim in content["claims"] for value in claim.values() if not isinstance(value, (dict, list))]

@@ -243,3 +243,62 @@ def test_every_tool_answers_each_agent_caller_as_expected_and_as_its_rest_route(
             if caller in {"luna", "terra", "sol"} and not TOOLS_BY_NAME[tool].offered_to(role):
                 assert status == 403, f"{tool} is refused to {role} by its service, naming the capability"
     assert tuple(observed) == MCP_EXPECTED[tool], f"{tool}: expected {MCP_EXPECTED[tool]}, got {tuple(observed)}"
+
+
+# --- What a tool's arguments may say about who made a record (issue 24) ----------------------------
+# The rows above send a plain call; these send what an impostor would. No tool adds a traceability node, a turn
+# or a validation-plan status, so those cannot be forged here at all (the last test holds that); what can be said
+# is refused as the REST route refuses it. Columns as MCP_EXPECTED.
+
+SIGNED_INPUT: dict[str, tuple[str, dict, tuple]] = {
+    # A plan node's validation status is the controller's (Sol's) to move: Terra and Luna are refused.
+    "loop_node_update validation_status validating": (
+        "loop_node_update", {"validation_status": "validating"}, LOOP_CONTROLLER,
+    ),
+    # Only the author states facts as herself: no agent labels its words author-stated.
+    "claim_propose provenance author-stated": (
+        "claim_propose", {"provenance": "author-stated"}, (404, 404, 403, 403, 422),
+    ),
+    "scratchpad_append provenance author-stated": (
+        "scratchpad_append", {"provenance": "author-stated"}, (404, 404, 422, 422, 422),
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("row", list(SIGNED_INPUT))
+def test_what_a_tools_arguments_say_about_their_maker_is_refused_as_its_rest_route_refuses_it(row, author, book):
+    tool, extra, expected = SIGNED_INPUT[row]
+    ids = build_mcp_scene(author, book)
+    keys = agent_keys(author, book)
+    observed = []
+    for caller in CALLERS:
+        role = "sol" if caller in {"foreign", "scoped"} else caller
+        args = {**arguments(tool, ids, role), **extra}
+        if tool == "loop_node_update":
+            args.pop("intent")
+        rest = rest_twin(tool, keys[caller], args, role)
+        status, body = outcome(call(keys[caller], tool, args))
+        observed.append(status)
+        if status == OK:
+            assert rest.status_code == 200, (row, caller, rest.content)
+        else:
+            assert rest.status_code == status, (row, caller, rest.content, body)
+            assert {k: body.get(k) for k in ("detail", "code", "field")} == {
+                k: rest.json().get(k) for k in ("detail", "code", "field")
+            }, (row, caller)
+            if status == 422:
+                assert body["field"] == "provenance" and "only the author" in body["detail"], body
+    assert tuple(observed) == expected, f"{row}: expected {expected}, got {tuple(observed)}"
+    assert not KnowledgeClaim.objects.filter(provenance="author-stated").exists()
+    assert not ScratchpadEntry.objects.filter(provenance="author-stated").exists()
+    if tool == "loop_node_update":
+        assert PlanNode.objects.get(pk=ids["node_id"]).validation_status == "validating"  # Sol's move only
+
+
+def test_no_tool_takes_a_makers_name_or_a_decided_observation():
+    """Who made a record comes from the key: no tool's arguments name a producer, and none can bring an
+    observation in other than working."""
+    for tool in tools():
+        text = json.dumps(tool.input_schema)
+        assert '"produced_by"' not in text, tool.name
+        assert '"confirmed"' not in text and '"retired"' not in text, tool.name

@@ -182,6 +182,8 @@ def trace_nodes_list(request: HttpRequest, book_id: uuid.UUID):
 
 @router.post(f"{BASE}/trace/nodes", response={201: TraceNodeOut, **ERRORS})
 def trace_nodes_create(request: HttpRequest, book_id: uuid.UUID, payload: TraceNodeIn):
+    """A traceability node, signed by the caller: ``produced_by`` names one of its own names (its role or a lens
+    the roster names for it), another's is a 403 naming the field."""
     return Status(201, loop.trace_node_add(access=_access(request, book_id), payload=payload))
 
 

@@ -249,7 +249,10 @@ class TraceNodeIn(Schema):
     label: Text(limit(TraceNode, "label"), required=False) = ""
     backed_by: BackedBy = BackedBy.FILE
     artifact: Text(ARTIFACT_SLUG) | None = None
-    produced_by: Text(limit(TraceNode, "produced_by"), required=False) = ""
+    # Signed by the caller: this only chooses among its own names (its role, or a lens the roster names for it).
+    produced_by: Text(limit(TraceNode, "produced_by"), required=False) = Field(
+        "", description="one of your own names: your role or a lens the roster names for it (default: your role)"
+    )
 
 
 class TraceEdgeOut(TraceEdgeFields):

@@ -23,7 +23,7 @@ from ..refs import validate_source_refs
 from ..schemas import ClaimIn, StoryRecordIn
 from ..selectors import SCOPE_READ_CAP, book_bases, session_get
 from .knowledge import book_base, run_base, series_base
-from .sessions import refuse_agent_author_stated
+from .sessions import refuse_author_stated_unless_author
 
 CLAIM_SUBJECT = "claim"
 
@@ -79,7 +79,7 @@ def claim_propose(*, access: BookAccess, base: KnowledgeBase, payload: ClaimIn) 
     """
     access.require(Cap.CANON_PROPOSE)
     access.require(SCOPE_READ_CAP[base.scope])
-    refuse_agent_author_stated(access, payload.provenance, field="provenance")
+    refuse_author_stated_unless_author(access, payload.provenance, field="provenance")
     evidence = None
     if payload.evidence is not None:
         evidence = payload.evidence.dict()

@@ -14,7 +14,7 @@ from ..access import BookAccess, Cap, refusal
 from ..models import DiscoverySession, Handoff, Provenance, ScratchpadEntry
 from ..refs import validate_source_refs
 from ..schemas import EntryIn
-from .sessions import locked_session, refuse_agent_author_stated
+from .sessions import locked_session, refuse_author_stated_unless_author
 
 
 def scratchpad_writer_role(access: BookAccess) -> str:
@@ -93,7 +93,7 @@ def scratchpad_append(*, access: BookAccess, session: DiscoverySession, payload:
     """
     agent_role = scratchpad_writer_role(access)
     if payload.provenance is not None:
-        refuse_agent_author_stated(access, payload.provenance, field="provenance")
+        refuse_author_stated_unless_author(access, payload.provenance, field="provenance")
         if payload.provenance == Provenance.LITERARY_GUIDANCE and not any(
             ref.type == "chunk" for ref in payload.source_refs
         ):

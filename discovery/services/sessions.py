@@ -15,6 +15,7 @@ from ..models import (
     Book,
     DiscoverySession,
     Observation,
+    ObservationStatus,
     Provenance,
     SessionQuestion,
     ThrustCandidate,
@@ -52,11 +53,14 @@ def discovery_start(*, access: BookAccess) -> tuple[DiscoverySession, bool]:
         return session, True
 
 
-def refuse_agent_author_stated(access: BookAccess, provenance: str, *, field: str) -> None:
-    """Provenance says who stated a thing: an agent never writes ``author-stated`` (422)."""
-    if access.is_agent and provenance == Provenance.AUTHOR_STATED:
+def refuse_author_stated_unless_author(access: BookAccess, provenance: str, *, field: str) -> None:
+    """Provenance says who stated a thing: only the author, as herself, writes ``author-stated`` (422 for an
+    agent key, an editor, an editor's personal key: nobody else's words are labelled the author's)."""
+    if provenance == Provenance.AUTHOR_STATED and not access.is_author:
+        other = "agent-inferred or agent-proposed" if access.is_agent else "another provenance"
         raise Invalid(
-            f"{field}: {access.role} cannot label its own words author-stated; use agent-inferred or agent-proposed",
+            f"{field}: {access.role} cannot label its own words author-stated; only the author states facts as "
+            f"herself (use {other})",
             field=field,
         )
 
@@ -84,7 +88,9 @@ def turn_add(*, access: BookAccess, session: DiscoverySession, payload: TurnIn) 
 
     Authors and editors need turn:write, Sol discovery:write; the turn's ``role`` must be the
     caller's own role for the book (403 otherwise). Ordinals run 1, 2, 3... per session.
-    Only the author states facts as herself: an agent's observation is never ``author-stated``.
+    Only the author states facts as herself: an observation of anyone else's turn is never ``author-stated``.
+    Every observation enters as ``working``; only the author's act (``observation_resolve``) confirms,
+    corrects or retires it, and that act leaves a revision.
     """
     access.require(Cap.TURN_WRITE, Cap.DISCOVERY_WRITE)
     if access.role not in dict(TURN_SPEAKERS):
@@ -96,7 +102,8 @@ def turn_add(*, access: BookAccess, session: DiscoverySession, payload: TurnIn) 
         )
     observations = [obs.dict() for obs in payload.observations]
     for i, obs in enumerate(observations):
-        refuse_agent_author_stated(access, obs["provenance"], field=f"observations[{i}].provenance")
+        refuse_author_stated_unless_author(access, obs["provenance"], field=f"observations[{i}].provenance")
+        obs["status"] = ObservationStatus.WORKING  # whatever the payload says: a turn confirms nothing
     with transaction.atomic():
         session = locked_session(session)
         writable(session)

@@ -276,9 +276,7 @@ def test_a_new_author_goes_from_an_empty_account_to_an_approved_charter_and_cano
     assert {n["id"] for n in logged["not_chosen"]} == {thrust["id"], summers["id"]}
     # Saturation for G2: a clean traceability chain (Sol), both required lenses reviewed, a full round.
     for node_id, kind in (("premise", "premise"), ("sq", "story-question"), ("ch1", "chapter")):
-        api(
-            sol, f"/books/{book.pk}/loop/trace/nodes", {"node_id": node_id, "kind": kind, "produced_by": "reader-trust"}
-        )
+        api(sol, f"/books/{book.pk}/loop/trace/nodes", {"node_id": node_id, "kind": kind})  # signed by Sol
     for a, b in (("premise", "sq"), ("sq", "ch1")):
         api(sol, f"/books/{book.pk}/loop/trace/edges", {"from_id": a, "to_id": b})
     finding = [{"text": "the wreck is a fair clue", "resolution": "resolved", "reason": "planted in chapter 1"}]

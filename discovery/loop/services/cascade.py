@@ -38,9 +38,13 @@ from ..models import (
     TraceStatus,
 )
 
+# A node signed by a role (not by one of its lenses) names no lens to re-run: the slot it cites does, if any.
+SIGNED_BY_ROLE = ("", "author", "sol", "terra", "luna")
+
 
 def _producer(node: TraceNode) -> str:
-    if node.produced_by:
+    """The lens that re-runs when ``node`` goes stale: the lens that signed it, else its slot's lens."""
+    if node.produced_by not in SIGNED_BY_ROLE:
         return node.produced_by
     if node.artifact_id and node.artifact.lens:
         return node.artifact.lens
@@ -125,7 +129,7 @@ def cascade_stale(*, book: Book, seed: str, lens: str | None = None):
         book=book, status=TraceStatus.STALE, status_reason=_stale_reason(seed, node.status, node.status_reason)
     )
     if lens:
-        qs = qs.filter(Q(produced_by=lens) | Q(produced_by="", artifact__lens=lens))
+        qs = qs.filter(Q(produced_by=lens) | Q(produced_by__in=SIGNED_BY_ROLE, artifact__lens=lens))
     return qs.order_by("node_id")
 
 

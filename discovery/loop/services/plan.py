@@ -13,12 +13,21 @@ from __future__ import annotations
 from django.db import transaction
 
 from approvals.models import Reversibility
-from discovery.access import BookAccess
+from discovery.access import BookAccess, Cap, refusal
 from novelgraph.core.errors import Conflict, Invalid, NotFound
 
-from ..models import Candidate, CandidateStatus, Lifecycle, PlanNode, ValidationPlanItem, ValidationStatus
+from ..models import (
+    Candidate,
+    CandidateStatus,
+    Lifecycle,
+    PlanNode,
+    RosterEntry,
+    RosterKind,
+    ValidationPlanItem,
+    ValidationStatus,
+)
 from ..schemas import CandidateIn, NodeIn, NodePatch, SelectIn, ValidationItemIn, ValidationStatusIn
-from .base import controller_book, lens_book, lock_meta, refresh, refuse_when_paused
+from .base import CONTROLLER_ROLES, controller_book, lens_book, lock_meta, refresh, refuse_when_paused
 from .bounds import pause_at_bound
 from .cards import raise_card
 
@@ -218,9 +227,23 @@ def validation_forward(current: str, wanted: str, field: str = "validation_statu
     return wanted
 
 
+def validation_movers() -> set[str]:
+    """Who moves the validation plan: the validation lens (the role the roster names for it), Sol and the author."""
+    lens = RosterEntry.objects.filter(kind=RosterKind.VALIDATION).values_list("agent_role", flat=True)
+    return set(CONTROLLER_ROLES) | {role for role in lens if role}
+
+
 def validation_item_status(*, access: BookAccess, item_id, payload: ValidationStatusIn) -> ValidationPlanItem:
-    """A validation plan item's status moves forward (the validation lens, Sol, the author)."""
-    book, _ = lens_book(access)
+    """A validation plan item's status moves forward, only by the validation lens, Sol or the author (403 for any
+    other lens: Terra explores options, she does not judge whether an assumption held)."""
+    book, role = lens_book(access)
+    movers = validation_movers()
+    if role not in movers:
+        raise refusal(
+            role,
+            Cap.LOOP_WRITE,
+            f"the validation plan is moved by the validation lens, Sol or the author ({', '.join(sorted(movers))})",
+        )
     with transaction.atomic():
         meta = lock_meta(book)
         item = ValidationPlanItem.objects.select_for_update().filter(book=book, pk=item_id).first()

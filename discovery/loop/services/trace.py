@@ -18,18 +18,46 @@ from ..schemas import TraceEdgeIn, TraceEdgeWithdrawIn, TraceNodeIn, TraceSettin
 from .base import controller_book, lens_book, lock_meta, refresh
 
 
+def own_lenses(role: str) -> set[str]:
+    """The lenses the roster names ``role`` for: the names a node of ``role``'s may be signed with, beside the role."""
+    return set(RosterEntry.objects.filter(agent_role=role).values_list("slug", flat=True))
+
+
+def trace_signature(role: str, named: str, slot: BlackboardArtifact | None) -> str:
+    """Who a new traceability node is signed by: always the caller. ``named`` (the body's ``produced_by``) only
+    chooses among the caller's own names, its role or a lens the roster names for it; any other name (another
+    role, another role's lens, the author) is a 403 naming the field. Unnamed, a node backed by a slot of one of
+    the caller's lenses is signed with that lens, any other with the caller's role."""
+    mine = own_lenses(role)
+    if named:
+        if named != role and named not in mine:
+            choices = ", ".join(sorted({role, *mine}))
+            raise Forbidden(
+                f"produced_by: {role} signs its traceability nodes only as itself ({choices}), not as {named!r}",
+                code="not_your_name",
+                field="produced_by",
+            )
+        return named
+    if slot is not None and slot.lens in mine:
+        return slot.lens
+    return role
+
+
 def trace_node_add(*, access: BookAccess, payload: TraceNodeIn) -> TraceNode:
-    book, _ = lens_book(access)
+    """A traceability node, signed by its caller (``trace_signature``): the lint judges it, the cascade re-runs
+    the lens that signed it, and only that lens's role withdraws it."""
+    book, role = lens_book(access)
     node_id, artifact = payload.node_id, payload.artifact
     with transaction.atomic():
         meta = lock_meta(book)
-        if TraceNode.objects.filter(book=book, node_id=node_id).exists():
-            raise Conflict(f"traceability node {node_id!r} exists", code="exists")
         slot = None
         if artifact:
             slot = BlackboardArtifact.objects.filter(book=book, slug=artifact).first()
             if slot is None:
                 raise Invalid(f"no slot {artifact!r}", field="artifact")
+        produced_by = trace_signature(role, payload.produced_by, slot)
+        if TraceNode.objects.filter(book=book, node_id=node_id).exists():
+            raise Conflict(f"traceability node {node_id!r} exists", code="exists")
         node = TraceNode.objects.create(
             book=book,
             node_id=node_id,
@@ -37,7 +65,7 @@ def trace_node_add(*, access: BookAccess, payload: TraceNodeIn) -> TraceNode:
             label=payload.label,
             backed_by=payload.backed_by,
             artifact=slot,
-            produced_by=payload.produced_by or (slot.lens if slot else ""),
+            produced_by=produced_by,
         )
         refresh(meta)
         return node

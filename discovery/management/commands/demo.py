@@ -19,7 +19,7 @@ from django.db import transaction
 from approvals.services import approval_decide
 from discovery.access import BookAccess, book_access
 from discovery.models import Book, Series
-from discovery.schemas import BookIn, CharterIn, ClaimIn, EntryIn, SeriesIn, ThrustIn, TurnIn
+from discovery.schemas import BookIn, CharterIn, ClaimIn, EntryIn, ObservationResolveIn, SeriesIn, ThrustIn, TurnIn
 from discovery.services import (
     book_agents_act_set,
     book_create,
@@ -30,6 +30,7 @@ from discovery.services import (
     claim_target,
     discovery_start,
     dossier_create,
+    observation_resolve,
     scratchpad_append,
     series_create,
     thrust_propose,
@@ -145,9 +146,14 @@ class Command(BaseCommand):
                     "key": "genre-promise",
                     "value": "fair-play clues",
                     "provenance": "author-stated",
-                    "status": "confirmed",
                 },
             ],
+        )
+        # Every observation enters as working; the author confirms this one herself (a revision records it).
+        observation_resolve(
+            access=me,
+            observation=t1.observations.get(key="genre-promise"),
+            payload=ObservationResolveIn(action="confirm", rationale="The book promises fair play."),
         )
         t2 = turn(
             sol,
