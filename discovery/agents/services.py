@@ -639,7 +639,9 @@ def _hand_back(run: AgentRun) -> None:
 
 def agents_take_the_next_step(*, book: Book, **_signal) -> AgentRun | None:
     """After the author's turn, confirmation or verdict (a signal): Sol takes the next step, if the book lets her."""
-    book = Book.objects.filter(pk=book.pk).first()
+    if not settings.NOVELGRAPH_AGENTS.get("ACT_ON_THEIR_OWN", True):
+        return None  # the server's switch: no query at all
+    book = Book.objects.filter(pk=book.pk).first()  # her setting as it stands now, not as the signal's copy says
     if book is None or not acts_on_its_own(book):
         return None
     return _sol_step(book)

@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('agents', '0001_agent_runs'),
+        ('agents', '0002_run_worker'),
         ('discovery', '0016_book_agents_act'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
