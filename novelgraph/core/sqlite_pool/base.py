@@ -16,8 +16,29 @@ from __future__ import annotations
 
 import queue
 import threading
+import weakref
 
 from django.db.backends.sqlite3 import base
+
+
+class Connection(base.Database.Connection):
+    """The driver's connection, counted while open (``open_connections``): one not closed still counts until
+    the garbage collector takes it, as its file stays open until then."""
+
+    _open: weakref.WeakSet = weakref.WeakSet()
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._open.add(self)
+
+    def close(self):
+        self._open.discard(self)
+        super().close()
+
+
+def open_connections() -> int:
+    """How many SQLite connections this process holds open (in use, idle in the pool, or left behind)."""
+    return len(Connection._open)
 
 
 class DatabaseWrapper(base.DatabaseWrapper):
@@ -42,6 +63,7 @@ class DatabaseWrapper(base.DatabaseWrapper):
     def get_connection_params(self):
         params = super().get_connection_params()
         params.pop("pool", None)
+        params["factory"] = Connection
         return params
 
     def get_new_connection(self, conn_params):
