@@ -33,7 +33,6 @@ from novelgraph.core.auth import principal_for_user
 from novelgraph.core.services import api_key_create
 
 from .factories import DiscoverySessionFactory
-from .live_gunicorn import database_env
 from .live_uvicorn import process_group, uvicorn
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.load]

@@ -61,7 +61,6 @@ def on_a_thread_of_its_own(job) -> None:
     thread.join(timeout=60)
 
 
-
 def test_the_next_request_on_another_thread_reuses_the_pooled_connection_and_sees_rows_written_in_between(author):
     key = api_key_create(owner=author, role="author")[1]
     handler = WSGIHandler()
