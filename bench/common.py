@@ -516,7 +516,7 @@ def _migrations_fingerprint() -> str:
     for path in sorted(ROOT.glob("*/migrations/*.py")) + sorted(ROOT.glob("*/*/migrations/*.py")):
         digest.update(str(path.relative_to(ROOT)).encode())
         digest.update(path.read_bytes())
-    digest.update((ROOT / "novelgraph" / "db.py").read_bytes())
+    digest.update((ROOT / "novelgraph" / "core" / "db.py").read_bytes())
     return digest.hexdigest()[:16]
 
 
