@@ -20,9 +20,8 @@ from django.conf import settings
 from .live_gunicorn import ROOT, START_DEADLINE, Server, _free_port, database_env
 
 
-@contextmanager
-def uvicorn(tmp_path: Path, *, workers: int = 1, extra_env: dict | None = None) -> Iterator[Server]:
-    port = _free_port()
+def server_env(extra_env: dict | None = None) -> dict[str, str]:
+    """The environment of a process (the server, a worker) on the test's database, keys and hosts."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     env.update(database_env())
     env.update(
@@ -34,6 +33,13 @@ def uvicorn(tmp_path: Path, *, workers: int = 1, extra_env: dict | None = None) 
     env.update(extra_env or {})
     if not env.get("DATABASE_URL"):
         env.pop("DATABASE_URL", None)
+    return env
+
+
+@contextmanager
+def uvicorn(tmp_path: Path, *, workers: int = 1, extra_env: dict | None = None) -> Iterator[Server]:
+    port = _free_port()
+    env = server_env(extra_env)
     log = tmp_path / f"uvicorn-{port}.log"
     command = [sys.executable, "-m", "uvicorn", "novelgraph.asgi:application", "--host", "127.0.0.1"]
     command += ["--port", str(port), "--log-level", "warning", "--no-access-log"]

@@ -18,6 +18,7 @@ import subprocess
 import sys
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import psycopg
@@ -33,7 +34,7 @@ from novelgraph.core.auth import principal_for_user
 from novelgraph.core.services import api_key_create
 
 from .factories import DiscoverySessionFactory
-from .live_uvicorn import process_group, uvicorn
+from .live_uvicorn import process_group, server_env, uvicorn
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.load]
 
@@ -46,9 +47,13 @@ SAMPLE_EVERY = 0.05
 
 def connection_bound(vendor: str) -> int:
     """The README's bound: NOVELGRAPH_DB_POOL_SIZE per process on PostgreSQL (each uvicorn worker, each
-    db_worker); on SQLite the requests in progress (at most one per client) plus that many idle per process."""
+    db_worker). On SQLite, counted as open files: the requests in progress (at most one per client) plus twice
+    the pool's size per process, as SQLite keeps a closed connection's file open while another connection of
+    the process holds a lock on it (and reuses it for the next connection)."""
     processes = SERVER_WORKERS + 1
-    return processes * POOL_SIZE + (WRITERS if vendor == "sqlite" else 0)
+    if vendor == "sqlite":
+        return WRITERS + processes * 2 * POOL_SIZE
+    return processes * POOL_SIZE
 
 
 class Sampler(threading.Thread):
@@ -108,6 +113,24 @@ def start_worker(env: dict[str, str], log: Path) -> subprocess.Popen:
         )
 
 
+def stop(worker: subprocess.Popen) -> None:
+    if worker.poll() is None:
+        worker.send_signal(signal.SIGTERM)
+        try:
+            worker.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(worker.pid, signal.SIGKILL)
+            worker.wait()
+
+
+@contextmanager
+def stopped_at_the_end(worker: subprocess.Popen):
+    try:
+        yield worker
+    finally:
+        stop(worker)
+
+
 def test_sixteen_writers_under_uvicorn_with_the_worker_running_lose_nothing_and_stay_within_the_pool(
     tmp_path, author, book
 ):
@@ -125,8 +148,8 @@ def test_sixteen_writers_under_uvicorn_with_the_worker_running_lose_nothing_and_
     pool_env = {"NOVELGRAPH_DB_POOL_SIZE": str(POOL_SIZE), "NOVELGRAPH_AGENT_PROVIDER": "offline"}
 
     started = time.monotonic()
-    with uvicorn(tmp_path, workers=SERVER_WORKERS, extra_env=pool_env) as server:
-        worker = start_worker(dict(server.env), tmp_path / "worker.log")
+    worker = start_worker(server_env(pool_env), tmp_path / "worker.log")  # it starts while the server does
+    with stopped_at_the_end(worker), uvicorn(tmp_path, workers=SERVER_WORKERS, extra_env=pool_env) as server:
         # The worker is up once it has run a first run: the load starts then.
         status, first = server.post_json(f"/books/{book.pk}/agent-runs", {"task": "charter"}, author_key)
         assert status == 202, first
@@ -169,12 +192,7 @@ def test_sixteen_writers_under_uvicorn_with_the_worker_running_lose_nothing_and_
             thread.join(timeout=LOAD_SECONDS + 180)
         sampler.stopping.set()
         sampler.join(timeout=30)
-        worker.send_signal(signal.SIGTERM)
-        try:
-            worker.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(worker.pid, signal.SIGKILL)
-            worker.wait()
+        stop(worker)
         server_log = server.logs()
     worker_log = (tmp_path / "worker.log").read_text(errors="replace")[-3000:]
 
