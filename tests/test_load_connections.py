@@ -1,5 +1,6 @@
-"""Load under the README's server: 16 writers at once for NOVELGRAPH_LOAD_SECONDS (default 5; the issue's
-figure is 30) against uvicorn with two worker processes, while ``manage.py db_worker`` runs the agent runs that
+"""Load under the README's servers: 16 writers at once for NOVELGRAPH_LOAD_SECONDS (default 5; the issue's
+figure is 30) against gunicorn (the site and the API) and against uvicorn (``make run``, ``/mcp``), each with
+two worker processes, while ``manage.py db_worker`` runs the agent runs that
 one of the writers keeps queueing. No request answers 5xx, every acknowledged write is in the database
 afterwards, and the connections held stay within the README's bound ("Database connections"), sampled all
 along: on PostgreSQL the sessions on the test database (``pg_stat_activity``), on SQLite the descriptors the
@@ -34,6 +35,7 @@ from novelgraph.core.auth import principal_for_user
 from novelgraph.core.services import api_key_create
 
 from .factories import DiscoverySessionFactory
+from .live_gunicorn import gunicorn
 from .live_uvicorn import process_group, server_env, uvicorn
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.load]
@@ -43,6 +45,8 @@ WRITERS = 16
 SERVER_WORKERS = 2
 POOL_SIZE = 4
 SAMPLE_EVERY = 0.05
+# The README's servers: gunicorn (WSGI) for the site and the API, uvicorn (ASGI) for /mcp and `make run`.
+SERVERS = {"gunicorn": gunicorn, "uvicorn": uvicorn}
 
 
 def connection_bound(vendor: str) -> int:
@@ -131,8 +135,9 @@ def stopped_at_the_end(worker: subprocess.Popen):
         stop(worker)
 
 
-def test_sixteen_writers_under_uvicorn_with_the_worker_running_lose_nothing_and_stay_within_the_pool(
-    tmp_path, author, book
+@pytest.mark.parametrize("server_kind", ["gunicorn", "uvicorn"])
+def test_sixteen_writers_with_the_worker_running_lose_nothing_and_stay_within_the_pool(
+    tmp_path, author, book, server_kind
 ):
     access = book_access(principal_for_user(author), book)
     discovery_start(access=access)
@@ -149,7 +154,8 @@ def test_sixteen_writers_under_uvicorn_with_the_worker_running_lose_nothing_and_
 
     started = time.monotonic()
     worker = start_worker(server_env(pool_env), tmp_path / "worker.log")  # it starts while the server does
-    with stopped_at_the_end(worker), uvicorn(tmp_path, workers=SERVER_WORKERS, extra_env=pool_env) as server:
+    serving = SERVERS[server_kind](tmp_path, workers=SERVER_WORKERS, extra_env=pool_env)
+    with stopped_at_the_end(worker), serving as server:
         # The worker is up once it has run a first run: the load starts then.
         status, first = server.post_json(f"/books/{book.pk}/agent-runs", {"task": "charter"}, author_key)
         assert status == 202, first
@@ -201,6 +207,7 @@ def test_sixteen_writers_under_uvicorn_with_the_worker_running_lose_nothing_and_
     runs = AgentRun.objects.filter(pk__in=[pk for pk, _ in acknowledged["run"]])
     report = {
         "vendor": vendor,
+        "server": server_kind,
         "seconds": LOAD_SECONDS,
         "requests": len(statuses),
         "acknowledged": {kind: len(items) for kind, items in acknowledged.items()},
