@@ -198,6 +198,13 @@ def test_sixteen_writers_with_the_worker_running_lose_nothing_and_stay_within_th
             thread.join(timeout=LOAD_SECONDS + 180)
         sampler.stopping.set()
         sampler.join(timeout=30)
+        # The runs queued during the load all run: wait for the worker to finish them (bounded).
+        queued = [pk for pk, _ in acknowledged["run"]]
+        drain_deadline = time.monotonic() + 300
+        while AgentRun.objects.filter(pk__in=queued, status__in=("queued", "running")).exists():
+            assert worker.poll() is None and time.monotonic() < drain_deadline, "the worker stopped running runs"
+            time.sleep(0.1)
+        connections.close_all()
         stop(worker)
         server_log = server.logs()
     worker_log = (tmp_path / "worker.log").read_text(errors="replace")[-3000:]
@@ -230,5 +237,8 @@ def test_sixteen_writers_with_the_worker_running_lose_nothing_and_stay_within_th
     entries = ScratchpadEntry.objects.filter(pk__in=[pk for pk, _ in acknowledged["scratchpad"]])
     assert {str(pk): c for pk, c in entries.values_list("pk", "content")} == dict(acknowledged["scratchpad"])
     assert runs.count() == len(acknowledged["run"]), "a queued run was lost"
-    assert runs.filter(status="done").exists(), ("the worker ran no run during the load", worker_log)
-    assert not runs.filter(status="failed").exists(), (list(runs.values_list("reason", flat=True)[:3]), worker_log)
+    assert runs.exists(), "no run was queued during the load"
+    assert set(runs.values_list("status", flat=True)) == {"done"}, (
+        list(runs.values_list("reason", flat=True)[:3]),
+        worker_log,
+    )
