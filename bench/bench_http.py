@@ -11,6 +11,10 @@ with its spread. Two heavier routes (the discovery view, the review inbox by ses
 to check for errors, which must be 0. The server runs with DEBUG off against the bench database.
 
     python -m bench.bench_http --chunks 100000 --rounds 5
+
+``BENCH_HTTP_SERVER=uvicorn`` serves our app the README's way instead (uvicorn, ``novelgraph.asgi``, the same
+number of worker processes; the floor stays a WSGI app under gunicorn) and records it as ``http_uvicorn``;
+``BENCH_HTTP_ROUTES=trivial`` compares the two trivial reads only (issue 30).
 """
 
 from __future__ import annotations
@@ -34,6 +38,8 @@ SIZES = {
     "large": {"chunks": 100_000, "requests": 800, "serial": 200, "rounds": 5, "concurrency": 8, "pending": 500},
 }
 SECRET = "bench-only-secret-key-not-for-production-0123456789"
+SERVER = os.environ.get("BENCH_HTTP_SERVER", "gunicorn")  # our app's server: gunicorn (WSGI) or uvicorn (ASGI)
+ROUTES = os.environ.get("BENCH_HTTP_ROUTES", "all")  # all, or trivial (GET /me and a book)
 
 
 @dataclass
@@ -81,14 +87,22 @@ def server_env(extra: dict[str, str] | None = None) -> dict[str, str]:
 
 
 class Server:
-    """gunicorn on a free loopback port; stopped (by its own pid) on exit."""
+    """gunicorn (or uvicorn) on a free loopback port; stopped (by its own pid) on exit."""
 
-    def __init__(self, app: str, workers: int, name: str, env: dict[str, str] | None = None):
+    def __init__(
+        self, app: str, workers: int, name: str, env: dict[str, str] | None = None, server: str = "gunicorn"
+    ):
         self.port = free_port()
-        self.log = open(common.BENCH_DIR / f"gunicorn-{name}.log", "w")  # noqa: SIM115
-        gunicorn = os.path.join(os.path.dirname(sys.executable), "gunicorn")
+        self.log = open(common.BENCH_DIR / f"{server}-{name}.log", "w")  # noqa: SIM115
+        executable = os.path.join(os.path.dirname(sys.executable), server)
+        if server == "uvicorn":
+            command = [executable, app, "--host", "127.0.0.1", "--port", str(self.port), "--workers", str(workers)]
+            command += ["--log-level", "warning", "--no-access-log"]
+        else:
+            command = [executable, app, "--bind", f"127.0.0.1:{self.port}", "--workers", str(workers)]
+            command += ["--log-level", "warning"]
         self.process = subprocess.Popen(
-            [gunicorn, app, "--bind", f"127.0.0.1:{self.port}", "--workers", str(workers), "--log-level", "warning"],
+            command,
             cwd=common.ROOT,
             env=server_env(env),
             stdout=self.log,
@@ -149,7 +163,7 @@ def main(argv=None) -> common.Report:
     os.environ["DJANGO_SECRET_KEY"] = SECRET  # session cookies must match the server's key
     common.header("HTTP: our API against a minimal WSGI app", args)
     vendor = common.setup_django("http")
-    report = common.Report("http", args.size)
+    report = common.Report("http" if SERVER == "gunicorn" else f"http_{SERVER}", args.size)
 
     from django.conf import settings
     from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
@@ -198,14 +212,17 @@ def main(argv=None) -> common.Report:
             2.0,
         ),
     ]
+    if ROUTES == "trivial":
+        compared = compared[:2]
     loaded_only = [
         ("GET /api/v1/books/{id}/discovery", [f"/api/v1/books/{bench.book.pk}/discovery"], bearer),
         (f"GET /review/ (inbox, {args.pending} pending, session cookie)", ["/review/"], cookie),
     ]
     modes = (("concurrent", args.concurrency, args.requests), ("serial", 1, args.serial))
     print(
-        f"  gunicorn: {workers} sync workers for each app; per round and route: {args.requests} requests at "
-        f"concurrency {args.concurrency}, then {args.serial} one at a time; {args.rounds} rounds"
+        f"  ours under {SERVER}, the floor under gunicorn: {workers} workers each; per round and route: "
+        f"{args.requests} requests at concurrency {args.concurrency}, then {args.serial} one at a time; "
+        f"{args.rounds} rounds"
     )
     timings: dict = {route.label: {mode: {"ours": [], "floor": []} for mode, _, _ in modes} for route in compared}
     errors_only = {}
@@ -214,7 +231,12 @@ def main(argv=None) -> common.Report:
 
     floor_env = {"BENCH_CAPABILITIES": json.dumps(capabilities), "BENCH_VIEW_PAGE": str(VIEW_PAGE)}
     with (
-        Server("novelgraph.wsgi:application", workers, "app") as ours,
+        Server(
+            "novelgraph.asgi:application" if SERVER == "uvicorn" else "novelgraph.wsgi:application",
+            workers,
+            "app",
+            server=SERVER,
+        ) as ours,
         Server("bench.floor_wsgi:app", workers, "floor", floor_env) as floor,
     ):
         servers = {"ours": ours, "floor": floor}
@@ -244,7 +266,7 @@ def main(argv=None) -> common.Report:
             load(ours.port, paths[:5], 20, args.concurrency, headers)
             errors_only[label] = load(ours.port, paths, max(50, args.requests // 3), args.concurrency, headers)
 
-    common.print_title(f"HTTP on {vendor}, gunicorn {workers} workers each, {args.rounds} interleaved rounds")
+    common.print_title(f"HTTP on {vendor}, ours under {SERVER}, {workers} workers each, {args.rounds} rounds")
     header = (
         f"{'route':<44} {'mode':<10} {'ours req/s':>11} {'floor req/s':>11} {'ours p50':>9} {'floor p50':>9}"
         f" {'client CPU':>10}"

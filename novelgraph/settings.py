@@ -140,7 +140,7 @@ if DATABASE_URL:
 else:
     DATABASES = {
         "default": {
-            "ENGINE": "django.db.backends.sqlite3",
+            "ENGINE": "novelgraph.core.sqlite_pool",
             "NAME": SQLITE_PATH,
             "OPTIONS": {
                 "timeout": 20,
@@ -158,11 +158,29 @@ else:
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-# --- Request overhead ------------------------------------------------
-# Persistent connections on both databases: a new SQLite connection re-reads the whole schema and starts
-# with a cold page cache, a new PostgreSQL one costs a handshake. Health checks drop a broken one before a
-# request uses it (runserver still closes its per-request threads' connections).
-DATABASES["default"]["CONN_MAX_AGE"] = int(os.environ.get("NOVELGRAPH_CONN_MAX_AGE", "600"))
+# --- Database connections -------------------------------------------------
+# One rule under every server (uvicorn, gunicorn, the db_worker): a request's connection goes back to a
+# bounded pool when the request ends (CONN_MAX_AGE = 0). A connection kept per thread is right for WSGI only:
+# under ASGI every request runs on a thread of its own, and one uvicorn process kept 66-99 PostgreSQL
+# connections, enough to exhaust the server (issue 30). PostgreSQL: Django's pool (psycopg_pool), at most
+# NOVELGRAPH_DB_POOL_SIZE connections per process; a request that finds them all busy waits up to
+# NOVELGRAPH_DB_POOL_TIMEOUT seconds. SQLite (novelgraph.core.sqlite_pool): at most NOVELGRAPH_DB_POOL_SIZE idle
+# connections per process, each in use by one request in progress. NOVELGRAPH_DB_POOL_SIZE=0 turns the pools
+# off: then NOVELGRAPH_CONN_MAX_AGE (default 0, one connection per request) applies, for WSGI servers only.
+DB_POOL_SIZE = int(os.environ.get("NOVELGRAPH_DB_POOL_SIZE", "8"))
+DB_POOL_MIN_SIZE = min(DB_POOL_SIZE, int(os.environ.get("NOVELGRAPH_DB_POOL_MIN_SIZE", "1")))
+DB_POOL_TIMEOUT = float(os.environ.get("NOVELGRAPH_DB_POOL_TIMEOUT", "30"))
+if DB_POOL_SIZE < 0 or DB_POOL_TIMEOUT <= 0:
+    raise RuntimeError("NOVELGRAPH_DB_POOL_SIZE must be 0 or more and NOVELGRAPH_DB_POOL_TIMEOUT more than 0")
+if DB_POOL_SIZE:
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = (
+        {"min_size": DB_POOL_MIN_SIZE, "max_size": DB_POOL_SIZE, "timeout": DB_POOL_TIMEOUT}
+        if DATABASES["default"]["ENGINE"].endswith("postgresql")
+        else {"max_size": DB_POOL_SIZE}
+    )
+else:
+    DATABASES["default"]["CONN_MAX_AGE"] = int(os.environ.get("NOVELGRAPH_CONN_MAX_AGE", "0"))
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 # API requests with a bearer key skip the browser's middleware (novelgraph.core.browser_only); session-cookie
 # requests, API or not, still go through Django's own.
