@@ -661,3 +661,24 @@ def dossier_capped(dossier: ContextDossier) -> dict:
     else:
         capped["more"] = {**stored_more, **{name: links[name] for name in LATER_CAPPED}}
     return capped
+
+
+def codex_capped(access: BookAccess, as_of_chapter: int | None) -> dict:
+    """The codex as ``GET /books/{id}/codex`` answers it: each list capped at a page, ``next`` linking its
+    paged route (``/codex/<part>``) for the rest."""
+    view = codex_view(access, as_of_chapter)
+    book_id = access.book.pk
+    lists = {
+        "chapters": view["chapters"],
+        "claims": view["claims"],
+        "withheld": view["withheld"],
+        "findings": view["fair_play"]["findings"],
+    }
+    view["next"] = {
+        part: rest_link(f"books/{book_id}/codex/{part}", as_of_chapter=as_of_chapter) if len(rows) > VIEW_PAGE else None
+        for part, rows in lists.items()
+    }
+    for key in ("chapters", "claims", "withheld"):
+        view[key] = view[key][:VIEW_PAGE]
+    view["fair_play"] = {**view["fair_play"], "findings": view["fair_play"]["findings"][:VIEW_PAGE]}
+    return view

@@ -12,7 +12,9 @@ class AgentsConfig(AppConfig):
     def ready(self) -> None:
         from novelgraph.core.runs import register_run_records
 
+        from . import duties
         from .selectors import produced_by, ran_for
 
         # Pages below the agents (a book's pages, the decision page) name the run behind what they show.
         register_run_records(produced_by=produced_by, ran_for=ran_for)
+        duties.register()

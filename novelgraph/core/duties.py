@@ -39,6 +39,9 @@ PATH_PARAMETERS: dict[str, tuple[type, str]] = {
     "claim_id": (uuid.UUID, "The proposed claim's id."),
     "node_id": (uuid.UUID, "The plan node's id."),
     "question_id": (uuid.UUID, "The open question's id."),
+    "item_id": (uuid.UUID, "The validation-plan item's id."),
+    "rerun_id": (uuid.UUID, "The queued re-run's id."),
+    "trace_node": (str, "The traceability node's id (its `node_id`, e.g. `scene-3`)."),
 }
 
 
@@ -47,13 +50,21 @@ def path_parameter(name: str, kind: type, description: str) -> None:
     PATH_PARAMETERS[name] = (kind, description)
 
 
-def arguments_of(name: str, payload: type[BaseModel] | None, *path: str) -> type[BaseModel]:
+PAGE_LIMIT = 50  # as the REST API's pages (NINJA_PAGINATION_PER_PAGE)
+PAGE_MAX = 200  # NINJA_PAGINATION_MAX_LIMIT
+
+
+def arguments_of(name: str, payload: type[BaseModel] | None, *path: str, many: bool = False) -> type[BaseModel]:
     """The tool's argument model: ``payload`` (the REST input schema, validators and limits
-    included) with the route's path parameters added as required fields."""
+    included) with the route's path parameters added as required fields (and, for a list, the
+    REST page's ``limit`` and ``offset``)."""
     fields: dict[str, Any] = {}
     for parameter in path:
         kind, description = PATH_PARAMETERS[parameter]
         fields[parameter] = (kind, Field(description=description))
+    if many:
+        fields["limit"] = (int, Field(PAGE_LIMIT, ge=1, le=PAGE_MAX, description="Rows in this page."))
+        fields["offset"] = (int, Field(0, ge=0, description="Rows skipped (the next page: offset + limit)."))
     title = "".join(part.title() for part in name.split("_")) + "Arguments"
     return create_model(title, __base__=payload or Schema, **fields)
 
@@ -77,10 +88,27 @@ class ToolSpec:
     payload: type[BaseModel] | None = None
     path: tuple[str, ...] = ()
     read_only: bool = False
+    # Calling it twice with the same arguments leaves what calling it once left (a read; a setting).
+    idempotent: bool = False
+    many: bool = False  # a paged list, as its REST route pages it: {"items", "count", "limit", "offset"}
 
     @cached_property
     def arguments(self) -> type[BaseModel]:
-        return arguments_of(self.name, self.payload, *self.path)
+        return arguments_of(self.name, self.payload, *self.path, many=self.many)
+
+    @cached_property
+    def answer_model(self) -> type[BaseModel]:
+        if not self.many:
+            return self.out
+        title = "".join(part.title() for part in self.name.split("_")) + "Page"
+        return create_model(
+            title,
+            __base__=Schema,
+            items=(list[self.out], ...),
+            count=(int, Field(description="Rows in the whole list.")),
+            limit=(int, ...),
+            offset=(int, ...),
+        )
 
     @cached_property
     def input_schema(self) -> dict:
@@ -88,7 +116,37 @@ class ToolSpec:
 
     @cached_property
     def output_schema(self) -> dict:
-        return self.out.model_json_schema()
+        return self.answer_model.model_json_schema()
+
+    @property
+    def method(self) -> str:
+        return self.route.split(" ", 1)[0]
+
+    @property
+    def annotations(self) -> dict[str, bool]:
+        """The MCP tool annotations, read off the declaration: a read changes nothing, and no tool
+        destroys anything (nothing an agent writes deletes or overwrites a record: it proposes,
+        appends or withdraws what it proposed, and the history stays)."""
+        return {
+            "read_only_hint": self.read_only,
+            "destructive_hint": False,
+            "idempotent_hint": self.read_only or self.idempotent,
+            "open_world_hint": False,
+        }
+
+    def answer(self, principal: Principal, arguments: dict) -> dict:
+        """Validate ``arguments`` with the tool's schema and run it; the answer is the REST response body
+        (for a list: the page, as the REST route pages it)."""
+        args = self.arguments.model_validate(arguments)
+        payload = self.payload.model_validate(arguments) if self.payload else None
+        result = self.run(principal, args, payload)
+        if self.many:
+            rows = result
+            count = rows.count() if hasattr(rows, "count") and not isinstance(rows, list) else len(rows)
+            page = [self.out.from_orm(row) for row in rows[args.offset : args.offset + args.limit]]
+            result = {"items": page, "count": count, "limit": args.limit, "offset": args.offset}
+            return self.answer_model.model_validate(result).model_dump(mode="json")
+        return self.out.from_orm(result).model_dump(mode="json")
 
     def offered_to(self, role: str | None) -> bool:
         caps = capabilities_of(role)
@@ -105,6 +163,8 @@ def register_tools(*specs: ToolSpec) -> None:
             raise ValueError(f"two tools are named {spec.name!r}")
         if not re.fullmatch(r"[a-z_]+", spec.name):
             raise ValueError(f"tool name {spec.name!r}: lower-case letters and underscores only")
+        if spec.read_only and spec.method != "GET":
+            raise ValueError(f"tool {spec.name!r}: a read mirrors a GET route")
         if Cap.DECIDE in spec.needs:
             raise ValueError(f"tool {spec.name!r} needs {Cap.DECIDE.value}: no tool decides")
         unknown = set(spec.path) - set(PATH_PARAMETERS)
@@ -183,3 +243,101 @@ def resources_listed(principal: Principal) -> list[dict]:
         for kind in RESOURCES
         if kind.per_book
     ]
+
+
+# --- The REST routes no tool mirrors, each with why: the one list ------------------------------------
+#
+# Every other route of the REST API is a duty some agent role may do, so it has a tool (its
+# ``route``); the duty-table test (tests/test_mcp_duty_table.py) walks the API's operations and fails
+# on a route that is neither a tool's nor listed here, on a tool whose route the API lacks, and on an
+# entry here that names no route. A person's route is one no agent key may call: it needs a
+# capability no agent role holds (checked against ``roles.CAPABILITIES``), or a person.
+
+PERSON_ONLY: dict[str, Cap | str] = {
+    # Deciding: the author's verdicts, with a rationale (decision:make).
+    "POST /approvals/{approval_id}/verdict": Cap.DECIDE,
+    "POST /books/{book_id}/loop/approvals/{approval_id}/verdict": Cap.DECIDE,
+    "POST /charters/{charter_id}/resolve": Cap.DECIDE,
+    "POST /claims/{claim_id}/promote": Cap.DECIDE,
+    "POST /claims/{claim_id}/reject": Cap.DECIDE,
+    "POST /claims/{claim_id}/supersede": Cap.DECIDE,
+    "POST /claims/{claim_id}/retract": Cap.DECIDE,
+    "POST /observations/{observation_id}/resolve": "the author confirms, corrects or retires an observation",
+    "POST /research/{research_id}/admit": Cap.DECIDE,
+    "POST /research/{research_id}/reject": Cap.DECIDE,
+    # The loop's own bounds and a whole loop's import are the author's (loop:write).
+    "POST /books/{book_id}/loop/import": Cap.LOOP_WRITE,
+    # Curating the library (literary:write).
+    "POST /library/sources": Cap.LITERARY_WRITE,
+    "POST /library/sources/{source_id}/chunks": Cap.LITERARY_WRITE,
+    # What only a person does: own books and series, invite editors, start the built-in agents.
+    "POST /series": "a person creates a series",
+    "POST /books": "a person creates a book and becomes its author",
+    "POST /books/{book_id}/editors": "the book's author invites an editor",
+    "DELETE /books/{book_id}/editors/{user_id}": "the book's author removes an editor",
+}
+
+# The reads an agent key may make over REST that no tool mirrors yet (a role's dossier, the codex, the
+# book's search, the loop and its lists are tools; these are the rest of those lists and the records
+# around them). A new GET route is either a tool's or listed here, so the gap is visible, not silent.
+READS_WITHOUT_TOOL: frozenset[str] = frozenset(
+    {
+        "GET /agent-runs/{run_id}",
+        "GET /agent-runs/{run_id}/written",
+        "GET /approvals",
+        "GET /approvals/{approval_id}",
+        "GET /approvals/{approval_id}/lists/{name}",
+        "GET /approvals/{approval_id}/superseded-versions",
+        "GET /books",
+        "GET /books/{book_id}",
+        "GET /books/{book_id}/agent-runs",
+        "GET /books/{book_id}/author-constraints",
+        "GET /books/{book_id}/canon",
+        "GET /books/{book_id}/charters",
+        "GET /books/{book_id}/claims/{claim_id}/conflicts",
+        "GET /books/{book_id}/codex/chapters",
+        "GET /books/{book_id}/codex/claims",
+        "GET /books/{book_id}/codex/claims/{claim_id}/decisions",
+        "GET /books/{book_id}/codex/claims/{claim_id}/history",
+        "GET /books/{book_id}/codex/claims/{claim_id}/versions",
+        "GET /books/{book_id}/codex/findings",
+        "GET /books/{book_id}/codex/withheld",
+        "GET /books/{book_id}/decision-log",
+        "GET /books/{book_id}/decision-log/export",
+        "GET /books/{book_id}/decision-log/verify",
+        "GET /books/{book_id}/discovery",
+        "GET /books/{book_id}/dossiers",
+        "GET /books/{book_id}/knowledge-bases",
+        "GET /books/{book_id}/loop/cards",
+        "GET /books/{book_id}/loop/cascade-preview",
+        "GET /books/{book_id}/loop/cascade-preview/affected",
+        "GET /books/{book_id}/loop/cascade-stale",
+        "GET /books/{book_id}/loop/cascade-stale/artifacts",
+        "GET /books/{book_id}/loop/constraints",
+        "GET /books/{book_id}/loop/export",
+        "GET /books/{book_id}/loop/lint",
+        "GET /books/{book_id}/loop/lint/findings",
+        "GET /books/{book_id}/loop/reruns",
+        "GET /books/{book_id}/loop/reruns/{rerun_id}/artifacts",
+        "GET /books/{book_id}/observations",
+        "GET /books/{book_id}/research",
+        "GET /books/{book_id}/scratchpad",
+        "GET /books/{book_id}/sessions",
+        "GET /books/{book_id}/thrusts",
+        "GET /books/{book_id}/turns",
+        "GET /dossiers/{dossier_id}",
+        "GET /handoffs/{handoff_id}",
+        "GET /handoffs/{handoff_id}/result-entries",
+        "GET /library/sources",
+        "GET /library/sources/{source_id}",
+        "GET /library/sources/{source_id}/chunks",
+        "GET /me",
+        "GET /observations/{observation_id}",
+        "GET /observations/{observation_id}/revisions",
+        "GET /sessions/{session_id}/observations",
+        "GET /sessions/{session_id}/questions",
+        "GET /sessions/{session_id}/scratchpad",
+        "GET /sessions/{session_id}/thrusts",
+        "GET /sessions/{session_id}/turns",
+    }
+)

@@ -146,7 +146,7 @@ def tool_listing(spec: ToolSpec) -> types.Tool:
         description=f"{spec.description} (REST: {spec.route})",
         input_schema=spec.input_schema,
         output_schema=spec.output_schema,
-        annotations=types.ToolAnnotations(read_only_hint=spec.read_only, destructive_hint=False),
+        annotations=types.ToolAnnotations(**spec.annotations),
     )
 
 
@@ -154,10 +154,7 @@ def tool_call(principal: Principal, spec: ToolSpec, arguments: dict) -> dict:
     """Validate ``arguments`` with the tool's schema and run it; the answer is the REST response body."""
     refuse_nul(arguments, "")
     _refuse_non_finite(arguments)
-    args = spec.arguments.model_validate(arguments)
-    payload = spec.payload.model_validate(arguments) if spec.payload else None
-    result = spec.run(principal, args, payload)
-    return spec.out.from_orm(result).model_dump(mode="json")
+    return spec.answer(principal, arguments)
 
 
 def _call_tool(source: PrincipalSource, ctx: ServerRequestContext, name: str, arguments: Any) -> types.CallToolResult:
