@@ -18,9 +18,11 @@ points at the ``dossier_take`` tool):
 
 from __future__ import annotations
 
+from pydantic import ValidationError as PydanticValidationError
+
 from novelgraph.core.auth import Principal
 from novelgraph.core.duties import CONTROLLER, SCHEME, ResourceKind, ToolSpec, register_resources, register_tools
-from novelgraph.core.errors import NotFound
+from novelgraph.core.errors import Invalid, NotFound
 
 from . import services
 from .access import Cap, book_access, books_visible_to
@@ -327,6 +329,20 @@ def question_current(principal: Principal, book_id: str) -> dict:
     }
 
 
+def codex_as_of(principal: Principal, book_id: str, as_of_chapter: str | None = None) -> dict:
+    try:
+        chapter = AsOfFilter.model_validate({"as_of_chapter": as_of_chapter}).as_of_chapter
+    except PydanticValidationError as exc:
+        raise Invalid(f"as_of_chapter: {exc.errors()[0]['msg']}", field="as_of_chapter") from None
+    return _json(CodexOut, codex_capped(book_access(principal, book_id, Cap.BOOK_READ), chapter))
+
+
+def handoff_read(principal: Principal, handoff_id: str) -> dict:
+    handoff = handoff_get(handoff_id)
+    book_access(principal, handoff.book, Cap.DISCOVERY_READ, missing="handoff")
+    return HandoffOut.model_validate(handoff_out(handoff)).model_dump(mode="json")
+
+
 def handoffs_open(principal: Principal, book_id: str) -> dict:
     access = book_access(principal, book_id, Cap.DISCOVERY_READ)
     return {
@@ -356,6 +372,26 @@ RESOURCES: tuple[ResourceKind, ...] = (
         template=f"{SCHEME}://books/{{book_id}}/handoffs",
         description="The open handoffs addressed to your role on the book.",
         read=handoffs_open,
+    ),
+    ResourceKind(
+        name="codex",
+        template=f"{SCHEME}://books/{{book_id}}/codex",
+        description="The book's canon with its story records and the fair-play check of its reveals.",
+        read=codex_as_of,
+    ),
+    ResourceKind(
+        name="codex-as-of",
+        template=f"{SCHEME}://books/{{book_id}}/codex/{{as_of_chapter}}",
+        description="The codex as of a chapter: only what is true by then; reveals the reader has not seen "
+        "yet are withheld.",
+        read=codex_as_of,
+    ),
+    ResourceKind(
+        name="handoff",
+        template=f"{SCHEME}://handoffs/{{handoff_id}}",
+        description="One handoff: the decision it informs, its sources and statuses, and its result once returned.",
+        read=handoff_read,
+        per_book=False,
     ),
 )
 

@@ -186,28 +186,36 @@ def tools_for(role: str | None) -> list[ToolSpec]:
 # --- Resources: what an agent reads --------------------------------------------------------------
 
 SCHEME = "novelgraph"
-UUID = r"(?P<{}>[0-9a-fA-F-]{{32,36}})"
+UUID = r"[0-9a-fA-F-]{32,36}"
+# What each template parameter matches (an id, unless named here).
+TEMPLATE_VALUES: dict[str, str] = {"as_of_chapter": r"[0-9]{1,6}"}
 
 
 @dataclass(frozen=True)
 class ResourceKind:
+    """What an agent reads at an address: ``template`` (RFC 6570 level 1, as MCP resource templates are
+    written) names its parameters, which ``read`` takes in order, after the principal."""
+
     name: str
-    template: str  # RFC 6570 level 1, as MCP resource templates are written
+    template: str
     description: str
-    read: Callable[[Principal, str], dict]
-    per_book: bool = True
+    read: Callable[..., dict]
+    per_book: bool = True  # listed for each book the key may touch (when ``book_id`` is its only parameter)
 
     @property
-    def parameter(self) -> str:
-        return "book_id" if self.per_book else "chunk_id"
+    def parameters(self) -> list[str]:
+        return re.findall(r"{(\w+)}", self.template)
 
     @property
     def pattern(self) -> re.Pattern:
-        name = self.parameter
-        return re.compile(re.escape(self.template).replace(re.escape("{" + name + "}"), UUID.format(name)))
+        pattern = re.escape(self.template)
+        for name in self.parameters:
+            value = TEMPLATE_VALUES.get(name, UUID)
+            pattern = pattern.replace(re.escape("{" + name + "}"), f"(?P<{name}>{value})")
+        return re.compile(pattern)
 
     def uri(self, value: Any) -> str:
-        return self.template.replace("{" + self.parameter + "}", str(value))
+        return self.template.replace("{book_id}", str(value))
 
 
 RESOURCES: list[ResourceKind] = []
@@ -230,7 +238,7 @@ def resource_read(principal: Principal, uri: str) -> dict:
     for kind in RESOURCES:
         match = kind.pattern.fullmatch(uri)
         if match:
-            return kind.read(principal, match.group(1))
+            return kind.read(principal, *match.groups())
     raise NotFound(f"no resource at {uri!r}", field="uri")
 
 
@@ -241,7 +249,7 @@ def resources_listed(principal: Principal) -> list[dict]:
         {"uri": kind.uri(book.pk), "name": f"{book.title}: {kind.name}", "description": kind.description}
         for book in books
         for kind in RESOURCES
-        if kind.per_book
+        if kind.per_book and kind.parameters == ["book_id"]
     ]
 
 
@@ -341,3 +349,48 @@ READS_WITHOUT_TOOL: frozenset[str] = frozenset(
         "GET /sessions/{session_id}/turns",
     }
 )
+
+
+# --- Prompts: "act as <role>", the duties and the rules an outside model works under ---------------
+
+ROLE_BRIEFS: dict[str, str] = {
+    "sol": "You are Sol, the coordinator of the book's discovery. You converse with the author (her turns, "
+    "your turns with the observations they make), put the next question to her, hand bounded tasks to "
+    "Terra and Luna, run the loop (gates, rounds, cost, the plan tree) and propose canon; you never approve.",
+    "terra": "You are Terra, the structural specialist. You propose story thrusts and charter versions, "
+    "divergence candidates, traceability nodes and edges and blackboard slots, and you file the "
+    "canon-integrity review at G2.",
+    "luna": "You are Luna, the bounded worker. You work on what is handed to you: you read the library and the "
+    "book (never series canon), return handoffs with facts, inferences, options and questions, and file "
+    "the reader-trust review at G2.",
+}
+RULES: tuple[str, ...] = (
+    "Nothing you write is canon: claims, charters, slots, candidates and research enter as proposed, and only "
+    "the author decides, with a rationale, through her own pages. No tool decides, and none is offered to you.",
+    "Provisional thinking goes into the append-only scratchpad; mark each statement a fact, an inference, an "
+    "option or a question, and cite the turn, entry, claim or chunk it rests on.",
+    "Read before you write: take your dossier first (the dossier_take tool, or the dossier resource); what "
+    "your role may not read is named under `withheld`, and you do not guess at it.",
+    "A refusal is an answer: a tool error carries the REST API's body (`detail`, `code`, `field`, `status`); "
+    "fix the input or leave the decision to the author, never retry around a rule.",
+    "Withdraw only your own unratified work; a ratified slot changes only through the cascade and a verdict.",
+)
+
+
+def role_prompt(role: str, book_id: str, handoff_id: str | None = None) -> str:
+    """The prompt that hands an outside model role ``role`` on a book: who it is, its duties (the tools its
+    capabilities meet, as listed to its key) and the rules it works under."""
+    duties = "\n".join(f"- {tool.name}: {tool.description}" for tool in tools_for(role) if not tool.read_only)
+    reads = ", ".join(tool.name for tool in tools_for(role) if tool.read_only)
+    task = (
+        f"Work on the handoff {handoff_id} (read it at {SCHEME}://handoffs/{handoff_id}) and return its result "
+        "with the handoff_return tool, once."
+        if handoff_id
+        else f"Start from your dossier of the book (the dossier_take tool, or {SCHEME}://books/{book_id}/dossier)."
+    )
+    rules = "\n".join(f"- {rule}" for rule in RULES)
+    return (
+        f"{ROLE_BRIEFS.get(role, '')}\n\nThe book: {book_id}. {task}\n\n"
+        f"Your duties (tools):\n{duties}\n\nWhat you read (tools): {reads}; and the resources listed to you.\n\n"
+        f"The rules you work under:\n{rules}\n"
+    )
