@@ -14,8 +14,13 @@ DIR="$ROOT/.tools/mcp-inspector"
 PACKAGE="$DIR/node_modules/@modelcontextprotocol/inspector"
 CLI="$PACKAGE/cli/build/cli.js"
 
-if [ ! -f "$CLI" ] || ! grep -q "\"version\": \"$VERSION\"" "$PACKAGE/package.json"; then
+installed() { [ -f "$CLI" ] && grep -q "\"version\": \"$VERSION\"" "$PACKAGE/package.json"; }
+if ! installed; then
   mkdir -p "$DIR"
+  exec 9>"$DIR.lock"
+  flock 9  # test workers started side by side install it once
+fi
+if ! installed; then
   echo '{"private": true}' > "$DIR/package.json"
   npm install --prefix "$DIR" --no-audit --no-fund --silent --save-exact \
     "@modelcontextprotocol/inspector@$VERSION" >&2

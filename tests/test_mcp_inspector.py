@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from asgiref.sync import SyncToAsync
@@ -68,8 +69,10 @@ def test_the_inspector_lists_each_roles_tools_and_calls_a_read_and_a_propose(tra
     book = BookFactory(owner=author, title="The Tide Clock")
     session, _ = services.discovery_start(access=book_access(principal_for_user(author), book))
     TurnFactory(session=session, ordinal=1, content="The keeper lies about the lamp.")
-    for role in ROLES:
-        key = api_key_create(owner=author, role=role)[1]
+    keys = {role: api_key_create(owner=author, role=role)[1] for role in ROLES}
+
+    def as_role(role: str) -> dict:
+        key = keys[role]
         if transport == "stdio":
             target = [sys.executable, "manage.py", "mcp", "--key-env", "NOVELGRAPH_API_KEY"]
             env = {
@@ -103,5 +106,11 @@ def test_the_inspector_lists_each_roles_tools_and_calls_a_read_and_a_propose(tra
             env=env,
         )
         assert not raised.get("isError"), raised
-        asked = OpenQuestion.objects.get(pk=raised["structuredContent"]["id"])
+        return raised["structuredContent"]
+
+    # The roles' clients run side by side (each Inspector call over stdio starts the command afresh).
+    with ThreadPoolExecutor(len(ROLES)) as pool:
+        raised = dict(zip(ROLES, pool.map(as_role, ROLES), strict=True))
+    for role, body in raised.items():
+        asked = OpenQuestion.objects.get(pk=body["id"])
         assert (asked.raised_by, asked.question, asked.status) == (role, f"{role}: who saw the boat?", "open")
