@@ -10,6 +10,10 @@ choice). A tool whose route the API lacks, and an entry of either list that name
 
 from __future__ import annotations
 
+import ast
+import inspect
+import textwrap
+
 from novelgraph.api import api
 from novelgraph.core.duties import PERSON_ONLY, READS_WITHOUT_TOOL, tools, tools_for
 from novelgraph.core.roles import AgentRole, Cap, capabilities_of
@@ -77,3 +81,42 @@ def test_each_role_is_offered_exactly_the_tools_its_capabilities_meet_and_none_d
     }
     for role in (AgentRole.TERRA, AgentRole.LUNA):
         assert lens_duties <= {tool.name for tool in tools_for(role)}, role
+
+
+# --- The built-in runner writes through declared duties only ------------------------------------------
+
+SERVICE_MODULES = ("discovery.services", "discovery.loop.services", "library.services", "approvals.services")
+
+
+def _called(fn, depth: int = 2) -> set:
+    """The service functions ``fn`` calls (following the private helpers of its module)."""
+    found = set()
+    for node in ast.walk(ast.parse(textwrap.dedent(inspect.getsource(fn)))):
+        if not isinstance(node, ast.Call):
+            continue
+        target = None
+        if isinstance(node.func, ast.Name):
+            target = fn.__globals__.get(node.func.id)
+        elif isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
+            target = getattr(fn.__globals__.get(node.func.value.id), node.func.attr, None)
+        if not inspect.isfunction(target):
+            continue
+        if target.__module__.startswith(SERVICE_MODULES):
+            found.add(target)
+        elif depth and target.__module__ == fn.__module__ and target.__name__.startswith("_"):
+            found |= _called(target, depth - 1)
+    return found
+
+
+def test_each_in_app_tasks_apply_step_writes_only_through_a_duty_its_role_declares():
+    from discovery.agents.models import TASK_ROLE
+    from discovery.agents.services import APPLY
+
+    assert set(APPLY) == set(TASK_ROLE)
+    for task, apply in APPLY.items():
+        role = TASK_ROLE[task]
+        writes = _called(apply)
+        assert writes, f"{task}: its apply step calls no service"
+        declared = set().union(*(_called(tool.run) for tool in tools_for(role)))
+        undeclared = sorted(f"{f.__module__}.{f.__name__}" for f in writes - declared)
+        assert undeclared == [], f"{task} ({role}) writes through services no tool of {role} calls: {undeclared}"
