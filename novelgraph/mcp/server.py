@@ -59,7 +59,8 @@ INSTRUCTIONS = (
     "Terra the structural specialist or Luna the bounded worker) and the tools listed are exactly what that role "
     "may do. Start from your dossier (the dossier_take tool, or the novelgraph://books/{book_id}/dossier "
     "resource): it names the book, the session and what your role may read. Provisional thinking goes into the "
-    "append-only scratchpad; nothing you propose becomes canon until the author decides, with a rationale."
+    "append-only scratchpad; nothing you propose becomes canon until the author decides, with a rationale. "
+    "Your role's prompt (act_as_<role>) hands you your duties and the rules you work under."
 )
 RESOURCE_NOT_FOUND = -32002
 
