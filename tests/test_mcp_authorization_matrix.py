@@ -112,6 +112,7 @@ MCP_EXPECTED: dict[str, tuple] = {
     "loop_validation_plan": EVERY_ROLE,
     "loop_artifacts": EVERY_ROLE,
     "loop_reviews": EVERY_ROLE,
+    "loop_lint": EVERY_ROLE,
 }
 LENS_OF = {"luna": "reader-trust", "terra": "canon-integrity", "sol": "reader-trust"}
 
@@ -236,6 +237,7 @@ def arguments(tool: str, ids: dict, caller: str) -> dict:
         "loop_validation_plan": {"book_id": book},
         "loop_artifacts": {"book_id": book},
         "loop_reviews": {"book_id": book},
+        "loop_lint": {"book_id": book, "strict": True},
     }[tool]
 
 
@@ -383,6 +385,9 @@ def written(tool: str, body: dict, role: str, ids: dict) -> None:
             assert len(body["items"]) == 2
     elif tool in {"loop_validation_plan", "loop_artifacts", "loop_reviews"}:
         assert body["count"] == len(body["items"]) and body["offset"] == 0
+    elif tool == "loop_lint":
+        assert body["strict"] is True and not body["ok"], "the scene's orphan trace nodes fail a strict lint"
+        assert body["counts"] and len(body["findings"]) <= 50
     else:  # pragma: no cover - a new tool needs its check here
         raise AssertionError(f"no check for {tool}")
 

@@ -64,6 +64,7 @@ EVERY_ROLE_TOOLS = {
     "loop_validation_plan",
     "loop_artifacts",
     "loop_reviews",
+    "loop_lint",
 }
 EXPECTED_TOOLS = {
     "luna": EVERY_ROLE_TOOLS | {"handoff_return"},

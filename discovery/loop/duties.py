@@ -14,6 +14,8 @@ tool decides: the author's verdict on a gate has no tool.
 
 from __future__ import annotations
 
+from ninja import Schema
+
 from approvals.models import Gate
 from discovery.access import Cap, book_access
 from novelgraph.core.auth import Principal
@@ -31,6 +33,7 @@ from .schemas import (
     CostIn,
     GateIn,
     GateOut,
+    LintOut,
     LoopOut,
     MetaOut,
     NodeIn,
@@ -199,6 +202,16 @@ def loop_artifacts(principal: Principal, args, _payload):
 
 def loop_reviews(principal: Principal, args, _payload):
     return selectors.reviews_of(_book(principal, args))
+
+
+class LintParams(Schema):
+    """The lint route's query: ``strict`` makes orphans and unreachable nodes failures (as G2 does)."""
+
+    strict: bool = False
+
+
+def loop_lint(principal: Principal, args, params: LintParams):
+    return selectors.lint_capped(_book(principal, args), strict=params.strict)
 
 
 LENS: tuple[Cap, ...] = LENS_CAPS  # the service's own rule (``lens_book``): any lens, or the controller
@@ -524,6 +537,18 @@ TOOLS: tuple[ToolSpec, ...] = (
         path=("book_id",),
         read_only=True,
         many=True,
+    ),
+    ToolSpec(
+        name="loop_lint",
+        route=f"GET {BASE}/lint",
+        description="The traceability lint (strict: orphans and unreachable nodes fail, as at G2), with the "
+        "first page of its findings.",
+        needs=READ,
+        run=loop_lint,
+        out=LintOut,
+        payload=LintParams,
+        path=("book_id",),
+        read_only=True,
     ),
 )
 

@@ -323,7 +323,6 @@ READS_WITHOUT_TOOL: frozenset[str] = frozenset(
         "GET /books/{book_id}/loop/cascade-stale/artifacts",
         "GET /books/{book_id}/loop/constraints",
         "GET /books/{book_id}/loop/export",
-        "GET /books/{book_id}/loop/lint",
         "GET /books/{book_id}/loop/lint/findings",
         "GET /books/{book_id}/loop/reruns",
         "GET /books/{book_id}/loop/reruns/{rerun_id}/artifacts",
