@@ -193,9 +193,12 @@ def http_client(url: str, key: str | None) -> _HttpClient:
 class LiveServer:
     """uvicorn serving the ASGI application (Django and /mcp) on a free port of 127.0.0.1."""
 
-    def __init__(self):
-        from novelgraph.asgi import application
+    def __init__(self, fresh: bool = False):
+        from novelgraph.asgi import application, django_application
+        from novelgraph.mcp.http import mcp_http_app, with_mcp
 
+        if fresh:  # the SDK's session manager runs once per app: a second server in one process needs its own
+            application = with_mcp(django_application, mcp_http_app())
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind(("127.0.0.1", 0))

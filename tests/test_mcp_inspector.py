@@ -55,7 +55,7 @@ def inspector(target: list[str], *args: str, env: dict | None = None) -> dict:
 @pytest.fixture(scope="module")
 def live_url(django_db_setup):
     subprocess.run([str(SCRIPT), "--install-only"], check=True, timeout=600)
-    server = LiveServer()
+    server = LiveServer(fresh=True)
     try:
         yield f"{server.url}/mcp"
     finally:
