@@ -78,6 +78,7 @@ from .schemas import (
     ViewTurn,
     WhoAmI,
     handoff_out,
+    turn_out,
 )
 from .selectors import (
     VIEW_PAGE,
@@ -90,6 +91,7 @@ from .selectors import (
     bounded,
     charter_get,
     claim_conflicts,
+    codex_capped,
     codex_view,
     discovery_view,
     dossier_get,
@@ -371,19 +373,7 @@ def knowledge_base_list(request: HttpRequest, book_id: uuid.UUID):
 def turn_add(request: HttpRequest, session_id: uuid.UUID, payload: TurnIn):
     access, session = _session_access(request, session_id)
     turn = services.turn_add(access=access, session=session, payload=payload)
-    return Status(
-        201,
-        {
-            "id": turn.pk,
-            "session_id": turn.session_id,
-            "ordinal": turn.ordinal,
-            "role": turn.role,
-            "content": turn.content,
-            "answers_id": turn.answers_id,
-            "created_at": turn.created_at,
-            "observations": list(turn.observations.order_by("created_at")),
-        },
-    )
+    return Status(201, turn_out(turn))
 
 
 @router.post(
@@ -654,24 +644,7 @@ def dossier_detail(request: HttpRequest, dossier_id: uuid.UUID):
     "(series canon for Luna) is withheld and named.",
 )
 def codex_get(request: HttpRequest, book_id: uuid.UUID, filters: Query[AsOfFilter]):
-    view = codex_view(_access(request, book_id, Cap.BOOK_READ), filters.as_of_chapter)
-    # Each list is capped at a page; ``next`` links its paged route (``/codex/<part>``) for the rest.
-    lists = {
-        "chapters": view["chapters"],
-        "claims": view["claims"],
-        "withheld": view["withheld"],
-        "findings": view["fair_play"]["findings"],
-    }
-    view["next"] = {
-        part: rest_link(f"books/{book_id}/codex/{part}", as_of_chapter=filters.as_of_chapter)
-        if len(rows) > VIEW_PAGE
-        else None
-        for part, rows in lists.items()
-    }
-    for key in ("chapters", "claims", "withheld"):
-        view[key] = view[key][:VIEW_PAGE]
-    view["fair_play"] = {**view["fair_play"], "findings": view["fair_play"]["findings"][:VIEW_PAGE]}
-    return view
+    return codex_capped(_access(request, book_id, Cap.BOOK_READ), filters.as_of_chapter)
 
 
 def _codex_part(request: HttpRequest, book_id: uuid.UUID, as_of_chapter: int | None) -> dict:

@@ -18,18 +18,24 @@ points at the ``dossier_take`` tool):
 
 from __future__ import annotations
 
+from pydantic import ValidationError as PydanticValidationError
+
 from novelgraph.core.auth import Principal
 from novelgraph.core.duties import CONTROLLER, SCHEME, ResourceKind, ToolSpec, register_resources, register_tools
-from novelgraph.core.errors import NotFound
+from novelgraph.core.errors import Invalid, NotFound
 
 from . import services
 from .access import Cap, book_access, books_visible_to
+from .record_search import book_record_search
 from .schemas import (
     ApprovalRefOut,
+    AsOfFilter,
     CharterCreatedOut,
     CharterIn,
     ClaimIn,
     ClaimOut,
+    ClaimStoryIn,
+    CodexOut,
     DossierOut,
     EntryIn,
     EntryOut,
@@ -37,13 +43,19 @@ from .schemas import (
     HandoffOut,
     HandoffResultIn,
     QuestionSetIn,
+    RecordSearchOut,
+    RecordSearchParams,
     RequestApprovalIn,
     SessionQuestionOut,
+    StartOut,
     ThrustIn,
     ThrustOut,
+    TurnIn,
+    TurnOut,
     handoff_out,
+    turn_out,
 )
-from .selectors import current_session, handoff_get, handoffs_open_to, session_get
+from .selectors import codex_capped, current_session, handoff_get, handoffs_open_to, session_get
 
 # --- The calls: each resolves access as its REST route does, then calls the same service ---------
 
@@ -97,6 +109,30 @@ def question_set(principal: Principal, args, payload: QuestionSetIn):
 
 def handoff_create(principal: Principal, args, payload: HandoffIn):
     return handoff_out(services.handoff_create(access=book_access(principal, args.book_id), payload=payload))
+
+
+def discovery_start(principal: Principal, args, _payload):
+    session, _created = services.discovery_start(access=book_access(principal, args.book_id))
+    return {"session_id": session.pk, "status": session.status, "current_question": session.current_question}
+
+
+def turn_add(principal: Principal, args, payload: TurnIn):
+    access, session = _session(principal, args)
+    return turn_out(services.turn_add(access=access, session=session, payload=payload))
+
+
+def claim_story_set(principal: Principal, args, payload: ClaimStoryIn):
+    access = book_access(principal, payload.book_id)
+    return services.claim_story_set(access=access, claim_id=args.claim_id, payload=payload)
+
+
+def book_search(principal: Principal, args, params: RecordSearchParams):
+    access = book_access(principal, args.book_id, Cap.BOOK_READ)
+    return book_record_search(access, params.q, limit=params.limit).as_dict()
+
+
+def codex_read(principal: Principal, args, filters: AsOfFilter):
+    return codex_capped(book_access(principal, args.book_id, Cap.BOOK_READ), filters.as_of_chapter)
 
 
 _SCRATCHPAD = (Cap.SCRATCHPAD_WRITE, Cap.DISCOVERY_WRITE)
@@ -202,6 +238,64 @@ TOOLS: tuple[ToolSpec, ...] = (
         payload=HandoffIn,
         path=("book_id",),
     ),
+    ToolSpec(
+        name="discovery_start",
+        route="POST /books/{book_id}/discovery",
+        description="Start the discovery of a book, or resume the session already under way (nothing is "
+        "created twice).",
+        needs=(Cap.DISCOVERY_WRITE,),
+        run=discovery_start,
+        out=StartOut,
+        path=("book_id",),
+        idempotent=True,
+    ),
+    ToolSpec(
+        name="turn_add",
+        route="POST /sessions/{session_id}/turns",
+        description="Add Sol's turn to the conversation with the observations it makes (each a working "
+        "observation the author confirms, corrects or retires).",
+        needs=(Cap.TURN_WRITE, Cap.DISCOVERY_WRITE),
+        run=turn_add,
+        out=TurnOut,
+        payload=TurnIn,
+        path=("session_id",),
+    ),
+    ToolSpec(
+        name="claim_story_set",
+        route="POST /claims/{claim_id}/story",
+        description="Set a proposed claim's story record (when it is true, who knows it, where the reader first "
+        "sees it, whether it is decisive evidence or a reveal); a pending approval of it lapses.",
+        needs=(Cap.CANON_PROPOSE,),
+        run=claim_story_set,
+        out=ClaimOut,
+        payload=ClaimStoryIn,
+        path=("claim_id",),
+    ),
+    # Reads.
+    ToolSpec(
+        name="book_search",
+        route="GET /books/{book_id}/search",
+        description="Search the book's own record (turns, scratchpad, claims, charters) for what your role may "
+        "read; what it may not is named under `withheld`.",
+        needs=(Cap.BOOK_READ,),
+        run=book_search,
+        out=RecordSearchOut,
+        payload=RecordSearchParams,
+        path=("book_id",),
+        read_only=True,
+    ),
+    ToolSpec(
+        name="codex_read",
+        route="GET /books/{book_id}/codex",
+        description="The book's canon with its story records and the fair-play check of its reveals, as of a "
+        "chapter (`as_of_chapter`): only what is true by then, reveals not yet shown withheld.",
+        needs=(Cap.BOOK_READ,),
+        run=codex_read,
+        out=CodexOut,
+        payload=AsOfFilter,
+        path=("book_id",),
+        read_only=True,
+    ),
 )
 
 
@@ -235,6 +329,20 @@ def question_current(principal: Principal, book_id: str) -> dict:
     }
 
 
+def codex_as_of(principal: Principal, book_id: str, as_of_chapter: str | None = None) -> dict:
+    try:
+        chapter = AsOfFilter.model_validate({"as_of_chapter": as_of_chapter}).as_of_chapter
+    except PydanticValidationError as exc:
+        raise Invalid(f"as_of_chapter: {exc.errors()[0]['msg']}", field="as_of_chapter") from None
+    return _json(CodexOut, codex_capped(book_access(principal, book_id, Cap.BOOK_READ), chapter))
+
+
+def handoff_read(principal: Principal, handoff_id: str) -> dict:
+    handoff = handoff_get(handoff_id)
+    book_access(principal, handoff.book, Cap.DISCOVERY_READ, missing="handoff")
+    return HandoffOut.model_validate(handoff_out(handoff)).model_dump(mode="json")
+
+
 def handoffs_open(principal: Principal, book_id: str) -> dict:
     access = book_access(principal, book_id, Cap.DISCOVERY_READ)
     return {
@@ -264,6 +372,26 @@ RESOURCES: tuple[ResourceKind, ...] = (
         template=f"{SCHEME}://books/{{book_id}}/handoffs",
         description="The open handoffs addressed to your role on the book.",
         read=handoffs_open,
+    ),
+    ResourceKind(
+        name="codex",
+        template=f"{SCHEME}://books/{{book_id}}/codex",
+        description="The book's canon with its story records and the fair-play check of its reveals.",
+        read=codex_as_of,
+    ),
+    ResourceKind(
+        name="codex-as-of",
+        template=f"{SCHEME}://books/{{book_id}}/codex/{{as_of_chapter}}",
+        description="The codex as of a chapter: only what is true by then; reveals the reader has not seen "
+        "yet are withheld.",
+        read=codex_as_of,
+    ),
+    ResourceKind(
+        name="handoff",
+        template=f"{SCHEME}://handoffs/{{handoff_id}}",
+        description="One handoff: the decision it informs, its sources and statuses, and its result once returned.",
+        read=handoff_read,
+        per_book=False,
     ),
 )
 

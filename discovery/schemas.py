@@ -853,3 +853,17 @@ class RecordSearchOut(Schema):
     mode: str
     results: list[RecordHit]
     withheld: list[str] = Field(description="what this role may not read, left out of the search (e.g. series canon)")
+
+
+def turn_out(turn) -> dict:
+    """A turn as its route answers it (``TurnOut``): with its observations, oldest first."""
+    return {
+        "id": turn.pk,
+        "session_id": turn.session_id,
+        "ordinal": turn.ordinal,
+        "role": turn.role,
+        "content": turn.content,
+        "answers_id": turn.answers_id,
+        "created_at": turn.created_at,
+        "observations": list(turn.observations.order_by("created_at")),
+    }

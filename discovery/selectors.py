@@ -666,3 +666,24 @@ def dossier_capped(dossier: ContextDossier) -> dict:
 def book_chapters(book: Book):
     """The book's chapters in order, as rows (a queryset: the route pages it in SQL)."""
     return Chapter.objects.filter(book=book).order_by("number").values("number", "title", "spec")
+
+
+def codex_capped(access: BookAccess, as_of_chapter: int | None) -> dict:
+    """The codex as ``GET /books/{id}/codex`` answers it: each list capped at a page, ``next`` linking its
+    paged route (``/codex/<part>``) for the rest."""
+    view = codex_view(access, as_of_chapter)
+    book_id = access.book.pk
+    lists = {
+        "chapters": view["chapters"],
+        "claims": view["claims"],
+        "withheld": view["withheld"],
+        "findings": view["fair_play"]["findings"],
+    }
+    view["next"] = {
+        part: rest_link(f"books/{book_id}/codex/{part}", as_of_chapter=as_of_chapter) if len(rows) > VIEW_PAGE else None
+        for part, rows in lists.items()
+    }
+    for key in ("chapters", "claims", "withheld"):
+        view[key] = view[key][:VIEW_PAGE]
+    view["fair_play"] = {**view["fair_play"], "findings": view["fair_play"]["findings"][:VIEW_PAGE]}
+    return view

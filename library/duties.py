@@ -7,12 +7,12 @@ Registered from ``LibraryConfig.ready()`` into the kernel's registry (``novelgra
 
 from __future__ import annotations
 
-from discovery.access import Cap, principal_capabilities, refusal
+from discovery.access import Cap, book_access, principal_capabilities, refusal
 from novelgraph.core.auth import Principal
 from novelgraph.core.duties import SCHEME, ResourceKind, ToolSpec, register_resources, register_tools
 
 from . import services as library
-from .schemas import ChunkOut, SearchOut, SearchParams, SourceOut
+from .schemas import ChunkOut, ResearchIn, ResearchOut, SearchOut, SearchParams, SourceOut
 from .selectors import chunk_get
 
 
@@ -37,6 +37,10 @@ def chunk_read(principal: Principal, chunk_id: str) -> dict:
     }
 
 
+def research_propose(principal: Principal, args, payload: ResearchIn):
+    return library.research_propose(access=book_access(principal, args.book_id), payload=payload)
+
+
 TOOL = ToolSpec(
         name="library_search",
         route="GET /library/search",
@@ -49,6 +53,18 @@ TOOL = ToolSpec(
         read_only=True,
     )
 
+RESEARCH = ToolSpec(
+    name="research_propose",
+    route="POST /books/{book_id}/research",
+    description="Propose outside research for the book (a URL, its excerpt, the claim it supports and its "
+    "citation); it waits, pending, for the author to admit or reject it.",
+    needs=(Cap.DISCOVERY_WRITE, Cap.SCRATCHPAD_WRITE),
+    run=research_propose,
+    out=ResearchOut,
+    payload=ResearchIn,
+    path=("book_id",),
+)
+
 CHUNK = ResourceKind(
     name="chunk",
     template=f"{SCHEME}://chunks/{{chunk_id}}",
@@ -59,5 +75,5 @@ CHUNK = ResourceKind(
 
 
 def register() -> None:
-    register_tools(TOOL)
+    register_tools(TOOL, RESEARCH)
     register_resources(CHUNK)

@@ -38,8 +38,8 @@ from mcp_types import CallToolResult
 from discovery import services
 from discovery.access import book_access
 from discovery.loop import services as loop
-from discovery.loop.models import PlanNode
-from discovery.loop.schemas import CandidateIn, QuestionIn
+from discovery.loop.models import LensRerun, PlanNode
+from discovery.loop.schemas import CandidateIn, QuestionIn, TraceEdgeIn, TraceNodeIn, ValidationItemIn
 from discovery.models import KnowledgeBase
 from discovery.schemas import HandoffIn
 from novelgraph.core.auth import principal_for_key, principal_for_user
@@ -193,9 +193,12 @@ def http_client(url: str, key: str | None) -> _HttpClient:
 class LiveServer:
     """uvicorn serving the ASGI application (Django and /mcp) on a free port of 127.0.0.1."""
 
-    def __init__(self):
-        from novelgraph.asgi import application
+    def __init__(self, fresh: bool = False):
+        from novelgraph.asgi import application, django_application
+        from novelgraph.mcp.http import mcp_http_app, with_mcp
 
+        if fresh:  # the SDK's session manager runs once per app: a second server in one process needs its own
+            application = with_mcp(django_application, mcp_http_app())
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind(("127.0.0.1", 0))
@@ -224,8 +227,9 @@ class LiveServer:
 # --- The scene ------------------------------------------------------------------------------------
 
 
-def build_mcp_scene(author, book) -> dict:
-    """``book`` in mid-discovery, with one of everything a tool names; its ids by argument name."""
+def build_mcp_scene(author, book, reruns: bool = False) -> dict:
+    """``book`` in mid-discovery, with one of everything a tool names; its ids by argument name.
+    ``reruns``: a re-run queued for each role's lens (they hold the next gate, so only on demand)."""
     as_author = book_access(principal_for_user(author), book)
     session, _ = services.discovery_start(access=as_author)
     turn = TurnFactory(session=session, ordinal=1)
@@ -243,7 +247,30 @@ def build_mcp_scene(author, book) -> dict:
     question = loop.question_raise(
         access=sol, payload=QuestionIn(question="Who lit the lamp?", target_discipline="sol")
     )
+    # Each lens's own material, so each role acts on its own (a question to answer, trace nodes it
+    # produced, an edge it drew, a validation item, a re-run queued for its lens).
+    per_role = {}
+    lens_of = {"luna": "reader-trust", "terra": "canon-integrity", "sol": "discovery-lead"}
+    for role in ("luna", "terra", "sol"):
+        access = (
+            sol if role == "sol" else book_access(principal_for_key(api_key_create(owner=author, role=role)[1]), book)
+        )
+        asked = loop.question_raise(
+            access=access, payload=QuestionIn(question=f"{role}: whose alibi holds?", target_discipline="sol")
+        )
+        for node_id in (f"t-{role}", f"w-{role}"):
+            loop.trace_node_add(access=access, payload=TraceNodeIn(node_id=node_id, kind="scene", produced_by=role))
+        loop.trace_edge_add(access=access, payload=TraceEdgeIn(from_id=f"t-{role}", to_id="premise-w"))
+        item = loop.validation_item_add(
+            access=access,
+            payload=ValidationItemIn(assumption=f"{role}: readers guess late", kill_condition="k", activity="a"),
+        )
+        per_role |= {f"question_{role}": str(asked.pk), f"item_{role}": str(item.pk)}
+        if reruns:
+            rerun = LensRerun.objects.create(book=book, lens=lens_of[role], artifacts=[], reason="a cascade")
+            per_role[f"rerun_{role}"] = str(rerun.pk)
     return {
+        **per_role,
         "book_id": str(book.pk),
         "session_id": str(session.pk),
         "turn_id": str(turn.pk),

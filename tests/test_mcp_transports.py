@@ -28,33 +28,59 @@ from discovery.access import book_access
 from discovery.models import Handoff, ScratchpadEntry
 from discovery.schemas import ClaimIn, HandoffIn
 from novelgraph.core.auth import principal_for_user
-from novelgraph.core.duties import tools_for
+from novelgraph.core.duties import TOOLS_BY_NAME, tools_for
 from novelgraph.core.models import ApiKey, hash_api_key
 from novelgraph.core.services import api_key_revoke
 
 from .factories import BookFactory, TurnFactory, UserFactory
 from .mcp_support import ClientThread, LiveServer, http_client, stdio_client
 
+# Every role: its dossier, the library, the book's search, the codex, the loop's reads and the lenses' duties.
+EVERY_ROLE_TOOLS = {
+    "dossier_take",
+    "library_search",
+    "scratchpad_append",
+    "book_search",
+    "codex_read",
+    "research_propose",
+    "loop_candidate_add",
+    "loop_question_raise",
+    "loop_question_resolve",
+    "loop_trace_node_add",
+    "loop_trace_edge_add",
+    "loop_trace_node_withdraw",
+    "loop_trace_edge_withdraw",
+    "loop_validation_add",
+    "loop_validation_status",
+    "loop_artifact_write",
+    "loop_review_record",
+    "loop_rerun_done",
+    "loop_read",
+    "loop_nodes",
+    "loop_candidates",
+    "loop_questions",
+    "loop_trace_nodes",
+    "loop_trace_edges",
+    "loop_validation_plan",
+    "loop_artifacts",
+    "loop_reviews",
+    "loop_lint",
+}
 EXPECTED_TOOLS = {
-    "luna": {"dossier_take", "library_search", "scratchpad_append", "handoff_return"},
-    "terra": {
-        "dossier_take",
-        "library_search",
-        "scratchpad_append",
-        "handoff_return",
-        "thrust_propose",
-        "charter_propose",
-    },
-    "sol": {
-        "dossier_take",
-        "library_search",
-        "scratchpad_append",
+    "luna": EVERY_ROLE_TOOLS | {"handoff_return"},
+    "terra": EVERY_ROLE_TOOLS | {"handoff_return", "thrust_propose", "charter_propose"},
+    "sol": EVERY_ROLE_TOOLS
+    | {
         "thrust_propose",
         "charter_propose",
         "claim_propose",
         "claim_request_approval",
+        "claim_story_set",
         "question_set",
         "handoff_create",
+        "discovery_start",
+        "turn_add",
+        "agent_run_queue",
         "loop_gate_request",
         "loop_round_advance",
         "loop_cost_spend",
@@ -181,7 +207,15 @@ def test_each_roles_tool_list_is_exactly_what_its_capabilities_allow(clients, wo
         listed = clients[role].run(lambda c: c.list_tools()).tools
         assert {t.name for t in listed} == EXPECTED_TOOLS[role] == {t.name for t in tools_for(role)}, role
         assert all(t.input_schema["type"] == "object" for t in listed)
-    assert not any(name.endswith(("resolve", "promote", "admit", "verdict")) for name in EXPECTED_TOOLS["sol"])
+        # The spec's conventions: every tool has an output schema and annotations read off its declaration.
+        for tool in listed:
+            spec = TOOLS_BY_NAME[tool.name]
+            assert tool.output_schema and tool.output_schema["type"] == "object", tool.name
+            hints = tool.annotations
+            assert (hints.read_only_hint, hints.destructive_hint) == (spec.read_only, False), tool.name
+            assert hints.idempotent_hint == (spec.read_only or spec.idempotent), tool.name
+    # Answering a loop question (loop_question_resolve) is a lens's duty; nothing else here decides.
+    assert not any(name.endswith(("promote", "admit", "verdict")) for name in EXPECTED_TOOLS["sol"])
 
 
 # --- Resources are filtered as the REST API filters them ---------------------------------------------

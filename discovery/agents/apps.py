@@ -14,6 +14,7 @@ class AgentsConfig(AppConfig):
         from discovery.signals import person_acted
         from novelgraph.core.runs import register_run_records
 
+        from . import duties
         from .selectors import produced_by, ran_for
         from .services import agents_take_the_next_step
 
@@ -26,3 +27,4 @@ class AgentsConfig(AppConfig):
 
         person_acted.connect(next_step, weak=False, dispatch_uid="agents-next-step-after-an-act")
         verdict_recorded.connect(next_step, weak=False, dispatch_uid="agents-next-step-after-a-verdict")
+        duties.register()  # the agent runs an outside agent may queue through MCP

@@ -16,7 +16,7 @@ from ninja.responses import Status
 from approvals.models import Gate
 from approvals.services import approval_decide
 from discovery.access import BookAccess, Cap, book_access
-from discovery.selectors import VIEW_PAGE, MappedRows
+from discovery.selectors import MappedRows
 from novelgraph.core.auth import principal_of
 from novelgraph.core.errors import Conflict, Invalid, NotFound
 from novelgraph.core.schemas import ERRORS
@@ -241,11 +241,7 @@ def trace_settings(request: HttpRequest, book_id: uuid.UUID, payload: TraceSetti
 def lint_get(request: HttpRequest, book_id: uuid.UUID, strict: bool = False):
     """The traceability lint; ``strict=true`` makes orphans and unreachable nodes failures (as G2 does).
     ``findings`` is the first page (``counts`` counts them all); ``next.findings`` pages the rest."""
-    lint = loop.trace_lint(_book(request, book_id), strict=strict).as_dict()
-    more = len(lint["findings"]) > VIEW_PAGE
-    lint["findings"] = lint["findings"][:VIEW_PAGE]
-    lint["next"] = {"findings": _next(book_id, "lint/findings", more, strict=str(strict).lower())}
-    return lint
+    return selectors.lint_capped(_book(request, book_id), strict=strict)
 
 
 @router.get(f"{BASE}/lint/findings", response={200: list[dict], **ERRORS})

@@ -1,5 +1,12 @@
-"""The loop controller's duties for agents through MCP (Sol's): gates, rounds, cost, the plan tree,
-questions and the traceability settings, each a thin call into the service its REST route calls.
+"""The loop's duties for agents through MCP, each a thin call into the service its REST route calls:
+
+- the controller's (Sol's): gates, rounds, cost, the plan tree, routing and surfacing questions and
+  the traceability settings;
+- every lens's (Sol, Terra, Luna; ``LENS_CAPS``): divergence candidates, open questions raised and
+  answered, traceability nodes and edges (and withdrawing its own), the validation plan, blackboard
+  slots (the decision brief among them), reviews and re-runs done;
+- the reads those duties need (discovery:read): the loop, its plan tree and candidates, questions,
+  the traceability graph and its lint, the validation plan, the blackboard and the reviews.
 
 Registered from ``LoopConfig.ready()`` into the kernel's registry (``novelgraph.core.duties``). No
 tool decides: the author's verdict on a gate has no tool.
@@ -7,27 +14,53 @@ tool decides: the author's verdict on a gate has no tool.
 
 from __future__ import annotations
 
+from ninja import Schema
+
 from approvals.models import Gate
-from discovery.access import book_access
+from discovery.access import Cap, book_access
 from novelgraph.core.auth import Principal
 from novelgraph.core.duties import CONTROLLER, ToolSpec, path_parameter, register_tools
+from novelgraph.core.errors import NotFound
 
+from . import selectors
 from . import services as loop
+from .api import BASE
 from .schemas import (
+    ArtifactIn,
+    ArtifactOut,
+    CandidateIn,
+    CandidateOut,
     CostIn,
     GateIn,
     GateOut,
+    LintOut,
+    LoopOut,
     MetaOut,
     NodeIn,
     NodeOut,
     NodePatch,
+    QuestionIn,
+    QuestionResolveIn,
+    RerunOut,
+    ReviewIn,
+    ReviewOut,
     RoundIn,
     RouteIn,
     SelectIn,
     SelectOut,
+    TraceEdgeIn,
+    TraceEdgeOut,
+    TraceEdgeWithdrawIn,
+    TraceNodeIn,
+    TraceNodeOut,
     TraceSettingsIn,
+    ValidationItemIn,
+    ValidationItemOut,
+    ValidationStatusIn,
+    WithdrawIn,
 )
 from .schemas import QuestionOut as LoopQuestionOut
+from .services.base import LENS_CAPS
 
 
 def loop_gate_request(principal: Principal, args, payload: GateIn):
@@ -66,7 +99,123 @@ def loop_question_surface(principal: Principal, args, _payload):
 def loop_trace_settings(principal: Principal, args, payload: TraceSettingsIn):
     return loop.trace_settings(access=book_access(principal, args.book_id), payload=payload)
 
+# --- Every lens (Sol, Terra, Luna): proposed material, questions, the graph, reviews ---------------
 
+
+def _access(principal: Principal, args):
+    return book_access(principal, args.book_id)
+
+
+def loop_candidate_add(principal: Principal, args, payload: CandidateIn):
+    return loop.candidate_add(access=_access(principal, args), node_id=args.node_id, payload=payload)
+
+
+def loop_question_raise(principal: Principal, args, payload: QuestionIn):
+    return loop.question_raise(access=_access(principal, args), payload=payload)
+
+
+def loop_question_resolve(principal: Principal, args, payload: QuestionResolveIn):
+    return loop.question_resolve(access=_access(principal, args), question_id=args.question_id, payload=payload)
+
+
+def loop_trace_node_add(principal: Principal, args, payload: TraceNodeIn):
+    return loop.trace_node_add(access=_access(principal, args), payload=payload)
+
+
+def loop_trace_edge_add(principal: Principal, args, payload: TraceEdgeIn):
+    return loop.trace_edge_add(access=_access(principal, args), payload=payload)
+
+
+def loop_trace_node_withdraw(principal: Principal, args, payload: WithdrawIn):
+    return loop.trace_node_withdraw(access=_access(principal, args), node_id=args.trace_node, payload=payload)
+
+
+def loop_trace_edge_withdraw(principal: Principal, args, payload: TraceEdgeWithdrawIn):
+    return loop.trace_edge_withdraw(access=_access(principal, args), payload=payload)
+
+
+def loop_validation_add(principal: Principal, args, payload: ValidationItemIn):
+    return loop.validation_item_add(access=_access(principal, args), payload=payload)
+
+
+def loop_validation_status(principal: Principal, args, payload: ValidationStatusIn):
+    return loop.validation_item_status(access=_access(principal, args), item_id=args.item_id, payload=payload)
+
+
+def loop_artifact_write(principal: Principal, args, payload: ArtifactIn):
+    return loop.artifact_write(access=_access(principal, args), payload=payload)
+
+
+def loop_review_record(principal: Principal, args, payload: ReviewIn):
+    return loop.lens_review_record(access=_access(principal, args), payload=payload)
+
+
+def loop_rerun_done(principal: Principal, args, _payload):
+    return loop.rerun_done(access=_access(principal, args), rerun_id=args.rerun_id)
+
+
+# --- Reads (discovery:read), as the REST routes read ---------------------------------------------
+
+
+def _book(principal: Principal, args):
+    return loop.base.started_book(_access(principal, args))
+
+
+def loop_read(principal: Principal, args, _payload):
+    book = _book(principal, args)
+    view = selectors.loop_view(book)
+    more = view["more"]["queued_reruns"]
+    view["next"] = {"queued_reruns": selectors.loop_link(book.pk, "reruns", status="queued") if more else None}
+    return view
+
+
+def loop_nodes(principal: Principal, args, _payload):
+    return selectors.nodes_of(_book(principal, args))
+
+
+def loop_candidates(principal: Principal, args, _payload):
+    node = selectors.nodes_of(_book(principal, args)).filter(pk=args.node_id).first()
+    if node is None:
+        raise NotFound("plan node not found")
+    return selectors.candidates_of(node)
+
+
+def loop_questions(principal: Principal, args, _payload):
+    return selectors.questions_of(_book(principal, args), None)
+
+
+def loop_trace_nodes(principal: Principal, args, _payload):
+    return selectors.trace_nodes_of(_book(principal, args))
+
+
+def loop_trace_edges(principal: Principal, args, _payload):
+    return selectors.trace_edges_of(_book(principal, args), None)
+
+
+def loop_validation_plan(principal: Principal, args, _payload):
+    return selectors.validation_plan_of(_book(principal, args))
+
+
+def loop_artifacts(principal: Principal, args, _payload):
+    return selectors.artifacts_of(_book(principal, args))
+
+
+def loop_reviews(principal: Principal, args, _payload):
+    return selectors.reviews_of(_book(principal, args))
+
+
+class LintParams(Schema):
+    """The lint route's query: ``strict`` makes orphans and unreachable nodes failures (as G2 does)."""
+
+    strict: bool = False
+
+
+def loop_lint(principal: Principal, args, params: LintParams):
+    return selectors.lint_capped(_book(principal, args), strict=params.strict)
+
+
+LENS: tuple[Cap, ...] = LENS_CAPS  # the service's own rule (``lens_book``): any lens, or the controller
+READ: tuple[Cap, ...] = (Cap.DISCOVERY_READ,)
 
 TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
@@ -161,6 +310,245 @@ TOOLS: tuple[ToolSpec, ...] = (
         out=MetaOut,
         payload=TraceSettingsIn,
         path=("book_id",),
+        idempotent=True,
+    ),
+    # Every lens.
+    ToolSpec(
+        name="loop_candidate_add",
+        route=f"POST {BASE}/nodes/{{node_id}}/candidates",
+        description="Propose a divergence candidate (altitude, mechanic, shape, riskiest assumption) under a "
+        "plan-tree node; the controller selects, the author decides a one-way door.",
+        needs=LENS,
+        run=loop_candidate_add,
+        out=CandidateOut,
+        payload=CandidateIn,
+        path=("book_id", "node_id"),
+    ),
+    ToolSpec(
+        name="loop_question_raise",
+        route=f"POST {BASE}/questions",
+        description="Raise an open question (or a contradiction) for a discipline (a lens or a role) to answer.",
+        needs=LENS,
+        run=loop_question_raise,
+        out=LoopQuestionOut,
+        payload=QuestionIn,
+        path=("book_id",),
+    ),
+    ToolSpec(
+        name="loop_question_resolve",
+        route=f"POST {BASE}/questions/{{question_id}}/resolve",
+        description="Answer an open question, citing what answers it (artifact:<slug>, trace:<id>, "
+        "decision:<n> or question:<id>). A question the author settled stays hers.",
+        needs=LENS,
+        run=loop_question_resolve,
+        out=LoopQuestionOut,
+        payload=QuestionResolveIn,
+        path=("book_id", "question_id"),
+    ),
+    ToolSpec(
+        name="loop_trace_node_add",
+        route=f"POST {BASE}/trace/nodes",
+        description="Add a node of the traceability graph (premise, promise, scene, ...), optionally bound to "
+        "a blackboard slot.",
+        needs=LENS,
+        run=loop_trace_node_add,
+        out=TraceNodeOut,
+        payload=TraceNodeIn,
+        path=("book_id",),
+    ),
+    ToolSpec(
+        name="loop_trace_edge_add",
+        route=f"POST {BASE}/trace/edges",
+        description="Link two traceability nodes (from serves to); the lint checks the graph reaches its leaves.",
+        needs=LENS,
+        run=loop_trace_edge_add,
+        out=TraceEdgeOut,
+        payload=TraceEdgeIn,
+        path=("book_id",),
+    ),
+    ToolSpec(
+        name="loop_trace_node_withdraw",
+        route=f"POST {BASE}/trace/nodes/{{trace_node}}/withdraw",
+        description="Withdraw a traceability node your lens produced and nobody ratified (its edges leave the "
+        "graph; the node stays in history).",
+        needs=LENS,
+        run=loop_trace_node_withdraw,
+        out=TraceNodeOut,
+        payload=WithdrawIn,
+        path=("book_id", "trace_node"),
+    ),
+    ToolSpec(
+        name="loop_trace_edge_withdraw",
+        route=f"POST {BASE}/trace/edges/withdraw",
+        description="Withdraw an edge from a node your lens produced that touches nothing ratified.",
+        needs=LENS,
+        run=loop_trace_edge_withdraw,
+        out=TraceEdgeOut,
+        payload=TraceEdgeWithdrawIn,
+        path=("book_id",),
+    ),
+    ToolSpec(
+        name="loop_validation_add",
+        route=f"POST {BASE}/validation",
+        description="Add an item to the validation plan: an assumption, its kill condition and the real-world "
+        "activity that tests it.",
+        needs=LENS,
+        run=loop_validation_add,
+        out=ValidationItemOut,
+        payload=ValidationItemIn,
+        path=("book_id",),
+    ),
+    ToolSpec(
+        name="loop_validation_status",
+        route=f"POST {BASE}/validation/{{item_id}}/status",
+        description="Move a validation-plan item forward: hypothesis, validating, then validated or refuted.",
+        needs=LENS,
+        run=loop_validation_status,
+        out=ValidationItemOut,
+        payload=ValidationStatusIn,
+        path=("book_id", "item_id"),
+    ),
+    ToolSpec(
+        name="loop_artifact_write",
+        route=f"POST {BASE}/artifacts",
+        description="Write a blackboard slot as draft or proposed (the decision brief is the slot "
+        "`decision-brief`); only the author's verdict ratifies a slot.",
+        needs=LENS,
+        run=loop_artifact_write,
+        out=ArtifactOut,
+        payload=ArtifactIn,
+        path=("book_id",),
+    ),
+    ToolSpec(
+        name="loop_review_record",
+        route=f"POST {BASE}/reviews",
+        description="File your lens's review at a gate (summary and findings); G2 waits for every required lens.",
+        needs=LENS,
+        run=loop_review_record,
+        out=ReviewOut,
+        payload=ReviewIn,
+        path=("book_id",),
+    ),
+    ToolSpec(
+        name="loop_rerun_done",
+        route=f"POST {BASE}/reruns/{{rerun_id}}/done",
+        description="Mark a re-run the cascade queued for your lens as done.",
+        needs=LENS,
+        run=loop_rerun_done,
+        out=RerunOut,
+        path=("book_id", "rerun_id"),
+    ),
+    # Reads.
+    ToolSpec(
+        name="loop_read",
+        route=f"GET {BASE}",
+        description="The loop: round, cost, gate, status and bounds, the pending option card, saturation, the "
+        "queued re-runs and the roster of lenses.",
+        needs=READ,
+        run=loop_read,
+        out=LoopOut,
+        path=("book_id",),
+        read_only=True,
+    ),
+    ToolSpec(
+        name="loop_nodes",
+        route=f"GET {BASE}/nodes",
+        description="The plan tree's nodes, paged.",
+        needs=READ,
+        run=loop_nodes,
+        out=NodeOut,
+        path=("book_id",),
+        read_only=True,
+        many=True,
+    ),
+    ToolSpec(
+        name="loop_candidates",
+        route=f"GET {BASE}/nodes/{{node_id}}/candidates",
+        description="A plan node's divergence candidates, paged.",
+        needs=READ,
+        run=loop_candidates,
+        out=CandidateOut,
+        path=("book_id", "node_id"),
+        read_only=True,
+        many=True,
+    ),
+    ToolSpec(
+        name="loop_questions",
+        route=f"GET {BASE}/questions",
+        description="The loop's open questions (and the answered ones), paged.",
+        needs=READ,
+        run=loop_questions,
+        out=LoopQuestionOut,
+        path=("book_id",),
+        read_only=True,
+        many=True,
+    ),
+    ToolSpec(
+        name="loop_trace_nodes",
+        route=f"GET {BASE}/trace/nodes",
+        description="The traceability graph's nodes, paged.",
+        needs=READ,
+        run=loop_trace_nodes,
+        out=TraceNodeOut,
+        path=("book_id",),
+        read_only=True,
+        many=True,
+    ),
+    ToolSpec(
+        name="loop_trace_edges",
+        route=f"GET {BASE}/trace/edges",
+        description="The traceability graph's edges (withdrawn ones included, marked inactive), paged.",
+        needs=READ,
+        run=loop_trace_edges,
+        out=TraceEdgeOut,
+        path=("book_id",),
+        read_only=True,
+        many=True,
+    ),
+    ToolSpec(
+        name="loop_validation_plan",
+        route=f"GET {BASE}/validation",
+        description="The validation plan: assumption, kill condition, activity and status of each item, paged.",
+        needs=READ,
+        run=loop_validation_plan,
+        out=ValidationItemOut,
+        path=("book_id",),
+        read_only=True,
+        many=True,
+    ),
+    ToolSpec(
+        name="loop_artifacts",
+        route=f"GET {BASE}/artifacts",
+        description="The blackboard's slots (the decision brief among them), paged.",
+        needs=READ,
+        run=loop_artifacts,
+        out=ArtifactOut,
+        path=("book_id",),
+        read_only=True,
+        many=True,
+    ),
+    ToolSpec(
+        name="loop_reviews",
+        route=f"GET {BASE}/reviews",
+        description="The lenses' reviews at each gate, paged.",
+        needs=READ,
+        run=loop_reviews,
+        out=ReviewOut,
+        path=("book_id",),
+        read_only=True,
+        many=True,
+    ),
+    ToolSpec(
+        name="loop_lint",
+        route=f"GET {BASE}/lint",
+        description="The traceability lint (strict: orphans and unreachable nodes fail, as at G2), with the "
+        "first page of its findings.",
+        needs=READ,
+        run=loop_lint,
+        out=LintOut,
+        payload=LintParams,
+        path=("book_id",),
+        read_only=True,
     ),
 )
 

@@ -283,6 +283,16 @@ def pending_card(book) -> OptionCard | None:
     )
 
 
+def lint_capped(book: Book, *, strict: bool) -> dict:
+    """The lint as ``GET .../loop/lint`` answers it: ``findings`` is the first page (``counts`` counts them
+    all), ``next.findings`` the paged route with the rest."""
+    lint = trace_lint(book, strict=strict).as_dict()
+    more = len(lint["findings"]) > VIEW_PAGE
+    lint["findings"] = lint["findings"][:VIEW_PAGE]
+    lint["next"] = {"findings": loop_link(book.pk, "lint/findings", strict=str(strict).lower()) if more else None}
+    return lint
+
+
 def trace_lint(book: Book, *, strict: bool) -> LintReport:
     meta = LoopMeta.objects.get(book=book)
     nodes = [

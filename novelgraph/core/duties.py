@@ -39,6 +39,9 @@ PATH_PARAMETERS: dict[str, tuple[type, str]] = {
     "claim_id": (uuid.UUID, "The proposed claim's id."),
     "node_id": (uuid.UUID, "The plan node's id."),
     "question_id": (uuid.UUID, "The open question's id."),
+    "item_id": (uuid.UUID, "The validation-plan item's id."),
+    "rerun_id": (uuid.UUID, "The queued re-run's id."),
+    "trace_node": (str, "The traceability node's id (its `node_id`, e.g. `scene-3`)."),
 }
 
 
@@ -47,13 +50,21 @@ def path_parameter(name: str, kind: type, description: str) -> None:
     PATH_PARAMETERS[name] = (kind, description)
 
 
-def arguments_of(name: str, payload: type[BaseModel] | None, *path: str) -> type[BaseModel]:
+PAGE_LIMIT = 50  # as the REST API's pages (NINJA_PAGINATION_PER_PAGE)
+PAGE_MAX = 200  # NINJA_PAGINATION_MAX_LIMIT
+
+
+def arguments_of(name: str, payload: type[BaseModel] | None, *path: str, many: bool = False) -> type[BaseModel]:
     """The tool's argument model: ``payload`` (the REST input schema, validators and limits
-    included) with the route's path parameters added as required fields."""
+    included) with the route's path parameters added as required fields (and, for a list, the
+    REST page's ``limit`` and ``offset``)."""
     fields: dict[str, Any] = {}
     for parameter in path:
         kind, description = PATH_PARAMETERS[parameter]
         fields[parameter] = (kind, Field(description=description))
+    if many:
+        fields["limit"] = (int, Field(PAGE_LIMIT, ge=1, le=PAGE_MAX, description="Rows in this page."))
+        fields["offset"] = (int, Field(0, ge=0, description="Rows skipped (the next page: offset + limit)."))
     title = "".join(part.title() for part in name.split("_")) + "Arguments"
     return create_model(title, __base__=payload or Schema, **fields)
 
@@ -77,10 +88,27 @@ class ToolSpec:
     payload: type[BaseModel] | None = None
     path: tuple[str, ...] = ()
     read_only: bool = False
+    # Calling it twice with the same arguments leaves what calling it once left (a read; a setting).
+    idempotent: bool = False
+    many: bool = False  # a paged list, as its REST route pages it: {"items", "count", "limit", "offset"}
 
     @cached_property
     def arguments(self) -> type[BaseModel]:
-        return arguments_of(self.name, self.payload, *self.path)
+        return arguments_of(self.name, self.payload, *self.path, many=self.many)
+
+    @cached_property
+    def answer_model(self) -> type[BaseModel]:
+        if not self.many:
+            return self.out
+        title = "".join(part.title() for part in self.name.split("_")) + "Page"
+        return create_model(
+            title,
+            __base__=Schema,
+            items=(list[self.out], ...),
+            count=(int, Field(description="Rows in the whole list.")),
+            limit=(int, ...),
+            offset=(int, ...),
+        )
 
     @cached_property
     def input_schema(self) -> dict:
@@ -88,7 +116,37 @@ class ToolSpec:
 
     @cached_property
     def output_schema(self) -> dict:
-        return self.out.model_json_schema()
+        return self.answer_model.model_json_schema()
+
+    @property
+    def method(self) -> str:
+        return self.route.split(" ", 1)[0]
+
+    @property
+    def annotations(self) -> dict[str, bool]:
+        """The MCP tool annotations, read off the declaration: a read changes nothing, and no tool
+        destroys anything (nothing an agent writes deletes or overwrites a record: it proposes,
+        appends or withdraws what it proposed, and the history stays)."""
+        return {
+            "read_only_hint": self.read_only,
+            "destructive_hint": False,
+            "idempotent_hint": self.read_only or self.idempotent,
+            "open_world_hint": False,
+        }
+
+    def answer(self, principal: Principal, arguments: dict) -> dict:
+        """Validate ``arguments`` with the tool's schema and run it; the answer is the REST response body
+        (for a list: the page, as the REST route pages it)."""
+        args = self.arguments.model_validate(arguments)
+        payload = self.payload.model_validate(arguments) if self.payload else None
+        result = self.run(principal, args, payload)
+        if self.many:
+            rows = result
+            count = rows.count() if hasattr(rows, "count") and not isinstance(rows, list) else len(rows)
+            page = [self.out.from_orm(row) for row in rows[args.offset : args.offset + args.limit]]
+            result = {"items": page, "count": count, "limit": args.limit, "offset": args.offset}
+            return self.answer_model.model_validate(result).model_dump(mode="json")
+        return self.out.from_orm(result).model_dump(mode="json")
 
     def offered_to(self, role: str | None) -> bool:
         caps = capabilities_of(role)
@@ -105,6 +163,8 @@ def register_tools(*specs: ToolSpec) -> None:
             raise ValueError(f"two tools are named {spec.name!r}")
         if not re.fullmatch(r"[a-z_]+", spec.name):
             raise ValueError(f"tool name {spec.name!r}: lower-case letters and underscores only")
+        if spec.read_only and spec.method != "GET":
+            raise ValueError(f"tool {spec.name!r}: a read mirrors a GET route")
         if Cap.DECIDE in spec.needs:
             raise ValueError(f"tool {spec.name!r} needs {Cap.DECIDE.value}: no tool decides")
         unknown = set(spec.path) - set(PATH_PARAMETERS)
@@ -126,28 +186,36 @@ def tools_for(role: str | None) -> list[ToolSpec]:
 # --- Resources: what an agent reads --------------------------------------------------------------
 
 SCHEME = "novelgraph"
-UUID = r"(?P<{}>[0-9a-fA-F-]{{32,36}})"
+UUID = r"[0-9a-fA-F-]{32,36}"
+# What each template parameter matches (an id, unless named here).
+TEMPLATE_VALUES: dict[str, str] = {"as_of_chapter": r"[0-9]{1,6}"}
 
 
 @dataclass(frozen=True)
 class ResourceKind:
+    """What an agent reads at an address: ``template`` (RFC 6570 level 1, as MCP resource templates are
+    written) names its parameters, which ``read`` takes in order, after the principal."""
+
     name: str
-    template: str  # RFC 6570 level 1, as MCP resource templates are written
+    template: str
     description: str
-    read: Callable[[Principal, str], dict]
-    per_book: bool = True
+    read: Callable[..., dict]
+    per_book: bool = True  # listed for each book the key may touch (when ``book_id`` is its only parameter)
 
     @property
-    def parameter(self) -> str:
-        return "book_id" if self.per_book else "chunk_id"
+    def parameters(self) -> list[str]:
+        return re.findall(r"{(\w+)}", self.template)
 
     @property
     def pattern(self) -> re.Pattern:
-        name = self.parameter
-        return re.compile(re.escape(self.template).replace(re.escape("{" + name + "}"), UUID.format(name)))
+        pattern = re.escape(self.template)
+        for name in self.parameters:
+            value = TEMPLATE_VALUES.get(name, UUID)
+            pattern = pattern.replace(re.escape("{" + name + "}"), f"(?P<{name}>{value})")
+        return re.compile(pattern)
 
     def uri(self, value: Any) -> str:
-        return self.template.replace("{" + self.parameter + "}", str(value))
+        return self.template.replace("{book_id}", str(value))
 
 
 RESOURCES: list[ResourceKind] = []
@@ -170,7 +238,7 @@ def resource_read(principal: Principal, uri: str) -> dict:
     for kind in RESOURCES:
         match = kind.pattern.fullmatch(uri)
         if match:
-            return kind.read(principal, match.group(1))
+            return kind.read(principal, *match.groups())
     raise NotFound(f"no resource at {uri!r}", field="uri")
 
 
@@ -181,5 +249,147 @@ def resources_listed(principal: Principal) -> list[dict]:
         {"uri": kind.uri(book.pk), "name": f"{book.title}: {kind.name}", "description": kind.description}
         for book in books
         for kind in RESOURCES
-        if kind.per_book
+        if kind.per_book and kind.parameters == ["book_id"]
     ]
+
+
+# --- The REST routes no tool mirrors, each with why: the one list ------------------------------------
+#
+# Every other route of the REST API is a duty some agent role may do, so it has a tool (its
+# ``route``); the duty-table test (tests/test_mcp_duty_table.py) walks the API's operations and fails
+# on a route that is neither a tool's nor listed here, on a tool whose route the API lacks, and on an
+# entry here that names no route. A person's route is one no agent key may call: it needs a
+# capability no agent role holds (checked against ``roles.CAPABILITIES``), or a person.
+
+PERSON_ONLY: dict[str, Cap | str] = {
+    # Deciding: the author's verdicts, with a rationale (decision:make).
+    "POST /approvals/{approval_id}/verdict": Cap.DECIDE,
+    "POST /books/{book_id}/loop/approvals/{approval_id}/verdict": Cap.DECIDE,
+    "POST /charters/{charter_id}/resolve": Cap.DECIDE,
+    "POST /claims/{claim_id}/promote": Cap.DECIDE,
+    "POST /claims/{claim_id}/reject": Cap.DECIDE,
+    "POST /claims/{claim_id}/supersede": Cap.DECIDE,
+    "POST /claims/{claim_id}/retract": Cap.DECIDE,
+    "POST /observations/{observation_id}/resolve": "the author confirms, corrects or retires an observation",
+    "POST /research/{research_id}/admit": Cap.DECIDE,
+    "POST /research/{research_id}/reject": Cap.DECIDE,
+    # The loop's own bounds and a whole loop's import are the author's (loop:write).
+    "POST /books/{book_id}/loop/import": Cap.LOOP_WRITE,
+    # Curating the library (literary:write).
+    "POST /library/sources": Cap.LITERARY_WRITE,
+    "POST /library/sources/{source_id}/chunks": Cap.LITERARY_WRITE,
+    # What only a person does: own books and series, invite editors, start the built-in agents.
+    "POST /series": "a person creates a series",
+    "POST /books": "a person creates a book and becomes its author",
+    "POST /books/{book_id}/editors": "the book's author invites an editor",
+    "DELETE /books/{book_id}/editors/{user_id}": "the book's author removes an editor",
+}
+
+# The reads an agent key may make over REST that no tool mirrors yet (a role's dossier, the codex, the
+# book's search, the loop and its lists are tools; these are the rest of those lists and the records
+# around them). A new GET route is either a tool's or listed here, so the gap is visible, not silent.
+READS_WITHOUT_TOOL: frozenset[str] = frozenset(
+    {
+        "GET /agent-runs/{run_id}",
+        "GET /agent-runs/{run_id}/written",
+        "GET /approvals",
+        "GET /approvals/{approval_id}",
+        "GET /approvals/{approval_id}/lists/{name}",
+        "GET /approvals/{approval_id}/superseded-versions",
+        "GET /books",
+        "GET /books/{book_id}",
+        "GET /books/{book_id}/agent-runs",
+        "GET /books/{book_id}/author-constraints",
+        "GET /books/{book_id}/canon",
+        "GET /books/{book_id}/charters",
+        "GET /books/{book_id}/claims/{claim_id}/conflicts",
+        "GET /books/{book_id}/codex/chapters",
+        "GET /books/{book_id}/codex/claims",
+        "GET /books/{book_id}/codex/claims/{claim_id}/decisions",
+        "GET /books/{book_id}/codex/claims/{claim_id}/history",
+        "GET /books/{book_id}/codex/claims/{claim_id}/versions",
+        "GET /books/{book_id}/codex/findings",
+        "GET /books/{book_id}/codex/withheld",
+        "GET /books/{book_id}/decision-log",
+        "GET /books/{book_id}/decision-log/export",
+        "GET /books/{book_id}/decision-log/verify",
+        "GET /books/{book_id}/discovery",
+        "GET /books/{book_id}/dossiers",
+        "GET /books/{book_id}/knowledge-bases",
+        "GET /books/{book_id}/loop/cards",
+        "GET /books/{book_id}/loop/cascade-preview",
+        "GET /books/{book_id}/loop/cascade-preview/affected",
+        "GET /books/{book_id}/loop/cascade-stale",
+        "GET /books/{book_id}/loop/cascade-stale/artifacts",
+        "GET /books/{book_id}/loop/constraints",
+        "GET /books/{book_id}/loop/export",
+        "GET /books/{book_id}/loop/lint/findings",
+        "GET /books/{book_id}/loop/reruns",
+        "GET /books/{book_id}/loop/reruns/{rerun_id}/artifacts",
+        "GET /books/{book_id}/observations",
+        "GET /books/{book_id}/research",
+        "GET /books/{book_id}/scratchpad",
+        "GET /books/{book_id}/sessions",
+        "GET /books/{book_id}/thrusts",
+        "GET /books/{book_id}/turns",
+        "GET /dossiers/{dossier_id}",
+        "GET /handoffs/{handoff_id}",
+        "GET /handoffs/{handoff_id}/result-entries",
+        "GET /library/sources",
+        "GET /library/sources/{source_id}",
+        "GET /library/sources/{source_id}/chunks",
+        "GET /me",
+        "GET /observations/{observation_id}",
+        "GET /observations/{observation_id}/revisions",
+        "GET /sessions/{session_id}/observations",
+        "GET /sessions/{session_id}/questions",
+        "GET /sessions/{session_id}/scratchpad",
+        "GET /sessions/{session_id}/thrusts",
+        "GET /sessions/{session_id}/turns",
+    }
+)
+
+
+# --- Prompts: "act as <role>", the duties and the rules an outside model works under ---------------
+
+ROLE_BRIEFS: dict[str, str] = {
+    "sol": "You are Sol, the coordinator of the book's discovery. You converse with the author (her turns, "
+    "your turns with the observations they make), put the next question to her, hand bounded tasks to "
+    "Terra and Luna, run the loop (gates, rounds, cost, the plan tree) and propose canon; you never approve.",
+    "terra": "You are Terra, the structural specialist. You propose story thrusts and charter versions, "
+    "divergence candidates, traceability nodes and edges and blackboard slots, and you file the "
+    "canon-integrity review at G2.",
+    "luna": "You are Luna, the bounded worker. You work on what is handed to you: you read the library and the "
+    "book (never series canon), return handoffs with facts, inferences, options and questions, and file "
+    "the reader-trust review at G2.",
+}
+RULES: tuple[str, ...] = (
+    "Nothing you write is canon: claims, charters, slots, candidates and research enter as proposed, and only "
+    "the author decides, with a rationale, through her own pages. No tool decides, and none is offered to you.",
+    "Provisional thinking goes into the append-only scratchpad; mark each statement a fact, an inference, an "
+    "option or a question, and cite the turn, entry, claim or chunk it rests on.",
+    "Read before you write: take your dossier first (the dossier_take tool, or the dossier resource); what "
+    "your role may not read is named under `withheld`, and you do not guess at it.",
+    "A refusal is an answer: a tool error carries the REST API's body (`detail`, `code`, `field`, `status`); "
+    "fix the input or leave the decision to the author, never retry around a rule.",
+    "Withdraw only your own unratified work; a ratified slot changes only through the cascade and a verdict.",
+)
+
+
+def role_prompt(role: str, book_id: str, handoff_id: str | None = None) -> str:
+    """The prompt that hands an outside model role ``role`` on a book: who it is, its duties (the tools its
+    capabilities meet, as listed to its key) and the rules it works under."""
+    duties = "\n".join(f"- {tool.name}: {tool.description}" for tool in tools_for(role) if not tool.read_only)
+    reads = ", ".join(tool.name for tool in tools_for(role) if tool.read_only)
+    task = (
+        f"Work on the handoff {handoff_id} (read it at {SCHEME}://handoffs/{handoff_id}) and return its result "
+        "with the handoff_return tool, once."
+        if handoff_id
+        else f"Start from your dossier of the book (the dossier_take tool, or {SCHEME}://books/{book_id}/dossier)."
+    )
+    rules = "\n".join(f"- {rule}" for rule in RULES)
+    return (
+        f"{ROLE_BRIEFS.get(role, '')}\n\nThe book: {book_id}. {task}\n\n"
+        f"Your duties (tools):\n{duties}\n\nWhat you read (tools): {reads}; and the resources listed to you.\n\n"
+        f"The rules you work under:\n{rules}\n"
+    )

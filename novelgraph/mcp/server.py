@@ -33,7 +33,16 @@ from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError as PydanticValidationError
 
 from novelgraph.core.auth import Principal, principal_for_key
-from novelgraph.core.duties import RESOURCES, TOOLS_BY_NAME, ToolSpec, resource_read, resources_listed, tools_for
+from novelgraph.core.duties import (
+    RESOURCES,
+    ROLE_BRIEFS,
+    TOOLS_BY_NAME,
+    ToolSpec,
+    resource_read,
+    resources_listed,
+    role_prompt,
+    tools_for,
+)
 from novelgraph.core.errors import DomainError, Forbidden, Invalid, NotAuthenticated
 from novelgraph.core.schemas import field_of, refuse_invalid_text
 
@@ -50,7 +59,8 @@ INSTRUCTIONS = (
     "Terra the structural specialist or Luna the bounded worker) and the tools listed are exactly what that role "
     "may do. Start from your dossier (the dossier_take tool, or the novelgraph://books/{book_id}/dossier "
     "resource): it names the book, the session and what your role may read. Provisional thinking goes into the "
-    "append-only scratchpad; nothing you propose becomes canon until the author decides, with a rationale."
+    "append-only scratchpad; nothing you propose becomes canon until the author decides, with a rationale. "
+    "Your role's prompt (act_as_<role>) hands you your duties and the rules you work under."
 )
 RESOURCE_NOT_FOUND = -32002
 
@@ -146,7 +156,7 @@ def tool_listing(spec: ToolSpec) -> types.Tool:
         description=f"{spec.description} (REST: {spec.route})",
         input_schema=spec.input_schema,
         output_schema=spec.output_schema,
-        annotations=types.ToolAnnotations(read_only_hint=spec.read_only, destructive_hint=False),
+        annotations=types.ToolAnnotations(**spec.annotations),
     )
 
 
@@ -154,10 +164,7 @@ def tool_call(principal: Principal, spec: ToolSpec, arguments: dict) -> dict:
     """Validate ``arguments`` with the tool's schema and run it; the answer is the REST response body."""
     refuse_invalid_text(arguments, "")
     _refuse_non_finite(arguments)
-    args = spec.arguments.model_validate(arguments)
-    payload = spec.payload.model_validate(arguments) if spec.payload else None
-    result = spec.run(principal, args, payload)
-    return spec.out.from_orm(result).model_dump(mode="json")
+    return spec.answer(principal, arguments)
 
 
 def _call_tool(source: PrincipalSource, ctx: ServerRequestContext, name: str, arguments: Any) -> types.CallToolResult:
@@ -190,6 +197,38 @@ def _read(source: PrincipalSource, ctx: ServerRequestContext, uri: str) -> dict:
 
 def _listed(source: PrincipalSource, ctx: ServerRequestContext) -> list[dict]:
     return resources_listed(_principal_or_mcp_error(source, ctx))
+
+
+# --- Prompts: one per role, listed to that role's key -------------------------------------------
+
+PROMPT_ARGUMENTS = [
+    types.PromptArgument(name="book_id", description="The book's id.", required=True),
+    types.PromptArgument(name="handoff_id", description="A handoff to your role, to work on.", required=False),
+]
+
+
+def prompt_name(role: str) -> str:
+    return f"act_as_{role}"
+
+
+def _prompt_listing(role: str) -> types.Prompt:
+    return types.Prompt(
+        name=prompt_name(role),
+        title=f"Act as {role.title()}",
+        description=f"Act as {role.title()} on a book (or on one handoff): your duties and the rules you work under.",
+        arguments=PROMPT_ARGUMENTS,
+    )
+
+
+def _prompt(source: PrincipalSource, ctx: ServerRequestContext, name: str, arguments: dict | None) -> dict:
+    role = _principal_or_mcp_error(source, ctx).key_role
+    if name != prompt_name(role):
+        raise MCPError(types.INVALID_PARAMS, f"unknown prompt {name!r}: your key's prompt is {prompt_name(role)!r}")
+    arguments = arguments or {}
+    if not arguments.get("book_id"):
+        raise MCPError(types.INVALID_PARAMS, "book_id: the prompt needs the book's id")
+    text = role_prompt(role, str(arguments["book_id"]), arguments.get("handoff_id") or None)
+    return {"description": _prompt_listing(role).description, "text": text}
 
 
 def build_server(source: PrincipalSource) -> Server:
@@ -228,6 +267,16 @@ def build_server(source: PrincipalSource) -> Server:
             contents=[types.TextResourceContents(uri=params.uri, mime_type="application/json", text=json.dumps(data))]
         )
 
+    async def list_prompts(ctx: ServerRequestContext, _params) -> types.ListPromptsResult:
+        principal = await in_db(_principal_or_mcp_error, source, ctx)
+        role = principal.key_role
+        return types.ListPromptsResult(prompts=[_prompt_listing(role)] if role in ROLE_BRIEFS else [])
+
+    async def get_prompt(ctx: ServerRequestContext, params: types.GetPromptRequestParams) -> types.GetPromptResult:
+        got = await in_db(_prompt, source, ctx, params.name, params.arguments)
+        message = types.PromptMessage(role="user", content=types.TextContent(text=got["text"]))
+        return types.GetPromptResult(description=got["description"], messages=[message])
+
     def input_schema(name: str) -> dict | None:
         spec = TOOLS_BY_NAME.get(name)
         return spec.input_schema if spec else None
@@ -243,4 +292,6 @@ def build_server(source: PrincipalSource) -> Server:
         on_list_resources=list_resources,
         on_list_resource_templates=list_resource_templates,
         on_read_resource=read_resource,
+        on_list_prompts=list_prompts,
+        on_get_prompt=get_prompt,
     )
