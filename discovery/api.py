@@ -56,6 +56,7 @@ from .schemas import (
     HandoffResultIn,
     ObservationDetailOut,
     ObservationFilter,
+    ObservationIn,
     ObservationOut,
     ObservationResolveIn,
     ObservationRevisionOut,
@@ -104,6 +105,7 @@ from .selectors import (
     session_observations,
     session_thrusts,
     session_turns,
+    turn_get,
 )
 
 router = Router(tags=["discovery"])
@@ -438,6 +440,19 @@ def _observation_out(observation) -> dict:
     revisions, more = bounded(services.observation_history(observation), VIEW_PAGE)
     link = rest_link(f"observations/{observation.pk}/revisions")
     return {**row, "revisions": revisions, "next": {"revisions": link if more else None}}
+
+
+@router.post(
+    "/turns/{turn_id}/observations",
+    response={201: ObservationOut, **ERRORS},
+    summary="Extract an observation from a person's turn (scratchpad:write or discovery:write); it enters working",
+    description="What a person's turn speaks to (a charter field, a named person, place or thing), citing the turn. "
+    "It always enters working and waits for the author to confirm, correct or retire it; never author-stated.",
+)
+def observation_extract(request: HttpRequest, turn_id: uuid.UUID, payload: ObservationIn):
+    turn = turn_get(turn_id)
+    access = book_access(principal_of(request), turn.session.book, missing="turn")
+    return Status(201, services.observation_extract(access=access, turn=turn, payload=payload))
 
 
 @router.post(

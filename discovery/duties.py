@@ -42,6 +42,8 @@ from .schemas import (
     HandoffIn,
     HandoffOut,
     HandoffResultIn,
+    ObservationIn,
+    ObservationOut,
     QuestionSetIn,
     RecordSearchOut,
     RecordSearchParams,
@@ -55,7 +57,7 @@ from .schemas import (
     handoff_out,
     turn_out,
 )
-from .selectors import codex_capped, current_session, handoff_get, handoffs_open_to, session_get
+from .selectors import codex_capped, current_session, handoff_get, handoffs_open_to, session_get, turn_get
 
 # --- The calls: each resolves access as its REST route does, then calls the same service ---------
 
@@ -133,6 +135,12 @@ def book_search(principal: Principal, args, params: RecordSearchParams):
 
 def codex_read(principal: Principal, args, filters: AsOfFilter):
     return codex_capped(book_access(principal, args.book_id, Cap.BOOK_READ), filters.as_of_chapter)
+
+
+def observation_extract(principal: Principal, args, payload: ObservationIn):
+    turn = turn_get(args.turn_id)
+    access = book_access(principal, turn.session.book, missing="turn")
+    return services.observation_extract(access=access, turn=turn, payload=payload)
 
 
 _SCRATCHPAD = (Cap.SCRATCHPAD_WRITE, Cap.DISCOVERY_WRITE)
@@ -248,6 +256,17 @@ TOOLS: tuple[ToolSpec, ...] = (
         out=StartOut,
         path=("book_id",),
         idempotent=True,
+    ),
+    ToolSpec(
+        name="observation_extract",
+        route="POST /turns/{turn_id}/observations",
+        description="Record what a person's turn speaks to (a charter field, a named person, place or thing) as a "
+        "working observation citing that turn; the author confirms, corrects or retires it. Never author-stated.",
+        needs=_SCRATCHPAD,
+        run=observation_extract,
+        out=ObservationOut,
+        payload=ObservationIn,
+        path=("turn_id",),
     ),
     ToolSpec(
         name="turn_add",

@@ -86,6 +86,10 @@ def observation_get(observation_id: Any) -> Observation:
     )
 
 
+def turn_get(turn_id: Any) -> Turn:
+    return _get(Turn.objects.select_related("session__book__series", "session__book__owner"), turn_id, "turn")
+
+
 def current_session(book: Book) -> DiscoverySession | None:
     """The book's open session (active or charter-proposed), else its newest session, else None."""
     sessions = DiscoverySession.objects.filter(book=book)

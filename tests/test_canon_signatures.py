@@ -18,6 +18,7 @@ from discovery.models import Observation, ObservationRevision
 
 from .discovery_support import start
 from .loop_scenes import url
+from .mcp_support import agent_keys, call, outcome
 
 pytestmark = pytest.mark.django_db
 
@@ -156,3 +157,62 @@ def test_terra_cannot_move_the_validation_plan(status, book, author_api, terra_a
     )
     assert sol_api.post(url(book, f"/validation/{item}/status"), {"validation_status": "validated"}).status_code == 200
     assert ValidationPlanItem.objects.get(pk=item).validation_status == "validated"
+
+
+# --- The same rules through the MCP server, where each of these duties has its tool ---------------------
+
+
+def test_through_mcp_a_turn_brings_no_decided_observation_and_no_author_stated_label(author, book, author_api):
+    session = start(author_api, book)
+    sol = agent_keys(author, book)["sol"]
+
+    def turn(**observation):
+        arguments = {
+            "session_id": str(session.pk),
+            "role": "sol",
+            "content": "Who wrote the letter?",
+            "observations": [{"key": "forger", "value": "Ines", "provenance": "agent-inferred", **observation}],
+        }
+        return outcome(call(sol, "turn_add", arguments))
+
+    status, body = turn(status="confirmed")
+    assert (status, body["field"]) == (422, "observations.0.status"), body
+    status, body = turn(provenance="author-stated")
+    assert status == 422 and "only the author" in body["detail"], body
+    assert not Observation.objects.exists()
+    assert turn()[0] == "ok"
+    assert list(Observation.objects.values_list("status", "provenance")) == [("working", "agent-inferred")]
+
+
+def test_through_mcp_a_trace_node_is_signed_by_its_caller(author, book, author_api):
+    start(author_api, book)
+    luna = agent_keys(author, book)["luna"]
+
+    status, body = outcome(
+        call(luna, "loop_trace_node_add", {"book_id": str(book.pk), "node_id": "ch1", "kind": "chapter",
+                                           "produced_by": "canon-integrity"})
+    )  # fmt: skip
+
+    assert (status, body["code"], body["field"]) == (403, "not_your_name", "produced_by"), body
+    assert not TraceNode.objects.exists()
+    unnamed = {"book_id": str(book.pk), "node_id": "ch1", "kind": "chapter"}
+    status, body = outcome(call(luna, "loop_trace_node_add", unnamed))
+    assert status == "ok" and body["produced_by"] == "luna", body
+
+
+def test_through_mcp_terra_cannot_move_the_validation_plan(author, book, author_api, terra_api):
+    start(author_api, book)
+    keys = agent_keys(author, book)
+    made = terra_api.post(
+        url(book, "/validation"),
+        {"assumption": "Readers trust Mara.", "kill_condition": "Three readers doubt her.", "activity": "A reading."},
+    )
+    item = made.json()["id"]
+    move = {"book_id": str(book.pk), "item_id": item, "validation_status": "validated"}
+
+    status, body = outcome(call(keys["terra"], "loop_validation_status", move))
+
+    assert (status, body["code"]) == (403, "missing_capability"), body
+    assert ValidationPlanItem.objects.get(pk=item).validation_status == "hypothesis"
+    assert outcome(call(keys["luna"], "loop_validation_status", {**move, "validation_status": "validating"}))[0] == "ok"
+    assert ValidationPlanItem.objects.get(pk=item).validation_status == "validating"

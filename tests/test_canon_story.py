@@ -20,6 +20,7 @@ from .agents_support import start_run, work_off_queue
 from .conftest import Api
 from .discovery_support import start
 from .factories import ResearchItemFactory
+from .mcp_support import agent_keys, call, outcome
 
 pytestmark = pytest.mark.django_db
 
@@ -679,6 +680,18 @@ def test_the_codex_as_of_chapter_3_shows_no_end_that_a_withheld_twist_makes(
     assert later[fact["id"]]["true_until_effective"] is None
     at_twist = {c["id"]: c for c in luna_api.get(f"/books/{book.pk}/codex", as_of_chapter=12).json()["claims"]}
     assert set(at_twist) == {twist["id"]}
+
+
+def test_through_mcp_the_codex_as_of_chapter_3_shows_no_withheld_end(author, author_api, book, session):
+    fact, twist = a_twist_in_chapter_12(author_api, book)
+    luna = agent_keys(author, book)["luna"]
+
+    status, codex = outcome(call(luna, "codex_read", {"book_id": str(book.pk), "as_of_chapter": 3}))
+
+    assert status == "ok", codex
+    given = {c["id"]: c for c in codex["claims"]}
+    assert set(given) == {fact["id"]} and twist["id"] not in str(codex)
+    assert given[fact["id"]]["true_until_effective"] is None, "the withheld twist's chapter shows through"
 
 
 def test_an_as_of_dossier_and_run_never_carry_the_withheld_twist_or_its_chapter(author_api, luna_api, book, session):

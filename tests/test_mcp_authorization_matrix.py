@@ -43,6 +43,7 @@ from discovery.models import (
     DiscoverySession,
     Handoff,
     KnowledgeClaim,
+    Observation,
     ScratchpadEntry,
     SessionQuestion,
     StoryCharter,
@@ -85,6 +86,7 @@ MCP_EXPECTED: dict[str, tuple] = {
     "loop_trace_settings": LOOP_CONTROLLER,
     "discovery_start": SOL_ONLY,
     "turn_add": SOL_ONLY,
+    "observation_extract": EVERY_ROLE,
     "claim_story_set": SOL_ONLY,
     "agent_run_queue": SOL_ONLY,
     "book_search": EVERY_ROLE,
@@ -98,7 +100,8 @@ MCP_EXPECTED: dict[str, tuple] = {
     "loop_trace_node_withdraw": EVERY_ROLE,
     "loop_trace_edge_withdraw": EVERY_ROLE,
     "loop_validation_add": EVERY_ROLE,
-    "loop_validation_status": EVERY_ROLE,
+    # The validation plan moves by the validation lens (Luna), Sol or the author: never Terra.
+    "loop_validation_status": (404, 404, OK, 403, OK),
     "loop_artifact_write": EVERY_ROLE,
     # Each required review is filed by the role the roster names for its lens: Sol files none.
     "loop_review_record": (404, 404, OK, OK, 403),
@@ -174,6 +177,12 @@ def arguments(tool: str, ids: dict, caller: str) -> dict:
             "observations": [
                 {"key": "lamp", "value": f"{caller}: the lamp burned at nine", "provenance": "agent-inferred"}
             ],
+        },
+        "observation_extract": {
+            "turn_id": ids["turn_id"],
+            "key": "place",
+            "value": f"{caller}: the harbour of Vell",
+            "provenance": "agent-inferred",
         },
         "claim_story_set": {"claim_id": ids["claim_id"], "book_id": book, "true_from_chapter": 2, "known_by": "reader"},
         "agent_run_queue": {"book_id": book, "task": "next-question"},
@@ -316,6 +325,13 @@ def written(tool: str, body: dict, role: str, ids: dict) -> None:
         turn = Turn.objects.get(pk=body["id"])
         assert (turn.role, turn.content) == ("sol", f"{role}: the lamp was lit at nine.")
         assert [o.value for o in turn.observations.all()] == [f"{role}: the lamp burned at nine"]
+    elif tool == "observation_extract":
+        observation = Observation.objects.get(pk=body["id"])
+        assert (str(observation.turn_id), observation.status, observation.value) == (
+            ids["turn_id"],
+            "working",
+            f"{role}: the harbour of Vell",
+        )
     elif tool == "claim_story_set":
         claim = KnowledgeClaim.objects.get(pk=ids["claim_id"])
         assert (claim.status, claim.true_from_chapter) == ("proposed", 2)
@@ -503,5 +519,7 @@ def test_no_tool_takes_a_makers_name_or_a_decided_observation():
     observation in other than working."""
     for tool in tools():
         text = json.dumps(tool.input_schema)
-        assert '"produced_by"' not in text, tool.name
+        # A trace node's ``produced_by`` only chooses among the caller's own names (its role, its lenses): the
+        # service refuses any other (tests/test_canon_signatures.py, through REST and through this tool).
+        assert '"produced_by"' not in text or tool.name == "loop_trace_node_add", tool.name
         assert '"confirmed"' not in text and '"retired"' not in text, tool.name

@@ -40,6 +40,7 @@ EVERY_ROLE_TOOLS = {
     "dossier_take",
     "library_search",
     "scratchpad_append",
+    "observation_extract",
     "book_search",
     "codex_read",
     "research_propose",
