@@ -29,6 +29,7 @@ from django.db import connection, connections
 
 from discovery.access import book_access
 from discovery.agents.models import AgentRun
+from discovery.loop.models import LoopMeta
 from discovery.models import ScratchpadEntry, Turn
 from discovery.services import discovery_start
 from novelgraph.core.auth import principal_for_user
@@ -141,6 +142,9 @@ def test_sixteen_writers_with_the_worker_running_lose_nothing_and_stay_within_th
 ):
     access = book_access(principal_for_user(author), book)
     discovery_start(access=access)
+    # What is measured is connections and lost writes, not the cost bound: a 30 s window queues enough runs to
+    # reach the default budget, which would refuse the next ones (409, rightly) and end the load early.
+    assert LoopMeta.objects.filter(book=book).update(cost_budget=1e6) == 1
     session = DiscoverySessionFactory(book=book)
     author_key = api_key_create(owner=author, role="author", name="load author")[1]
     luna_key = api_key_create(owner=author, role="luna", name="load luna")[1]
