@@ -79,6 +79,21 @@ def test_spending_the_budget_stalls_at_cap(book, sol_api, author_api):
     assert LoopMeta.objects.get(book=book).cost_budget == 150.0
 
 
+def test_an_extend_that_names_a_number_but_no_bound_grants_nothing_and_says_how(book, sol_api, author_api):
+    _root(book, sol_api)
+    sol_api.post(url(book, "/cost"), {"amount": 100})
+    card = _bound_card(book)
+
+    refused = decide(author_api, book, str(card.approval_id), "extend", constraint="raise the budget to 200")
+
+    assert refused.status_code == 422 and refused.json()["field"] == "constraint", refused.json()
+    assert "cost_budget=<number>" in refused.json()["detail"]
+    assert LoopMeta.objects.get(book=book).cost_budget == 100.0, "nothing granted"
+    granted = decide(author_api, book, str(card.approval_id), "extend", constraint="cost_budget=200")
+    assert granted.status_code == 200, granted.json()
+    assert LoopMeta.objects.get(book=book).cost_budget == 200.0
+
+
 def test_cost_is_never_negative(book, sol_api):
     _root(book, sol_api)
     for amount in (0, -5):

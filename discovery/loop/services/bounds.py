@@ -170,6 +170,14 @@ def parse_grant(text: str, proposed: dict | None = None) -> BoundsGrant:
             grantable = ", ".join(BoundsGrant.model_fields)
             raise Invalid(f"cannot grant {key!r}; grant one of {grantable}", field="constraint")
         named[key] = json.loads(value)  # a JSON number: 8 is an int, 8.5 a float (refused for a round cap)
+    if not named and re.search(r"[0-9]", text or ""):
+        # "Raise the budget to 200" names a number but no bound: granting the card's proposal instead would
+        # record one grant and make another. Words without a number take the proposal ("grant the proposed budget").
+        grantable = ", ".join(f"{name}=<number>" for name in BoundsGrant.model_fields)
+        raise Invalid(
+            f"say what to grant as name=value ({grantable}), or leave out the numbers to grant the card's proposal",
+            field="constraint",
+        )
     return parse_input(BoundsGrant, named or dict(proposed or {}), at="constraint")
 
 
