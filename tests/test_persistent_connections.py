@@ -54,6 +54,15 @@ class Opened:
         connection_created.disconnect(self)
 
 
+def fresh_pool() -> None:
+    """Start from a new, empty pool: what earlier tests of this process left idle in it (a pool hands out its
+    idle connections in turn) says nothing about these requests."""
+    connections.close_all()
+    for conn in connections.all():
+        if hasattr(conn, "close_pool"):
+            conn.close_pool()  # Django's PostgreSQL pool (psycopg_pool), or the SQLite pool's idle connections
+
+
 def on_a_thread_of_its_own(job) -> None:
     """As an ASGI server runs a sync view: on a new thread that ends with the request (and closes nothing)."""
     thread = threading.Thread(target=job)
@@ -64,7 +73,7 @@ def on_a_thread_of_its_own(job) -> None:
 def test_the_next_request_on_another_thread_reuses_the_pooled_connection_and_sees_rows_written_in_between(author):
     key = api_key_create(owner=author, role="author")[1]
     handler = WSGIHandler()
-    connections.close_all()
+    fresh_pool()
     with Opened() as opened:
         first = serve(handler, "/api/v1/me", key)
         assert connection.connection is None, "the request kept its connection past its end"
@@ -88,7 +97,7 @@ def test_the_next_request_on_another_thread_reuses_the_pooled_connection_and_see
 def test_requests_each_on_a_thread_of_its_own_leave_no_connection_behind(author):
     key = api_key_create(owner=author, role="author")[1]
     handler = WSGIHandler()
-    connections.close_all()
+    fresh_pool()
     statuses: list[int] = []
     barrier = threading.Barrier(12)
 
