@@ -130,7 +130,7 @@ FOUNDATIONS = _shelf(
             ["structure", "acts", "midpoint", "narrative form", "form", "plot"],
             "Most long stories move in three or four parts: a setup that ends when the protagonist commits, a "
             "rising middle of attempts and complications, a midpoint that changes what the struggle is about, "
-            "and a final movement in which the protagonist acts on what they have learned. Treat these as "
+            "and a final movement in which the protagonist acts on what the story has taught them. Treat these as "
             "checkpoints rather than a formula. For each movement, write the question it opens and the "
             "decision that closes it; a movement with no decision usually sags.",
         ),
@@ -440,7 +440,7 @@ FANTASY = _shelf(
         (
             "Ending a fantasy",
             ["ending", "payoff", "climax", "reveal", "series"],
-            "The climax should turn on the rules the reader has learned: the magic's cost paid, the old law "
+            "The climax should turn on the rules the reader has come to know: the magic's cost paid, the old law "
             "invoked, the prophecy read correctly at last. Reveal hidden history only if it has been seeded. "
             "In a series, close this volume's central conflict and let the larger one advance; the reader "
             "should finish satisfied and curious, not stranded.",
@@ -759,7 +759,7 @@ YOUNG_ADULT = _shelf(
             "Voice and pace in young adult fiction",
             ["pacing", "structure", "narrative form", "voice", "point of view", "scene"],
             "First person or close third in the present or recent past is common because it gives immediacy. "
-            "Keep the voice authentic rather than imitated: specificity of feeling matters more than slang, "
+            "Keep the voice authentic rather than imitated: specificity of emotion matters more than slang, "
             "which dates quickly. Pace the book with short scenes and frequent turns, and let the emotional "
             "beats land before moving on.",
         ),
