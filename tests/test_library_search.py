@@ -192,8 +192,8 @@ def test_a_natural_question_finds_the_twist_and_fair_play_guidance(mode, curated
     else:
         assert top[1] == "Fair-play mystery", top
     fair = citations(mode, "How can the reveal of my mystery be fair to the reader?")
-    if mode == "like":  # the mystery shelf's fair-play contract holds all four words too, and is newer (ties)
-        assert "Fair-play mystery" in fair[:2], fair
+    if mode == "like":  # the mystery shelf holds all four words too (fair-play contract, red herrings), newer: ties
+        assert "Fair-play mystery" in fair[:3], fair
     else:
         assert fair[0] == "Fair-play mystery", fair
 
