@@ -488,9 +488,7 @@ def apply_sol(access: BookAccess, run: AgentRun, plan: SolPlan) -> tuple[Outputs
         notes.append(f"{gate}: {result['outcome']}.")
         if result["outcome"] == "passed" and acts_on_its_own(access.book):
             # A gate that passed on its own (G1 without a risk trigger): Sol goes on to the next one.
-            child = agent_run_start(
-                access=access, payload=AgentRunIn(task=AgentTask.NEXT_QUESTION), parent=run
-            )
+            child = agent_run_start(access=access, payload=AgentRunIn(task=AgentTask.NEXT_QUESTION), parent=run)
             outputs.append((OutputType.RUN, child.pk))
     return outputs, notes
 
