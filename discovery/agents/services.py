@@ -55,7 +55,7 @@ from novelgraph.core.schemas import field_of, first_text_fault
 
 from .context import agent_access, looked_up, role_access, run_context
 from .models import TASK_ROLE, AgentRun, AgentRunOutput, AgentTask, OutputType, RunStatus
-from .providers import ProviderError, default_provider, model_of, provider_for, reported_tokens
+from .providers import ProviderError, model_of, options_for, provider_for, provider_of, reported_tokens
 from .schemas import (
     PLANS,
     AgentRunIn,
@@ -101,8 +101,9 @@ def agent_run_start(*, access: BookAccess, payload: AgentRunIn, parent: AgentRun
     """
     access.require(Cap.DISCOVERY_WRITE)
     role = TASK_ROLE[payload.task]
-    provider = payload.provider or (parent.provider if parent else default_provider())
-    model = parent.model if parent is not None and parent.provider == provider else model_of(provider)
+    # Each role has its own model (a strong hosted one for Sol, a small local one for Luna...): ``options_for``.
+    provider = provider_of(role, asked=payload.provider, handed_by=parent.provider if parent else None)
+    model = model_of(provider, role)
     if payload.topic and payload.task != AgentTask.GUIDANCE:
         raise Invalid("topic: only the guidance task takes a topic", field="topic")
     # A deadlock that still happens is tried again here, in the request (not inside a run's transaction,
@@ -171,7 +172,7 @@ def _reap_running(run_id: Any, why: str) -> bool:
         run = AgentRun.objects.select_for_update(of=("self",)).select_related("book").filter(pk=run_id).first()
         if run is None or run.status != RunStatus.RUNNING:
             return False
-        cost = _cost(run.tokens)
+        cost = _cost(run, run.tokens)
         charged = f"Charged {cost:g} for the work done before it stopped."
         AgentRun.objects.filter(pk=run.pk).update(
             status=RunStatus.FAILED,
@@ -229,7 +230,7 @@ def agent_runs_reap(*, book=None, now=None) -> int:
     if book is not None:
         running, queued = running.filter(book=book), queued.filter(book=book)
     reaped = 0
-    for run in running.only("pk", "worker", "provider", "started_at"):
+    for run in running.only("pk", "role", "worker", "provider", "started_at"):
         why = run_lost(run, now)
         if why is not None:
             reaped += _reap_running(run.pk, why)
@@ -294,8 +295,9 @@ def _claim(run_id: Any, worker: str = "") -> AgentRun | None:
     return run
 
 
-def _cost(tokens: int) -> float:
-    options = settings.NOVELGRAPH_AGENTS
+def _cost(run: AgentRun, tokens: int) -> float:
+    """What a run costs against the loop's budget, at its role's rates (``options_for``)."""
+    options = options_for(run.role)
     return round(options["RUN_COST"] + tokens / 1000 * options["COST_PER_1K_TOKENS"], 4)
 
 
@@ -312,7 +314,7 @@ def _settle(
         # The providers refuse such a report; should one slip through, it is not recorded (the columns
         # would refuse it, and the failure path with them) and only the fixed cost is charged.
         tokens = 0
-    cost = _cost(tokens) if worked else 0.0
+    cost = _cost(run, tokens) if worked else 0.0
     settled = AgentRun.objects.filter(pk=run.pk, status=RunStatus.RUNNING).update(
         status=status,
         reason=reason[:5_000],
@@ -394,7 +396,7 @@ def agent_run_execute(*, run_id: Any, worker: str = "") -> AgentRun | None:
         AgentRun.objects.filter(pk=run.pk).update(dossier=dossier, looked_up=extras)
         kill_point("dossier-stored")
         context = run_context(access, run, dossier.content, extras)
-        reply = provider_for(run.provider, run.model).plan(run.task, context, role=run.role)
+        reply = provider_for(run.provider, run.model, run.role).plan(run.task, context, role=run.role)
         tokens = reply.tokens
         if tokens:
             AgentRun.objects.filter(pk=run.pk).update(tokens=tokens)
@@ -409,7 +411,8 @@ def agent_run_execute(*, run_id: Any, worker: str = "") -> AgentRun | None:
                     for i, (kind, object_id) in enumerate(outputs)
                 )
                 kill_point("output-written")
-                if not _settle(run, status=RunStatus.DONE, began=began, tokens=tokens, notes=[*plan.notes, *notes]):
+                done = [*reply.notes, *plan.notes, *notes]
+                if not _settle(run, status=RunStatus.DONE, began=began, tokens=tokens, notes=done):
                     raise Conflict("the reap settled this run first; nothing was written", code="reaped")
                 _hand_back(run)
 
@@ -463,7 +466,7 @@ def apply_sol(access: BookAccess, run: AgentRun, plan: SolPlan) -> tuple[Outputs
         handoff = handoff_create(access=access, payload=item.handoff)
         child = agent_run_start(
             access=access,
-            payload=AgentRunIn(task=item.task, handoff_id=handoff.pk, provider=run.provider),
+            payload=AgentRunIn(task=item.task, handoff_id=handoff.pk),
             parent=run,
         )
         outputs += [(OutputType.HANDOFF, handoff.pk), (OutputType.RUN, child.pk)]
@@ -485,9 +488,7 @@ def apply_sol(access: BookAccess, run: AgentRun, plan: SolPlan) -> tuple[Outputs
         notes.append(f"{gate}: {result['outcome']}.")
         if result["outcome"] == "passed" and acts_on_its_own(access.book):
             # A gate that passed on its own (G1 without a risk trigger): Sol goes on to the next one.
-            child = agent_run_start(
-                access=access, payload=AgentRunIn(task=AgentTask.NEXT_QUESTION, provider=run.provider), parent=run
-            )
+            child = agent_run_start(access=access, payload=AgentRunIn(task=AgentTask.NEXT_QUESTION), parent=run)
             outputs.append((OutputType.RUN, child.pk))
     return outputs, notes
 
@@ -608,7 +609,7 @@ def _sol_step(book: Book, *, parent: AgentRun | None = None) -> AgentRun | None:
         with transaction.atomic():
             return agent_run_start(
                 access=role_access(book, "sol"),
-                payload=AgentRunIn(task=AgentTask.NEXT_QUESTION, provider=parent.provider if parent else None),
+                payload=AgentRunIn(task=AgentTask.NEXT_QUESTION),
                 parent=parent,
             )
     except DomainError as exc:
