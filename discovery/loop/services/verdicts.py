@@ -214,6 +214,8 @@ def _approve(meta, card, node, decision) -> dict:
         slot.save()
         ratified.append({"slug": slot.slug, "version": slot.version})
     effect: dict = {"ratified": [r["slug"] for r in ratified], "versions": ratified, "from_gate": card.gate}
+    if card.payload.get("answers"):
+        effect["answers"] = card.payload["answers"]  # her steer or constraint, which this card answered
     if card.node_id:
         node.lifecycle = Lifecycle.RATIFIED
         node.save(update_fields=["lifecycle", "updated_at"])
@@ -307,7 +309,11 @@ def _ratify_charter(meta, card) -> dict:
 
 def _approve_with_constraint(meta, card, node, decision) -> dict:
     _record_constraint(meta, card, decision.constraint, "constraint")
-    queued = _queue_reruns(meta, card.artifacts, f"re-run under the constraint: {decision.constraint}")
+    reason = f"re-run under the constraint: {decision.constraint}"
+    queued = _queue_reruns(meta, card.artifacts, reason)
+    if not queued and card.kind == "gate" and card.gate == "G1.5":
+        # The G1.5 card covers no slot: the work it touches is the thrust candidates (the divergence lens's).
+        queued = _queue(meta, {"explore-options": [f"node:{node.pk}"]}, reason)
     return {"constraint_recorded": True, "reruns": queued, "gate_now": meta.gate}
 
 
