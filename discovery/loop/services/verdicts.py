@@ -44,7 +44,7 @@ from ..models import (
     SubIdea,
     TraceStatus,
 )
-from ..review import present, thrust_choices, thrust_form
+from ..review import grant_form, outcome, present, thrust_choices, thrust_form
 from ..selectors import impact_capped
 from .artifacts import boundary_recording, ratify_successor
 from .base import card_renew_after_lapse, lock_meta, refresh, root_of
@@ -95,6 +95,24 @@ def describe(approval: Approval) -> dict:
         "impact": impact,
         "verdicts": sorted(CARD_VERDICTS[card.kind]),
     }
+    if card.status == CardStatus.PENDING and Verdict.ABANDON in CARD_VERDICTS[card.kind]:
+        # What abandoning its line would change, shown before she is asked to confirm it.
+        line = card.node or root_of(card.book)
+        below = [pk for pk in subtree_ids(line) if pk != line.pk]
+        staled = PlanNode.objects.filter(pk__in=below).exclude(lifecycle__in=[Lifecycle.ABANDONED, Lifecycle.PARKED])
+        described["previews"] = {
+            Verdict.ABANDON: {"node": line.intent, "is_root": line.is_root, "below": staled.count(), "cascade": impact}
+        }
+    if card.status == CardStatus.PENDING and Verdict.EXTEND in CARD_VERDICTS[card.kind]:
+        meta = LoopMeta.objects.filter(book_id=card.book_id).first()
+        if meta is not None:
+            described["bounds"] = {
+                "round": meta.round,
+                "round_cap": meta.round_cap,
+                "cost_spent": meta.cost_spent,
+                "cost_budget": meta.cost_budget,
+                "proposed": card.proposed_extension or {},
+            }
     if card.kind == "gate" and card.gate == "G1.5" and card.status == CardStatus.PENDING:
         # The author chooses among every open thrust; the one Sol named on the card is the recommendation.
         recommended = str((card.payload.get("thrust") or {}).get("id", ""))
@@ -452,4 +470,6 @@ GATE_HANDLER = SubjectHandler(
     present=present,
     choice_from_form=thrust_form,
     choices_shown=thrust_choices,
+    constraint_from_form=grant_form,
+    outcome=outcome,
 )
