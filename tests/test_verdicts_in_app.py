@@ -100,6 +100,20 @@ def test_a_redirect_at_g0_reaches_sols_next_step_and_his_next_card_answers_the_s
     assert decision_log_verify(book).ok
 
 
+@pytest.mark.agents_act
+def test_a_redirect_at_g15_has_terra_redraft_the_thrusts_along_the_steer(settings):
+    author, book, _ = at_g15(settings)
+    first = pending(book, "gate", "G1.5")
+    steer = "Let the keeper be the one who sent the letter."
+    verdict(author, first, "redirect", "Closer, but turn it.", steer)
+    assert set(LensRerun.objects.filter(book=book).values_list("status", flat=True)) == {"done"}
+    redrafted = ThrustCandidate.objects.filter(session__book=book, title__contains="(draft 2)")
+    assert redrafted.count() == 3 and all(steer in t.main_thrust for t in redrafted)
+    again = pending(book, "gate", "G1.5")
+    card = OptionCard.objects.get(approval=again)
+    assert steer in card.summary and card.payload["thrust"]["id"] in {str(t.pk) for t in redrafted}
+
+
 # --- Explore alternatives at G1.5: Terra's run drafts new candidates in-app; the book leaves G1.5 ---------------
 
 

@@ -17,10 +17,10 @@ from novelgraph.core.words import AGENT_NAMES
 LOOP_HELP: dict[str, str] = {
     Verdict.APPROVE: "The card's slots are ratified and the discovery moves to the next gate (after G3, the book "
     "is handed off).",
-    Verdict.APPROVE_WITH_CONSTRAINT: "Your constraint is recorded as a boundary and the touched slots are re-run; "
-    "the gate does not advance yet.",
+    Verdict.APPROVE_WITH_CONSTRAINT: "Your constraint is recorded as a boundary and the work the card touches is "
+    "re-run under it, in-app; the gate does not advance yet, and Sol's next card answers your constraint.",
     Verdict.REDIRECT: "Your steer is recorded; what the card rests on is rejected, what follows from it goes stale, "
-    "and the node converges again.",
+    "and the node converges again. Sol's next card answers your steer.",
     Verdict.EXPLORE_ALTERNATIVES: "The current selection is set aside (kept) and Terra drafts new candidates; the "
     "node diverges again.",
     Verdict.ABANDON: "This line is abandoned: the node and everything under it go stale; the history stays.",

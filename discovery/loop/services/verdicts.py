@@ -341,7 +341,12 @@ def _redirect(meta, card, node, decision) -> dict:
     if node.lifecycle not in {Lifecycle.ABANDONED}:
         node.lifecycle = Lifecycle.CONVERGING
         node.save(update_fields=["lifecycle", "updated_at"])
-    return {"steer": decision.constraint, "node": str(node.pk), "lifecycle": node.lifecycle, "cascade": cascade}
+    effect = {"steer": decision.constraint, "node": str(node.pk), "lifecycle": node.lifecycle, "cascade": cascade}
+    if card.kind == "gate" and card.gate == "G1.5":
+        # Steered at G1.5: the thrusts are redrafted along the steer (the divergence lens re-runs), so the next
+        # card offers thrusts that answer it, not the same ones under new words.
+        effect["reruns"] = _queue(meta, {"explore-options": [f"node:{node.pk}"]}, f"redirect: {decision.constraint}")
+    return effect
 
 
 def _explore(meta, card, node, decision) -> dict:
