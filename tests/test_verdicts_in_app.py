@@ -17,6 +17,7 @@ from discovery.loop.models import LensRerun, LoopMeta, OptionCard, PlanNode
 from discovery.models import Book, DiscoverySession, ThrustCandidate, Turn
 from novelgraph.core.models import ApiKey
 
+from .agents_support import work_off_queue
 from .factories import UserFactory
 from .loop_scenes import ask_gate, started_book, url  # noqa: F401 (started_book: the book, its discovery started)
 from .test_discovery_to_handoff import Author, answer_to, pending
@@ -168,6 +169,29 @@ def test_approve_with_constraint_at_g15_reruns_the_thrusts_in_app_under_the_cons
     card = OptionCard.objects.get(approval=again)
     assert card.payload["answers"] == [{"kind": "constraint", "text": constraint, "gate": "G1.5"}]
     assert constraint in card.summary
+
+
+def test_a_cascade_rerun_queued_by_her_redirect_is_done_by_an_in_app_run_of_its_lens(
+    book,
+    sol_api,
+    author_browser,
+    scene,  # noqa: F811
+):
+    approval_id = ask_gate(sol_api, book, "G0", node_id=str(scene["node"].pk), trace_seed="arc").json()["approval_id"]
+    steer = {"verdict": "redirect", "rationale": "Not this arc.", "constraint": "Follow the sister instead."}
+    assert author_browser.post(f"/review/{approval_id}/", steer).status_code == 302
+    rerun = LensRerun.objects.get(book=book)
+    assert (rerun.lens, rerun.artifacts, rerun.status) == ("reader-trust", ["arc-lock-keeper"], "queued")
+
+    # She asks Sol from the agents panel (the button her page has); Sol hands the re-run to Luna's review run.
+    asked = author_browser.post(f"/books/{book.pk}/agents/start/", {"task": "next-question"})
+    assert asked.status_code in (200, 302), asked.content[:500]
+    work_off_queue()
+    rerun.refresh_from_db()
+    assert rerun.status == "done"
+    luna = AgentRun.objects.get(book=book, task="trust-review")
+    assert (luna.status, luna.parent.role) == ("done", "sol")
+    assert "Did the queued re-run of the reader-trust lens." in luna.notes
 
 
 def test_sol_hands_each_queued_rerun_to_a_run_of_its_lens_once():
