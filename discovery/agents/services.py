@@ -22,12 +22,13 @@ from django_tasks_db.models import DBTaskResult
 from pydantic import ValidationError as PydanticValidationError
 
 from discovery.access import BookAccess, Cap
-from discovery.loop.models import LoopMeta, TraceEdge, TraceNode
+from discovery.loop.models import LensRerun, LoopMeta, RerunStatus, TraceEdge, TraceNode
 from discovery.loop.services import (
     artifact_write,
     cost_charge,
     gate_request,
     lens_review_record,
+    rerun_done,
     round_advance,
     trace_edge_add,
     trace_node_add,
@@ -513,13 +514,31 @@ def apply_contradictions(access: BookAccess, run: AgentRun, plan: Contradictions
     return outputs + _answer_handoff(access, run, plan.result), []
 
 
+def _reruns_done(access: BookAccess, run: AgentRun, lens: str, *, brief: bool | None = None) -> list[str]:
+    """The re-runs of ``lens`` queued before this run (by a verdict or a cascade) are done by it: reported done
+    through the loop's service, as the role the roster names for the lens. ``brief``: only those that name the
+    decision brief (True) or only those that do not (False)."""
+    done = []
+    queued = LensRerun.objects.filter(
+        book=access.book, lens=lens, status=RerunStatus.QUEUED, created_at__lte=run.created_at
+    ).order_by("created_at", "id")
+    for rerun in queued:
+        if brief is not None and ("decision-brief" in (rerun.artifacts or [])) != brief:
+            continue
+        rerun_done(access=access, rerun_id=rerun.pk)
+        done.append(f"Did the queued re-run of the {lens} lens.")
+    return done
+
+
 def apply_thrusts(access: BookAccess, run: AgentRun, plan: ThrustsPlan) -> tuple[Outputs, list[str]]:
     session = _session(access)
     outputs: Outputs = [
         (OutputType.THRUST, thrust_propose(access=access, session=session, payload=thrust).pk)
         for thrust in plan.thrusts
     ]
-    return outputs + _answer_handoff(access, run, plan.result), []
+    # New candidates are the divergence lens's re-run (explore alternatives, a constraint at G1.5, a cascade).
+    notes = _reruns_done(access, run, "explore-options", brief=False) if plan.thrusts else []
+    return outputs + _answer_handoff(access, run, plan.result), notes
 
 
 def apply_charter(access: BookAccess, run: AgentRun, plan: CharterPlan) -> tuple[Outputs, list[str]]:
@@ -557,7 +576,8 @@ def apply_review(access: BookAccess, run: AgentRun, plan: ReviewPlan) -> tuple[O
         raise Invalid(f"the {run.task} task files the {REVIEW_LENS[run.task]} review", field="review.lens")
     review = lens_review_record(access=access, payload=plan.review)
     outputs: Outputs = [(OutputType.REVIEW, review.pk)]
-    return outputs + _answer_handoff(access, run, plan.result), [f"Filed the {plan.review.lens} review."]
+    notes = [f"Filed the {plan.review.lens} review.", *_reruns_done(access, run, plan.review.lens)]
+    return outputs + _answer_handoff(access, run, plan.result), notes
 
 
 def apply_brief(access: BookAccess, run: AgentRun, plan: BriefPlan) -> tuple[Outputs, list[str]]:
@@ -572,7 +592,11 @@ def apply_brief(access: BookAccess, run: AgentRun, plan: BriefPlan) -> tuple[Out
     for edge in plan.edges:
         if not TraceEdge.objects.filter(book=book, from_id=edge.from_id, to_id=edge.to_id, active=True).exists():
             trace_edge_add(access=access, payload=edge)
-    return outputs + _answer_handoff(access, run, plan.result), [f"Proposed the decision brief v{artifact.version}."]
+    notes = [
+        f"Proposed the decision brief v{artifact.version}.",
+        *_reruns_done(access, run, "explore-options", brief=True),
+    ]
+    return outputs + _answer_handoff(access, run, plan.result), notes
 
 
 APPLY = {
