@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from django.db import connection
+from django_tasks_db.management.commands.db_worker import Worker
 
 # Playwright's sync API runs an asyncio loop in this thread; Django would then refuse
 # ORM calls from the test body ("async unsafe"). The test thread is synchronous.
@@ -84,6 +87,33 @@ def chromium() -> Iterator:
             yield browser
         finally:
             browser.close()
+
+
+@pytest.fixture
+def worker():
+    """A database worker in a thread of this process, started by the test and stopped after it."""
+    runner = Worker(
+        queue_names=["*"],
+        interval=0.2,
+        batch=False,
+        backend_name="default",
+        startup_delay=False,
+        max_tasks=None,
+        worker_id="browser-test",
+        excluded_queue_names=[],
+    )
+
+    def run() -> None:
+        try:
+            runner.run()
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=run, daemon=True)
+    yield thread.start
+    runner.running = False
+    if thread.is_alive():
+        thread.join(timeout=30)
 
 
 @pytest.fixture
