@@ -38,6 +38,7 @@ README_TOUR = {
     "loop-trace",
     "charter-compare",
     "thrust-pick",
+    "observations",
     "handoff",
     "codex",
 }

@@ -47,7 +47,8 @@ class Author:
     """The author in Chromium: each act is one button she presses that posts; after it, she waits on the book
     page until the agents' runs have settled (the runs panel polls in place)."""
 
-    def __init__(self, page, screenshot):
+    def __init__(self, page, screenshot, *, runs_may_fail: bool = False):
+        self.runs_may_fail = runs_may_fail
         self.page = page
         self.shot = screenshot
         self.acts = 0
@@ -65,7 +66,7 @@ class Author:
         page.locator("#agent-runs").wait_for()
         expect(page.locator(RUNS_AT_WORK)).to_have_count(0, timeout=AGENTS)
         failed = page.locator('#agent-runs [data-status="failed"]')
-        assert failed.count() == 0, page.locator("#agent-runs").inner_text()
+        assert self.runs_may_fail or failed.count() == 0, page.locator("#agent-runs").inner_text()
 
     def open_card(self, *, gate: str | None = None, kind: str | None = None):
         """From the book page's "Pending decisions", the book's inbox; opens the card of that gate or kind."""
@@ -141,9 +142,7 @@ def hand_off_check(book: Book, user) -> None:
     assert not ApiKey.objects.filter(owner=user).exists(), "no agent key was made"
 
 
-def test_a_new_author_reaches_hand_off_in_the_browser_with_the_agents_inside(
-    page, screenshot, seeded, worker, offline
-):
+def test_a_new_author_reaches_hand_off_in_the_browser_with_the_agents_inside(page, screenshot, seeded, worker, offline):
     # Staff made her account and a one-time link (admin); she chooses her password and signs in.
     user = get_user_model().objects.create_user(username="mara-writer", email="mara@example.org")
     user.set_unusable_password()
@@ -259,17 +258,103 @@ def test_a_new_author_reaches_hand_off_in_the_browser_with_the_agents_inside(
     assert author.acts <= 16
 
 
+# Her answers to what Sol asks on the demo book: Luna's contradictions first, then the charter's fields.
+DEMO_ANSWERS = {
+    "Turn 1 wants an unreliable narrator": "The forgery holds: Mara tells the truth, and someone copied her hand.",
+    "A fair-play solution needs the forger visible early": "The forger is on the page in chapter one, "
+    "mending nets on the harbour wall.",
+    "blackout alternative": "Ines's letter holds; the blackout goes.",
+}
+
+
+def demo_answer(question: str) -> str:
+    found = [text for start, text in DEMO_ANSWERS.items() if start in question]
+    return found[0] if found else answer_to(question)
+
+
+# Where the demo book stops today (issue 26; the loop page's missing list and its actions are being built):
+# at G2, with nothing in the browser left for her or the agents to do.
+DEMO_STOPS_AT_G2 = (
+    "The demo book stops at G2: the loop page lists 'the strict lint fails' (the demo's orphan subplot-harbour, "
+    "which no page lets her or an agent link or withdraw), '1 open or routed question' (Luna's 'Is the tide table "
+    "in chapter 9 consistent with the admitted research?', for the canon-integrity lens, which no run resolves and "
+    "which has no answer form for her) and 'no full round' (Sol closes a round only when nothing else is missing)"
+)
+
+
+@pytest.mark.xfail(strict=True, reason=DEMO_STOPS_AT_G2)
 def test_the_demo_book_reaches_hand_off_in_the_browser(page, screenshot, seeded, worker, offline):
+    """From where ``manage.py demo`` leaves it (G1.5, a charter, two canon claims and a research item waiting),
+    she does what the book asks of her, in the order it asks: decide what waits (oldest first), confirm what
+    Luna took from her turns, answer Sol's current question (once per asking) and the loop's questions routed to
+    her; until the book is handed off, or nothing is left for her to do."""
     call_command("demo", stdout=StringIO())
     book = Book.objects.get(title="The Lighthouse Letter")
-    user = book.owner
     worker()
     log_in(page, "author", "novelgraph-author")
-    author = Author(page, screenshot)
+    author = Author(page, screenshot, runs_may_fail=True)
     author.book = book
     page.get_by_role("link", name="The Lighthouse Letter").click()
     page.wait_for_url(f"**/books/{book.pk}/")
-    author.settle()
     assert_accessible_basics(page)
 
-    raise AssertionError("explore: " + page.locator("main").inner_text()[:3000])
+    steps: list[str] = []
+    answered: set[tuple[str, str]] = set()
+    checked: set[str] = set()  # the kinds of page axe-core has seen
+    for _ in range(60):
+        author.settle()
+        page.goto(f"/books/{book.pk}/")  # as the runs settled: the question and the turns as they are now
+        if page.get_by_test_id("handoff").count():
+            break
+        inbox = page.get_by_role("link", name="Pending decisions", exact=True)
+        if page.locator(".quick-links .count").inner_text().strip() != "0":
+            inbox.click()
+            page.wait_for_url("**/review/?book=*")
+            row = page.locator(".review-table tbody tr").last  # the oldest first
+            kind = row.locator("td").nth(2).inner_text()
+            steps.append(f"decide: {row.locator('td').first.inner_text()}")
+            row.get_by_role("link").first.click()
+            page.wait_for_url(re.compile(r".*/review/[0-9a-f-]+/$"))
+            author.approve("Yes, this holds for the book.", check=kind not in checked)
+            checked.add(kind)
+            continue
+        more = page.get_by_role("link", name="Show more turns")
+        while more.count():  # her latest turns may be past the first page of the conversation
+            more.first.click()
+            expect(more).to_have_count(0)
+            more = page.get_by_role("link", name="Show more turns")
+        confirm = page.get_by_role("button", name=re.compile(r"^Confirm all from this turn"))
+        if confirm.count():
+            steps.append("confirm all from a turn")
+            author.press(confirm.first)
+            continue
+        question = page.locator(".current-question").inner_text()
+        why = page.locator(".prompted-by").inner_text() if page.locator(".prompted-by").count() else ""
+        if page.get_by_label("Answer with a turn").count() and (question, why) not in answered:
+            answered.add((question, why))
+            steps.append(f"answer: {question}")
+            page.get_by_label("Answer with a turn").fill(demo_answer(question))
+            author.press(page.get_by_role("button", name="Answer", exact=True))
+            page.wait_for_url("**/books/*/#turn-*")
+            continue
+        page.goto(f"/books/{book.pk}/loop/")
+        mine = page.locator("ul.author-questions li")
+        if mine.count():
+            steps.append(f"answer on the loop page: {mine.first.locator('strong').inner_text()}")
+            if "loop" not in checked:
+                assert_accessible_basics(page)
+                checked.add("loop")
+            mine.first.get_by_label("Your answer").fill("In chapter four, on the tide-table page of the logbook.")
+            author.press(mine.first.get_by_role("button", name="Answer"))
+            page.wait_for_url(f"**/books/{book.pk}/loop/**")
+            continue
+        screenshot(page, "demo-stopped")
+        print("\n".join(steps))
+        missing = page.locator("main").inner_text()
+        pytest.fail(f"after {author.acts} acts nothing is left for her to do; the loop page says: {missing[:1500]}")
+    print("\n".join(steps))
+    assert page.get_by_test_id("handoff").count(), f"not handed off after {author.acts} acts"
+    assert_accessible_basics(page)
+    screenshot(page, "demo-handoff")
+    hand_off_check(book, book.owner)
+    assert page.js_errors == []
