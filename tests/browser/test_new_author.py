@@ -301,7 +301,7 @@ def test_a_new_author_goes_from_an_empty_account_to_an_approved_charter_and_cano
     assert "Drafting starts at Chapter 1" in handoff.inner_text()
     assert "The pilot's boat comes in empty." in handoff.inner_text()
     assert_no_serious_axe_violations(page)
-    screenshot(page, "handoff")
+    screenshot(page, "new-author-handoff")
     page.get_by_role("navigation", name="This book").get_by_role("link", name="Loop").click()
     page.wait_for_url(f"**/books/{book.pk}/loop/")
     assert page.locator(".loop-status").inner_text() == "handed-off"
@@ -319,7 +319,7 @@ def test_a_new_author_goes_from_an_empty_account_to_an_approved_charter_and_cano
     assert KnowledgeClaim.objects.get(pk=claim["id"]).status == "revised"
     assert_accessible_basics(page)
     page.evaluate("() => window.scrollTo(0, 0)")
-    screenshot(page, "codex")
+    screenshot(page, "new-author-codex")
     check_phone(page)
     # Its history is one click away: both versions, each decision with its rationale and its log entry.
     revision = KnowledgeClaim.objects.get(revises_id=claim["id"])
