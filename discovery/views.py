@@ -50,6 +50,7 @@ from .book_pages import (
 from .history import claim_history
 from .models import (
     Book,
+    Provenance,
     ScratchpadEntryKind,
 )
 from .panels import book_panels
@@ -291,6 +292,7 @@ def _render_scratchpad(
     *,
     composer_error: DomainError | None = None,
     draft: str = "",
+    stated: dict | None = None,
     status: int = 200,
 ) -> HttpResponse:
     book, role = access.book, access.role
@@ -315,6 +317,7 @@ def _render_scratchpad(
         "composer_error": composer_error,
         "composer_url": reverse("discovery:turn_add", args=[book.pk]),
         "draft": draft,
+        "stated": stated or {},
         "agents_ran": runs_worked_on(book),
     }
     # A filter click redraws the entries, a turn the conversation; without htmx, the page.
@@ -555,14 +558,23 @@ def turn_add(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
     """The composer: the author (or an editor) adds a turn through ``services.turn_add``; errors show inline."""
     access = page_access(request, book_id, Cap.BOOK_READ)
     content = request.POST.get("content", "")
+    stated = {name: request.POST.get(f"stated_{name}", "").strip() for name in ("key", "value")}
     session = current_session(access.book)
     try:
         if session is None:
             raise Conflict("discovery has not started for this book", code="no_session")
-        payload = parse_form(TurnIn, {"role": access.role, "content": content})
-        turn = services.turn_add(access=access, session=session, payload=payload)
+        # What she states herself beside her turn: an observation in her own words (author-stated).
+        observations = []
+        if stated["value"] or stated["key"]:
+            observations.append(
+                {"key": stated["key"] or "fact", "value": stated["value"], "provenance": Provenance.AUTHOR_STATED}
+            )
+        payload = parse_form(TurnIn, {"role": access.role, "content": content, "observations": observations})
+        turn = services.turn_add_stating(access=access, session=session, payload=payload)
     except DomainError as exc:
-        return _render_scratchpad(request, access, composer_error=exc, draft=content, status=exc.status)
+        return _render_scratchpad(
+            request, access, composer_error=exc, draft=content, stated=stated, status=exc.status
+        )
     if request.POST.get("next") == "book":  # answered from the book page, under the current question
         return redirect(f"{reverse('discovery:book', args=[access.book.pk])}#turn-{turn.pk}")
     if request.htmx:
@@ -582,6 +594,8 @@ def observation_resolve(request: HttpRequest, book_id: uuid.UUID, observation_id
     except DomainError as exc:
         error = {"id": str(observation.pk), "message": exc.message}
         return _render_book(request, access, observation_error=error, status=exc.status)
+    if request.POST.get("next") == "inbox":  # decided among what waits for her
+        return redirect(reverse("approvals:inbox") + "#observations-heading")
     return redirect(f"{reverse('discovery:book', args=[access.book.pk])}#observation-{observation.pk}")
 
 
@@ -595,6 +609,8 @@ def turn_confirm(request: HttpRequest, book_id: uuid.UUID, turn_id: uuid.UUID) -
         services.observations_confirm_turn(access=access, turn=turn)
     except DomainError as exc:
         return _render_book(request, access, observation_error={"id": "", "message": exc.message}, status=exc.status)
+    if request.POST.get("next") == "inbox":
+        return redirect(reverse("approvals:inbox") + "#observations-heading")
     return redirect(f"{reverse('discovery:book', args=[access.book.pk])}#turn-{turn.pk}")
 
 
