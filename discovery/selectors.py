@@ -329,7 +329,7 @@ def observations_waiting_for(user, *, limit: int = VIEW_PAGE) -> tuple[list[dict
         session__book__owner=user, status=Observation.Status.WORKING, session__status__in=OPEN_SESSION_STATUSES
     )
     total = waiting.count()
-    rows = observation_rows(waiting[:limit]) if total else []
+    rows = [observation_row(row) for row in observations_annotated(waiting)[:limit]] if total else []
     turns = {
         t["id"]: t
         for t in Turn.objects.filter(pk__in={r["turn_id"] for r in rows}).values(

@@ -48,9 +48,9 @@ def test_chapter_numbers_are_read_as_digits_and_as_words(words, number):
 )  # fmt: skip
 def test_chapter_cues_name_the_story_record_the_words_say(sentence, story):
     found = chapter_cues(sentence)["story"]
-    assert {k: str(v) if hasattr(v, "value") else v for k, v in found.items() if k != "reveal" or "reveal" in story} == (
-        story
-    )
+    assert {
+        k: str(v) if hasattr(v, "value") else v for k, v in found.items() if k != "reveal" or "reveal" in story
+    } == (story)
 
 
 def test_a_fact_sentence_becomes_a_claim_with_its_story_record():
@@ -87,7 +87,9 @@ def test_facts_with_chapter_cues_go_from_her_turn_to_canon_with_their_story_reco
     settings.NOVELGRAPH_AGENTS = {**settings.NOVELGRAPH_AGENTS, "PROVIDER": "offline"}
     user = UserFactory(username="keeper")
     browser = _browser(user)
-    _post(browser, "/books/new/", {"title": "Saltmarsh", "premise": "A keeper finds a letter.", "genre_pack": "mystery"})
+    _post(
+        browser, "/books/new/", {"title": "Saltmarsh", "premise": "A keeper finds a letter.", "genre_pack": "mystery"}
+    )
     book = Book.objects.get(owner=user)
     _post(browser, f"/books/{book.pk}/discovery/start/")
     _post(browser, f"/books/{book.pk}/turns/", {"content": FACTS})
