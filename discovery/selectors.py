@@ -27,6 +27,7 @@ from .models import (
     KnowledgeLink,
     Observation,
     ObservationRevision,
+    RevealKind,
     ScratchpadEntry,
     StoryCharter,
     ThrustCandidate,
@@ -620,7 +621,12 @@ def codex_view(access: BookAccess, as_of_chapter: int | None = None, *, retracte
         "retracted": retracted,
         "retracted_more": retracted_more,
         "withheld": withheld,
-        "fair_play": {"ok": (not findings) if as_of_chapter is None else None, "findings": findings},
+        "fair_play": {
+            "ok": (not findings) if as_of_chapter is None else None,
+            "findings": findings,
+            # With no reveal (solution or twist) in canon, fair play has nothing to check yet.
+            "reveals": sum(1 for row in rows if row.get("reveal", RevealKind.NONE) != RevealKind.NONE),
+        },
     }
 
 

@@ -50,7 +50,9 @@ from .book_pages import (
 from .history import claim_history
 from .models import (
     Book,
+    KnownBy,
     Provenance,
+    RevealKind,
     ScratchpadEntryKind,
 )
 from .panels import book_panels
@@ -61,10 +63,12 @@ from .schemas import (
     AsOfFilter,
     BookIn,
     CharterIn,
+    ClaimIn,
     ClaimRetractForm,
     ClaimSupersedeForm,
     DossierIn,
     EditorIn,
+    FactStateForm,
     ObservationResolveIn,
     RecordSearchParams,
     SeriesIn,
@@ -476,8 +480,71 @@ def codex_retract(request: HttpRequest, book_id: uuid.UUID, claim_id: uuid.UUID)
     return redirect(reverse("discovery:codex-claim", args=[access.book.pk, claim_id]))
 
 
+FACT_FIELDS = (
+    "subject",
+    "predicate",
+    "value",
+    "true_from_chapter",
+    "true_until_chapter",
+    "known_by",
+    "known_by_characters",
+    "first_shown_chapter",
+    "decisive",
+    "evidence_for",
+    "reveal",
+    "rationale",
+)
+
+
+def _fact_from_form(book: Book, form: dict[str, str]) -> dict:
+    """The "State a fact" form as a claim's input: blank chapters and choices are left out (the defaults), the
+    characters who know it are a comma-separated list, "decisive" a checkbox."""
+    data: dict = {
+        "scope": "book",
+        "scope_id": str(book.pk),
+        "provenance": Provenance.AUTHOR_STATED,
+        "subject": form["subject"],
+        "predicate": form["predicate"],
+        "value": form["value"],
+        "decisive": form["decisive"] in ("on", "true", "1"),
+    }
+    chosen = ("true_from_chapter", "true_until_chapter", "first_shown_chapter", "known_by", "evidence_for", "reveal")
+    for name in chosen:
+        if form[name].strip():
+            data[name] = form[name].strip()
+    names = [n.strip() for n in form["known_by_characters"].split(",") if n.strip()]
+    if names:
+        data["known_by_characters"] = names
+    return data
+
+
+@login_required
+@require_POST
+def codex_state(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
+    """The author states a fact from the codex (``services.claim_state``): her claim with its story record, made
+    canon by her verdict in the same act, logged with her rationale; an error shows inline in the form, with her
+    words kept, and nothing is recorded."""
+    access = page_access(request, book_id, Cap.BOOK_READ)
+    form = {name: request.POST.get(name, "") for name in FACT_FIELDS}
+    try:
+        payload = parse_form(ClaimIn, _fact_from_form(access.book, form))
+        rationale = parse_form(FactStateForm, {"rationale": form["rationale"]}).rationale
+        claim = services.claim_state(access=access, payload=payload, rationale=rationale)
+    except DomainError as exc:
+        error = {"message": exc.message, "field": exc.field or ""}
+        return _render_codex(request, access, state_error=error, fact_form=form, status=exc.status)
+    messages.success(request, "Your fact is canon; the decision is in the log with your rationale.")
+    return redirect(f"{reverse('discovery:codex', args=[access.book.pk])}#claim-{claim.pk}")
+
+
 def _render_codex(
-    request: HttpRequest, access: BookAccess, supersede_error: dict | None = None, status: int = 200
+    request: HttpRequest,
+    access: BookAccess,
+    supersede_error: dict | None = None,
+    status: int = 200,
+    *,
+    state_error: dict | None = None,
+    fact_form: dict | None = None,
 ) -> HttpResponse:
     book = access.book
     as_of_error = ""
@@ -510,6 +577,11 @@ def _render_codex(
             "timeline": timeline_svg(view["claims"], view["chapters"], view["fair_play"]["findings"], window),
             "may_change_canon": access.is_author and not as_of_chapter,
             "supersede_error": supersede_error,
+            "state_error": state_error,
+            "fact": fact_form or {},
+            "reveals": [c for c in view["claims"] if c.get("reveal", "none") != "none"],
+            "known_by_choices": KnownBy.choices,
+            "reveal_choices": RevealKind.choices,
         },
         status=422 if as_of_error else status,
     )
@@ -572,9 +644,7 @@ def turn_add(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
         payload = parse_form(TurnIn, {"role": access.role, "content": content, "observations": observations})
         turn = services.turn_add_stating(access=access, session=session, payload=payload)
     except DomainError as exc:
-        return _render_scratchpad(
-            request, access, composer_error=exc, draft=content, stated=stated, status=exc.status
-        )
+        return _render_scratchpad(request, access, composer_error=exc, draft=content, stated=stated, status=exc.status)
     if request.POST.get("next") == "book":  # answered from the book page, under the current question
         return redirect(f"{reverse('discovery:book', args=[access.book.pk])}#turn-{turn.pk}")
     if request.htmx:
