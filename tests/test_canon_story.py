@@ -214,7 +214,7 @@ def test_fair_play_reports_late_evidence_and_passes_once_it_moves_earlier(author
     entry = DecisionLogEntry.objects.filter(book=book, subject_id=moved["id"]).get()
     assert entry.detail["revised_claim"] == clue["id"]
     report = author_api.get(f"/books/{book.pk}/codex").json()["fair_play"]
-    assert report == {"ok": True, "findings": []}
+    assert report == {"ok": True, "findings": [], "reveals": 1}
 
 
 def test_a_reveal_without_decisive_evidence_is_reported(author_api, book, session):
