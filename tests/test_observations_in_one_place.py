@@ -94,6 +94,10 @@ def test_beside_the_turn_she_retires_with_a_reason_and_confirms_all_from_the_tur
     keep, drop = _extracted(luna_api, turn, ("protagonist name", "Mara"), ("named person", "Light"))
     page = author_browser.get(f"/books/{book.pk}/").content.decode()
     assert f'id="reason-{drop}"' in page and "Confirm all from this turn (2)" in page
+    # The scratchpad's conversation says what waits and leads to the turn, where she decides.
+    scratchpad = author_browser.get(f"/books/{book.pk}/scratchpad/").content.decode()
+    assert "2 observations from this turn wait for you" in scratchpad
+    assert f'href="/books/{book.pk}/#turn-{turn.pk}"' in scratchpad
     assert (
         author_browser.post(
             f"/books/{book.pk}/observations/{drop}/", {"action": "retire", "rationale": "Not a person."}
@@ -103,6 +107,7 @@ def test_beside_the_turn_she_retires_with_a_reason_and_confirms_all_from_the_tur
     assert author_browser.post(f"/books/{book.pk}/turns/{turn.pk}/confirm/").status_code == 302
     assert Observation.objects.get(pk=keep).status == "confirmed"
     assert Observation.objects.get(pk=drop).status == "retired"
+    assert "from this turn wait" not in author_browser.get(f"/books/{book.pk}/scratchpad/").content.decode()
 
 
 def test_the_composer_lets_her_state_an_observation_herself_and_it_is_author_stated(
