@@ -1,20 +1,24 @@
 """The curated craft library seeded once per store (seed 001).
 
-Original editorial guidance written for NovelGraph, version 1.0.0, applicability
-general. ``seed_curated_library`` is idempotent; the data migration and the
-``seed_library`` command both call it.
+Original editorial guidance written for NovelGraph and licensed with it (:data:`CURATED_LICENSE`), in
+sources ("shelves") of origin ``novelgraph-curated``, each version 1.0.0: the first five passages
+(:data:`CURATED_ENTRIES`, applicability general), then the foundations and one shelf per genre
+(``library/curated.py``). ``seed_curated_library`` is idempotent, shelf by shelf; the data migrations
+(0002, 0005), the ``seed_library`` command and ``post_migrate`` all call it.
 """
 
 from __future__ import annotations
 
 from novelgraph.core.db import tables_exist
 
+from .curated import SHELVES
 from .models import KnowledgeChunk, KnowledgeSource
 
 CURATED_ORIGIN = "novelgraph-curated"
 CURATED_TITLE = "NovelGraph Curated Craft Library"
 CURATED_VERSION = "1.0.0"
 CURATED_LICENSE = "Original editorial guidance by the NovelGraph team; free to use within NovelGraph."
+# Every passage is the NovelGraph team's own writing, under the project's licence (the README's library section).
 
 CURATED_ENTRIES: list[dict] = [
     {
@@ -76,28 +80,45 @@ CURATED_ENTRIES: list[dict] = [
 ]
 
 
+def curated_shelves() -> list[dict]:
+    """Every curated source to seed, in order: the first five passages, then ``library/curated.py``'s shelves."""
+    first = {"title": CURATED_TITLE, "applicability": ["general"], "entries": CURATED_ENTRIES}
+    return [first, *SHELVES]
+
+
+def curated_entry_count() -> int:
+    return sum(len(shelf["entries"]) for shelf in curated_shelves())
+
+
 def seed_curated_library(KnowledgeSource, KnowledgeChunk) -> bool:
-    """Ensure the curated source and its chunks exist. True when created."""
-    if KnowledgeSource.objects.filter(origin=CURATED_ORIGIN).exists():
-        return False
-    source = KnowledgeSource.objects.create(
-        title=CURATED_TITLE,
-        origin=CURATED_ORIGIN,
-        license_note=CURATED_LICENSE,
-        version=CURATED_VERSION,
-    )
-    KnowledgeChunk.objects.bulk_create(
-        KnowledgeChunk(
-            source=source,
-            position=position,
-            content=entry["content"],
-            topics=entry["topics"],
-            applicability=["general"],
-            citation=entry["title"],
+    """Ensure every curated source and its chunks exist (a shelf already present, by title, is left as it is).
+
+    True when anything was created; seeding again adds nothing.
+    """
+    present = set(KnowledgeSource.objects.filter(origin=CURATED_ORIGIN).values_list("title", flat=True))
+    created = False
+    for shelf in curated_shelves():
+        if shelf["title"] in present:
+            continue
+        source = KnowledgeSource.objects.create(
+            title=shelf["title"],
+            origin=CURATED_ORIGIN,
+            license_note=CURATED_LICENSE,
+            version=CURATED_VERSION,
         )
-        for position, entry in enumerate(CURATED_ENTRIES, start=1)
-    )
-    return True
+        KnowledgeChunk.objects.bulk_create(
+            KnowledgeChunk(
+                source=source,
+                position=position,
+                content=entry["content"],
+                topics=list(entry["topics"]),
+                applicability=list(shelf["applicability"]),
+                citation=entry["title"],
+            )
+            for position, entry in enumerate(shelf["entries"], start=1)
+        )
+        created = True
+    return created
 
 
 def curated_topics_complete(KnowledgeSource, KnowledgeChunk) -> int:
@@ -105,7 +126,7 @@ def curated_topics_complete(KnowledgeSource, KnowledgeChunk) -> int:
 
     Topics added to the seed after a store was seeded reach it this way (migration 0004).
     """
-    source = KnowledgeSource.objects.filter(origin=CURATED_ORIGIN).first()
+    source = KnowledgeSource.objects.filter(origin=CURATED_ORIGIN, title=CURATED_TITLE).first()
     if source is None:
         return 0
     wanted = {entry["title"]: entry["topics"] for entry in CURATED_ENTRIES}

@@ -15,7 +15,7 @@ from django.test import Client
 from library import search as search_module
 from library.models import KnowledgeChunk, KnowledgeSource
 from library.search import available_modes, query_words, search, search_terms
-from library.seed import CURATED_ORIGIN, seed_curated_library
+from library.seed import CURATED_ORIGIN, CURATED_TITLE, curated_entry_count, seed_curated_library
 
 from .factories import PASSWORD, KnowledgeChunkFactory, KnowledgeSourceFactory, UserFactory
 
@@ -33,7 +33,7 @@ def mode(request, db):
 def curated(db):
     """The curated seed (migration 0002); restored if a transactional test flushed it."""
     seed_curated_library(KnowledgeSource, KnowledgeChunk)
-    return KnowledgeSource.objects.get(origin=CURATED_ORIGIN)
+    return KnowledgeSource.objects.get(origin=CURATED_ORIGIN, title=CURATED_TITLE)
 
 
 @pytest.fixture
@@ -54,13 +54,13 @@ def chunk(source, content: str, topics=(), citation: str | None = None, **kwargs
 # --- The curated seed and the result shape -----------------------------------
 
 
-def test_pacing_finds_scene_causality_through_its_topics(mode, curated):
-    response = search("pacing", mode=mode)
+def test_causality_finds_scene_causality_through_its_topics(mode, curated):
+    response = search("causality", mode=mode)  # a word no other curated passage uses (library/curated.py)
 
     assert response.mode == mode
     assert [r["citation"] for r in response.results] == ["Scene causality"]
     hit = response.results[0]
-    assert "pacing" in hit["topics"]
+    assert "causality" in hit["topics"] and "pacing" in hit["topics"]
     assert hit["applicability"] == ["general"]
     assert hit["source_title"] == "NovelGraph Curated Craft Library"
     assert hit["chunk_id"] == str(curated.chunks.get(citation="Scene causality").pk)
@@ -74,14 +74,14 @@ def test_every_curated_entry_is_found_by_one_of_its_topics(mode, curated):
         ("foreshadowing", "Promise and payoff"),
         ("conventions", "Reader expectations"),
     ]:
-        assert citation in citations(mode, topic), topic
+        assert citation in citations(mode, topic, limit=50), topic  # among the genre shelves' passages on it
 
 
 def test_the_auto_mode_picks_the_ranked_search_and_the_setting_forces_like(db, settings):
     settings.NOVELGRAPH_SEARCH_MODE = "auto"
     assert search("pacing").mode == RANKED
     settings.NOVELGRAPH_SEARCH_MODE = "like"
-    assert search("pacing").mode == "like"
+    assert search("causality").mode == "like"
 
 
 def test_an_unknown_mode_is_a_programming_error(db):
@@ -191,7 +191,11 @@ def test_a_natural_question_finds_the_twist_and_fair_play_guidance(mode, curated
         assert "Fair-play mystery" in top[:3], top
     else:
         assert top[1] == "Fair-play mystery", top
-    assert citations(mode, "How can the reveal of my mystery be fair to the reader?")[0] == "Fair-play mystery"
+    fair = citations(mode, "How can the reveal of my mystery be fair to the reader?")
+    if mode == "like":  # the mystery shelf holds all four words too (fair-play contract, red herrings), newer: ties
+        assert "Fair-play mystery" in fair[:3], fair
+    else:
+        assert fair[0] == "Fair-play mystery", fair
 
 
 def test_words_may_come_from_content_and_topics_together(mode, source):
@@ -306,10 +310,12 @@ def test_hostile_queries_return_normally(mode, curated, query):
     assert response.mode == mode
     assert isinstance(response.results, list)
     assert KnowledgeChunk.objects.filter(source=curated).count() == 5  # nothing was dropped
+    assert KnowledgeChunk.objects.filter(source__origin=CURATED_ORIGIN).count() == curated_entry_count()
 
 
 def test_hostile_queries_that_contain_a_real_word_still_find_it(mode, curated):
-    for query in ['"pacing"', "(pacing)", "pacing*", "-pacing", "^pacing", "[pacing]", "pacing " * 1_428]:
+    word = "causality"  # only Scene causality holds it
+    for query in [f'"{word}"', f"({word})", f"{word}*", f"-{word}", f"^{word}", f"[{word}]", f"{word} " * 999]:
         assert citations(mode, query) == ["Scene causality"], query[:40]
 
 
@@ -519,14 +525,14 @@ def _wipe_ranked_index() -> None:
 def test_rebuild_search_index_restores_a_wiped_index(curated, source, capsys):
     chunk(source, "The emu runs.")
     _wipe_ranked_index()
-    assert search("pacing", mode=RANKED).results == []
+    assert search("causality", mode=RANKED).results == []
 
     call_command("rebuild_search_index")
 
     out = capsys.readouterr().out
     total = KnowledgeChunk.objects.count()
     assert f"Rebuilt the {RANKED} index: {total} of {total} chunks indexed." in out
-    assert citations(RANKED, "pacing") == ["Scene causality"]
+    assert citations(RANKED, "causality") == ["Scene causality"]
     assert citations(RANKED, "emu") == ["The emu runs."]
     index_matches_chunks()
 
@@ -534,7 +540,7 @@ def test_rebuild_search_index_restores_a_wiped_index(curated, source, capsys):
 def test_rebuilding_twice_changes_nothing(curated):
     call_command("rebuild_search_index")
     call_command("rebuild_search_index")
-    assert citations(RANKED, "pacing") == ["Scene causality"]
+    assert citations(RANKED, "causality") == ["Scene causality"]
     index_matches_chunks()
 
 
@@ -549,8 +555,8 @@ def test_sqlite_without_the_fts5_index_searches_with_like_and_a_rebuild_brings_i
     search_module.search_schema_remove(connection)
 
     assert available_modes() == ["like"]
-    assert search("pacing").mode == "like"
-    assert citations("like", "pacing") == ["Scene causality"]
+    assert search("causality").mode == "like"
+    assert citations("like", "causality") == ["Scene causality"]
     chunk(curated, "Written while the index was missing: the galah.", citation="Galah")  # no trigger fires
 
     report = search_module.search_index_rebuild()

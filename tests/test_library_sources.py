@@ -53,7 +53,7 @@ def staff_client(staff):
 
 
 def test_an_agent_searches_the_library(sol_api, curated):
-    response = sol_api.get("/library/search", q="pacing")
+    response = sol_api.get("/library/search", q="causality")
 
     assert response.status_code == 200
     body = response.json()
@@ -415,7 +415,7 @@ def test_the_reindex_action_rebuilds_the_selected_sources(staff_client, curated)
     )
     assert response.status_code == 200
     assert b"Re-indexed 5 chunks of 1 sources" in response.content
-    assert [r["citation"] for r in search("pacing").results] == ["Scene causality"]
+    assert [r["citation"] for r in search("causality").results] == ["Scene causality"]
 
 
 def test_research_is_read_only_in_the_admin(staff_client):
@@ -488,7 +488,7 @@ def test_sqlite_like_mode_uses_the_registered_fold_function(db):
 
 
 def test_the_curated_library_is_curated_by_staff_not_by_any_author(author_api, author):
-    curated = KnowledgeSource.objects.get(origin="novelgraph-curated")
+    curated = KnowledgeSource.objects.get(origin="novelgraph-curated", title="NovelGraph Curated Craft Library")
     before = curated.chunks.count()
     response = author_api.post(
         f"/library/sources/{curated.pk}/chunks", {"content": "Mine now.", "citation": "Hijack", "topics": []}

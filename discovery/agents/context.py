@@ -10,6 +10,7 @@ import re
 from approvals.models import Approval, ApprovalKind
 from discovery.access import BookAccess, Cap, book_access
 from discovery.loop.models import CardStatus, LensRerun, LensReview, LoopMeta, RerunStatus, TraceNode, TraceStatus
+from discovery.loop.selectors import gate_parked, open_author_words
 from discovery.loop.services.gates import ROUND_REASONS, decision_brief, g2_reasons, g3_reasons, governing_charter
 from discovery.models import (
     Handoff,
@@ -21,6 +22,7 @@ from discovery.models import (
     Turn,
 )
 from discovery.selectors import book_bases, current_session, observation_rows, readable_bases
+from library.curated import genres_of
 from library.services import library_search
 from novelgraph.core.auth import Principal
 
@@ -66,30 +68,65 @@ def query_words(text: str, *, limit: int = 8) -> list[str]:
 
 def library_hits(access: BookAccess, text: str) -> dict:
     """Library chunks for ``text``: each content word searched on its own (so each hit knows which
-    words it matched), merged, ranked by how many words a chunk matched, then by score."""
+    words it matched), merged, ranked by how many words a chunk matched, then by score.
+
+    The book's genre is preferred: when the book has one (``genre_pack``, e.g. "cozy mystery" ->
+    mystery), each word is searched a second time among that genre's passages (so the general ones
+    cannot crowd them out of a word's results), and in the ranking a passage of the book's genre
+    counts one word more, a passage written for another genre one word less (general passages
+    neither); at equal weight the book's genre comes first, then general passages. A book without a
+    genre prefers the general passages. Each hit says whether it is of the book's genre.
+    """
     words = query_words(text)
+    genres = genres_of(access.book.genre_pack)
     found: dict[str, dict] = {}
     mode = ""
     for word in words:
-        response = library_search(principal=access.principal, query=word, limit=10)
-        mode = response.mode
-        for hit in response.results:
-            row = found.setdefault(
-                hit["chunk_id"],
-                {
-                    "chunk_id": hit["chunk_id"],
-                    "citation": hit["citation"],
-                    "source_title": hit["source_title"],
-                    "topics": list(hit["topics"]),
-                    "content": hit["content"],
-                    "matched": [],
-                    "score": 0.0,
-                },
-            )
-            row["matched"].append(word)
-            row["score"] = max(row["score"], float(hit["score"] or 0))
-    ranked = sorted(found.values(), key=lambda r: (-len(r["matched"]), -r["score"], r["citation"], r["chunk_id"]))
-    return {"query_words": words, "mode": mode, "hits": ranked[:LIBRARY_HITS]}
+        responses = [library_search(principal=access.principal, query=word, limit=10)]
+        responses += [
+            library_search(principal=access.principal, query=word, limit=10, applicability=genre) for genre in genres
+        ]
+        for response in responses:
+            mode = response.mode
+            for hit in response.results:
+                row = found.setdefault(
+                    hit["chunk_id"],
+                    {
+                        "chunk_id": hit["chunk_id"],
+                        "citation": hit["citation"],
+                        "source_title": hit["source_title"],
+                        "topics": list(hit["topics"]),
+                        "content": hit["content"],
+                        "applicability": list(hit["applicability"]),
+                        "of_book_genre": _of_genres(hit["applicability"], genres),
+                        "matched": [],
+                        "score": 0.0,
+                    },
+                )
+                if word not in row["matched"]:
+                    row["matched"].append(word)
+                row["score"] = max(row["score"], float(hit["score"] or 0))
+
+    def rank(row: dict) -> tuple:
+        weight = _genre_weight(row, genres)
+        return (-(len(row["matched"]) + weight), -weight, -row["score"], row["citation"], row["chunk_id"])
+
+    ranked = sorted(found.values(), key=rank)
+    return {"query_words": words, "mode": mode, "genres": genres, "hits": ranked[:LIBRARY_HITS]}
+
+
+def _of_genres(applicability, genres: list[str]) -> bool:
+    return any(str(a).strip().lower() in genres for a in applicability or [])
+
+
+def _genre_weight(row: dict, genres: list[str]) -> int:
+    """+1 for a passage of the book's genre, 0 for a general one (or one filed under nothing), -1 for another's."""
+    if row["of_book_genre"]:
+        return 1
+    applicability = [str(a).strip().lower() for a in row["applicability"] or []]
+    if not applicability or "general" in applicability:
+        return 0
+    return -1
 
 
 def _turns(session) -> list[dict]:
@@ -269,12 +306,31 @@ def _loop(book) -> dict:
     if meta is None:
         return {}
     pending = meta.book.loop_cards.filter(status=CardStatus.PENDING).values_list("gate", "summary").first()
+    # Each queued re-run with its number among the book's re-runs (what names it in the work handed on).
+    numbers = {
+        pk: n
+        for n, pk in enumerate(
+            LensRerun.objects.filter(book=book).order_by("created_at", "id").values_list("id", flat=True), 1
+        )
+    }
+    reruns = [
+        {**row, "id": str(row["id"]), "number": numbers.get(row["id"], 0), "created_at": _iso(row["created_at"])}
+        for row in LensRerun.objects.filter(book=book, status=RerunStatus.QUEUED)
+        .order_by("created_at", "id")
+        .values("id", "lens", "artifacts", "reason", "created_at")[:20]
+    ]
     return {
         "gate": meta.gate,
         "status": meta.status,
         "bound": meta.bound,
         "pending_card": {"gate": pending[0], "summary": pending[1]} if pending else None,
-        "reruns_queued": LensRerun.objects.filter(book=book, status=RerunStatus.QUEUED).count(),
+        "reruns_queued": len(reruns),
+        # The re-runs a verdict or a cascade queued: each is done by a run of its lens, which Sol hands on.
+        "reruns": reruns,
+        # Her steer or constraint on the last card: the next card answers it.
+        "author_words": open_author_words(meta),
+        # She parked the current gate's card and has not spoken since: the discovery goes on without it.
+        "parked": gate_parked(meta),
         # What the controller would be told if it asked for G2 or G3 now (reads only).
         "g2_reasons": g2_reasons(book) if meta.gate == "G2" else [],
         "g3_reasons": g3_reasons(book, ["decision-brief"]) if meta.gate == "G3" else [],

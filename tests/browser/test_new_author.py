@@ -437,6 +437,9 @@ def test_a_verdict_that_discards_work_asks_first_and_a_gate_card_reads_plainly(p
     page.once("dialog", dismiss)
     page.get_by_role("button", name="Record the decision").click()
     assert asked and asked[0].startswith("abandon:")
+    # It asks with the impact preview the page shows: what abandoning would change.
+    preview = page.get_by_test_id("abandon-preview").inner_text()
+    assert "is abandoned" in preview and preview.split("\n")[-1] in asked[0]
     assert Approval.objects.get(pk=card["approval_id"]).status == "pending", "dismissed: nothing recorded"
 
     page.get_by_label("Verdict").select_option("approve")

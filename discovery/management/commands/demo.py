@@ -178,7 +178,8 @@ class Command(BaseCommand):
             ],
         )
 
-        fair_play = KnowledgeChunk.objects.filter(citation__icontains="fair").first()
+        # The curated passage the tour opens from the scratchpad.
+        fair_play = KnowledgeChunk.objects.filter(citation="Fair-play mystery").first()
 
         # The scratchpad: every kind from each of Sol, Terra and Luna, citing what moved them.
         def note(who: BookAccess, kind: str, content: str, refs: list[dict], confidence: float | None = None):
