@@ -19,6 +19,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import trigger_client_event
 
 from discovery.access import Cap, page_access
+from discovery.selectors import observations_waiting_for
 from novelgraph.core.auth import principal_for_user
 from novelgraph.core.errors import Conflict, Forbidden, Invalid
 from novelgraph.core.events import APPROVALS_CHANGED
@@ -97,6 +98,10 @@ def inbox(request: HttpRequest) -> HttpResponse:
         "books_pager": _inbox_pager(keep, page.number, books, "books_offset"),
         "superseded_pager": _inbox_pager(keep, page.number, lapsed, "superseded_offset"),
     }
+    # Beside the decisions, what else waits for her act: the observations of her turns still to confirm.
+    groups, waiting = observations_waiting_for(request.user)
+    shown = sum(len(group["observations"]) for group in groups)
+    context |= {"observation_groups": groups, "observations_waiting": waiting, "observations_more": waiting - shown}
     template = partial_or_page(request, "approvals/inbox.html", "inbox-list")
     return render(request, template, context)
 

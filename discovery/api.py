@@ -459,8 +459,8 @@ def observation_extract(request: HttpRequest, turn_id: uuid.UUID, payload: Obser
     "/observations/{observation_id}/resolve",
     response={200: ObservationDetailOut, **ERRORS},
     summary="The author confirms, corrects or retires an observation (append-only history)",
-    description="action: confirm | correct (with value) | retire. A correction keeps the old value in the "
-    "observation's history; a retired observation leaves the unresolved set.",
+    description="action: confirm | correct (with value) | retire (with rationale, the reason). A correction keeps "
+    "the old value in the observation's history; a retired observation leaves the unresolved set.",
 )
 def observation_resolve(request: HttpRequest, observation_id: uuid.UUID, payload: ObservationResolveIn):
     observation = observation_get(observation_id)

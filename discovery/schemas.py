@@ -314,6 +314,12 @@ class ClaimSupersedeForm(Schema):
     rationale: Text(LONG_TEXT)
 
 
+class FactStateForm(Schema):
+    """The codex page's "State a fact": the author's rationale beside her claim (the claim itself is a ``ClaimIn``)."""
+
+    rationale: Text(LONG_TEXT)
+
+
 class ClaimRetractIn(Schema):
     """The author withdraws approved canon, with her rationale (a logged decision)."""
 
@@ -630,6 +636,7 @@ class CanonClaimOut(Schema):
 class FairPlayOut(Schema):
     ok: bool | None = Field(description="null as of a chapter: fair play is judged on the whole book")
     findings: list[dict]
+    reveals: int = Field(0, description="the reveals (solution or twist) in canon: with none, nothing to check yet")
 
 
 class CodexOut(Schema):

@@ -27,6 +27,7 @@ from .models import (
     KnowledgeLink,
     Observation,
     ObservationRevision,
+    RevealKind,
     ScratchpadEntry,
     StoryCharter,
     ThrustCandidate,
@@ -321,6 +322,36 @@ def observation_row(row: dict) -> dict:
     return {**row, "stated_value": row["value"], "value": corrected or row["value"]}
 
 
+def observations_waiting_for(user, *, limit: int = VIEW_PAGE) -> tuple[list[dict], int]:
+    """What waits for the author's act among her observations: the first ``limit`` still ``working`` in the books
+    she owns (open sessions only), oldest first, grouped by turn (``{"book", "turn", "observations"}``), and how
+    many wait in all. Three queries, each bounded."""
+    waiting = Observation.objects.filter(
+        session__book__owner=user, status=Observation.Status.WORKING, session__status__in=OPEN_SESSION_STATUSES
+    )
+    total = waiting.count()
+    rows = [observation_row(row) for row in observations_annotated(waiting)[:limit]] if total else []
+    turns = {
+        t["id"]: t
+        for t in Turn.objects.filter(pk__in={r["turn_id"] for r in rows}).values(
+            "id", "ordinal", "content", "session__book_id", "session__book__title"
+        )
+    }
+    groups: list[dict] = []
+    for row in rows:
+        turn = turns[row["turn_id"]]
+        if not groups or groups[-1]["turn"]["id"] != turn["id"]:
+            groups.append(
+                {
+                    "book": {"pk": turn["session__book_id"], "title": turn["session__book__title"]},
+                    "turn": {"id": turn["id"], "ordinal": turn["ordinal"], "content": turn["content"]},
+                    "observations": [],
+                }
+            )
+        groups[-1]["observations"].append(row)
+    return groups, total
+
+
 def observation_rows(queryset) -> list[dict]:
     """Observations in creation order as dicts (one query), as ``observation_row`` shows them."""
     return [observation_row(row) for row in observations_annotated(queryset)]
@@ -590,7 +621,12 @@ def codex_view(access: BookAccess, as_of_chapter: int | None = None, *, retracte
         "retracted": retracted,
         "retracted_more": retracted_more,
         "withheld": withheld,
-        "fair_play": {"ok": (not findings) if as_of_chapter is None else None, "findings": findings},
+        "fair_play": {
+            "ok": (not findings) if as_of_chapter is None else None,
+            "findings": findings,
+            # With no reveal (solution or twist) in canon, fair play has nothing to check yet.
+            "reveals": sum(1 for row in rows if row.get("reveal", RevealKind.NONE) != RevealKind.NONE),
+        },
     }
 
 

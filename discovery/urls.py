@@ -24,6 +24,7 @@ urlpatterns = [
     ),
     path("books/<uuid:book_id>/dossiers/", views.dossiers, name="dossiers"),
     path("books/<uuid:book_id>/codex/", views.codex, name="codex"),
+    path("books/<uuid:book_id>/codex/facts/", views.codex_state, name="codex-state"),
     path("books/<uuid:book_id>/codex/claims/<uuid:claim_id>/", views.codex_claim, name="codex-claim"),
     path(
         "books/<uuid:book_id>/codex/claims/<uuid:claim_id>/supersede/",

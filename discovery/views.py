@@ -50,6 +50,9 @@ from .book_pages import (
 from .history import claim_history
 from .models import (
     Book,
+    KnownBy,
+    Provenance,
+    RevealKind,
     ScratchpadEntryKind,
 )
 from .panels import book_panels
@@ -60,10 +63,12 @@ from .schemas import (
     AsOfFilter,
     BookIn,
     CharterIn,
+    ClaimIn,
     ClaimRetractForm,
     ClaimSupersedeForm,
     DossierIn,
     EditorIn,
+    FactStateForm,
     ObservationResolveIn,
     RecordSearchParams,
     SeriesIn,
@@ -291,6 +296,7 @@ def _render_scratchpad(
     *,
     composer_error: DomainError | None = None,
     draft: str = "",
+    stated: dict | None = None,
     status: int = 200,
 ) -> HttpResponse:
     book, role = access.book, access.role
@@ -315,6 +321,7 @@ def _render_scratchpad(
         "composer_error": composer_error,
         "composer_url": reverse("discovery:turn_add", args=[book.pk]),
         "draft": draft,
+        "stated": stated or {},
         "agents_ran": runs_worked_on(book),
     }
     # A filter click redraws the entries, a turn the conversation; without htmx, the page.
@@ -473,8 +480,71 @@ def codex_retract(request: HttpRequest, book_id: uuid.UUID, claim_id: uuid.UUID)
     return redirect(reverse("discovery:codex-claim", args=[access.book.pk, claim_id]))
 
 
+FACT_FIELDS = (
+    "subject",
+    "predicate",
+    "value",
+    "true_from_chapter",
+    "true_until_chapter",
+    "known_by",
+    "known_by_characters",
+    "first_shown_chapter",
+    "decisive",
+    "evidence_for",
+    "reveal",
+    "rationale",
+)
+
+
+def _fact_from_form(book: Book, form: dict[str, str]) -> dict:
+    """The "State a fact" form as a claim's input: blank chapters and choices are left out (the defaults), the
+    characters who know it are a comma-separated list, "decisive" a checkbox."""
+    data: dict = {
+        "scope": "book",
+        "scope_id": str(book.pk),
+        "provenance": Provenance.AUTHOR_STATED,
+        "subject": form["subject"],
+        "predicate": form["predicate"],
+        "value": form["value"],
+        "decisive": form["decisive"] in ("on", "true", "1"),
+    }
+    chosen = ("true_from_chapter", "true_until_chapter", "first_shown_chapter", "known_by", "evidence_for", "reveal")
+    for name in chosen:
+        if form[name].strip():
+            data[name] = form[name].strip()
+    names = [n.strip() for n in form["known_by_characters"].split(",") if n.strip()]
+    if names:
+        data["known_by_characters"] = names
+    return data
+
+
+@login_required
+@require_POST
+def codex_state(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
+    """The author states a fact from the codex (``services.claim_state``): her claim with its story record, made
+    canon by her verdict in the same act, logged with her rationale; an error shows inline in the form, with her
+    words kept, and nothing is recorded."""
+    access = page_access(request, book_id, Cap.BOOK_READ)
+    form = {name: request.POST.get(name, "") for name in FACT_FIELDS}
+    try:
+        payload = parse_form(ClaimIn, _fact_from_form(access.book, form))
+        rationale = parse_form(FactStateForm, {"rationale": form["rationale"]}).rationale
+        claim = services.claim_state(access=access, payload=payload, rationale=rationale)
+    except DomainError as exc:
+        error = {"message": exc.message, "field": exc.field or ""}
+        return _render_codex(request, access, state_error=error, fact_form=form, status=exc.status)
+    messages.success(request, "Your fact is canon; the decision is in the log with your rationale.")
+    return redirect(f"{reverse('discovery:codex', args=[access.book.pk])}#claim-{claim.pk}")
+
+
 def _render_codex(
-    request: HttpRequest, access: BookAccess, supersede_error: dict | None = None, status: int = 200
+    request: HttpRequest,
+    access: BookAccess,
+    supersede_error: dict | None = None,
+    status: int = 200,
+    *,
+    state_error: dict | None = None,
+    fact_form: dict | None = None,
 ) -> HttpResponse:
     book = access.book
     as_of_error = ""
@@ -507,6 +577,11 @@ def _render_codex(
             "timeline": timeline_svg(view["claims"], view["chapters"], view["fair_play"]["findings"], window),
             "may_change_canon": access.is_author and not as_of_chapter,
             "supersede_error": supersede_error,
+            "state_error": state_error,
+            "fact": fact_form or {},
+            "reveals": [c for c in view["claims"] if c.get("reveal", "none") != "none"],
+            "known_by_choices": KnownBy.choices,
+            "reveal_choices": RevealKind.choices,
         },
         status=422 if as_of_error else status,
     )
@@ -555,14 +630,21 @@ def turn_add(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
     """The composer: the author (or an editor) adds a turn through ``services.turn_add``; errors show inline."""
     access = page_access(request, book_id, Cap.BOOK_READ)
     content = request.POST.get("content", "")
+    stated = {name: request.POST.get(f"stated_{name}", "").strip() for name in ("key", "value")}
     session = current_session(access.book)
     try:
         if session is None:
             raise Conflict("discovery has not started for this book", code="no_session")
-        payload = parse_form(TurnIn, {"role": access.role, "content": content})
-        turn = services.turn_add(access=access, session=session, payload=payload)
+        # What she states herself beside her turn: an observation in her own words (author-stated).
+        observations = []
+        if stated["value"] or stated["key"]:
+            observations.append(
+                {"key": stated["key"] or "fact", "value": stated["value"], "provenance": Provenance.AUTHOR_STATED}
+            )
+        payload = parse_form(TurnIn, {"role": access.role, "content": content, "observations": observations})
+        turn = services.turn_add_stating(access=access, session=session, payload=payload)
     except DomainError as exc:
-        return _render_scratchpad(request, access, composer_error=exc, draft=content, status=exc.status)
+        return _render_scratchpad(request, access, composer_error=exc, draft=content, stated=stated, status=exc.status)
     if request.POST.get("next") == "book":  # answered from the book page, under the current question
         return redirect(f"{reverse('discovery:book', args=[access.book.pk])}#turn-{turn.pk}")
     if request.htmx:
@@ -582,6 +664,8 @@ def observation_resolve(request: HttpRequest, book_id: uuid.UUID, observation_id
     except DomainError as exc:
         error = {"id": str(observation.pk), "message": exc.message}
         return _render_book(request, access, observation_error=error, status=exc.status)
+    if request.POST.get("next") == "inbox":  # decided among what waits for her
+        return redirect(reverse("approvals:inbox") + "#observations-heading")
     return redirect(f"{reverse('discovery:book', args=[access.book.pk])}#observation-{observation.pk}")
 
 
@@ -595,6 +679,8 @@ def turn_confirm(request: HttpRequest, book_id: uuid.UUID, turn_id: uuid.UUID) -
         services.observations_confirm_turn(access=access, turn=turn)
     except DomainError as exc:
         return _render_book(request, access, observation_error={"id": "", "message": exc.message}, status=exc.status)
+    if request.POST.get("next") == "inbox":
+        return redirect(reverse("approvals:inbox") + "#observations-heading")
     return redirect(f"{reverse('discovery:book', args=[access.book.pk])}#turn-{turn.pk}")
 
 

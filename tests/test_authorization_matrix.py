@@ -419,6 +419,7 @@ PAGE_EXPECTED: dict[str, tuple[int, ...]] = {
     "/books/<uuid:book_id>/codex/claims/<uuid:claim_id>/": (302, 404, 404, 200, 200),
     "/books/<uuid:book_id>/codex/claims/<uuid:claim_id>/supersede/": (302, 405, 405, 405, 405),
     "/books/<uuid:book_id>/codex/claims/<uuid:claim_id>/retract/": (302, 405, 405, 405, 405),
+    "/books/<uuid:book_id>/codex/facts/": (302, 405, 405, 405, 405),
     "/series/new/": (302, 200, 200, 200, 200),
     "/books/new/": (302, 200, 200, 200, 200),
     "/books/<uuid:book_id>/people/": (302, 404, 404, 200, 200),
@@ -605,6 +606,7 @@ PAGE_POSTS: dict[str, dict] = {
     "/books/<uuid:book_id>/loop/questions/<uuid:question_id>/answer/": {"resolution": "Answered on the page."},
     "/books/<uuid:book_id>/codex/claims/<uuid:claim_id>/supersede/": {"value": "the keeper", "rationale": "Mine."},
     "/books/<uuid:book_id>/codex/claims/<uuid:claim_id>/retract/": {"rationale": "Not canon after all."},
+    "/books/<uuid:book_id>/codex/facts/": {"subject": "The keeper", "predicate": "is", "value": "tired", "rationale": "Mine."},
 }
 PAGE_POST_EXPECTED: dict[str, tuple[int, ...]] = {
     "/keys/<uuid:key_id>/revoke/": (302, 404, 404, 404, 302),
@@ -625,6 +627,8 @@ PAGE_POST_EXPECTED: dict[str, tuple[int, ...]] = {
     # changes (tests/test_codex_supersede.py supersedes and retracts approved canon from these pages).
     "/books/<uuid:book_id>/codex/claims/<uuid:claim_id>/supersede/": (302, 404, 404, 403, 409),
     "/books/<uuid:book_id>/codex/claims/<uuid:claim_id>/retract/": (302, 404, 404, 403, 409),
+    # The author states a fact herself: canon by her own verdict in the same act (tests/test_codex_state_fact.py).
+    "/books/<uuid:book_id>/codex/facts/": (302, 404, 404, 403, 302),
 }
 
 

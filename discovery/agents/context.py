@@ -21,7 +21,7 @@ from discovery.models import (
     ThrustCandidate,
     Turn,
 )
-from discovery.selectors import book_bases, current_session, readable_bases
+from discovery.selectors import book_bases, current_session, observation_rows, readable_bases
 from library.curated import genres_of
 from library.services import library_search
 from novelgraph.core.auth import Principal
@@ -187,11 +187,16 @@ def _questions(session) -> list[dict]:
 
 
 def _confirmed(book) -> list[dict]:
+    """The author's confirmed observations, each with its current value (her newest correction, else as stated)."""
     return [
-        {**row, "id": str(row["id"]), "created_at": _iso(row["created_at"])}
-        for row in Observation.objects.filter(session__book=book, status=Observation.Status.CONFIRMED)
-        .order_by("created_at")
-        .values("id", "key", "value", "provenance", "created_at")
+        {
+            "id": str(row["id"]),
+            "key": row["key"],
+            "value": row["value"],
+            "provenance": row["provenance"],
+            "created_at": _iso(row["created_at"]),
+        }
+        for row in observation_rows(Observation.objects.filter(session__book=book, status=Observation.Status.CONFIRMED))
     ]
 
 

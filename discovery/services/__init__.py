@@ -9,6 +9,7 @@ from .claims import (
     claim_propose,
     claim_request_approval,
     claim_retract,
+    claim_state,
     claim_story_set,
     claim_supersede,
     claim_target,
@@ -25,7 +26,13 @@ from .dossiers import (
 )
 from .handoffs import handoff_create, handoff_return
 from .knowledge import ensure_knowledge_bases
-from .observations import observation_extract, observation_history, observation_resolve, observations_confirm_turn
+from .observations import (
+    observation_extract,
+    observation_history,
+    observation_resolve,
+    observations_confirm_turn,
+    turn_add_stating,
+)
 from .scratchpad import scratchpad_append
 from .sessions import discovery_start, question_set, thrust_propose, turn_add
 
@@ -44,6 +51,7 @@ __all__ = [
     "claim_propose",
     "claim_request_approval",
     "claim_retract",
+    "claim_state",
     "claim_story_set",
     "claim_supersede",
     "claim_target",
@@ -65,4 +73,5 @@ __all__ = [
     "series_create",
     "thrust_propose",
     "turn_add",
+    "turn_add_stating",
 ]
