@@ -697,12 +697,14 @@ def book_edit(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
     ``PATCH /books/{id}``). A new premise after G0 passed reopens G0: the first post shows the impact (what the
     premise feeds) and asks her to confirm; the confirmation saves it and takes the loop back to G0."""
     access = page_access(request, book_id, Cap.BOOK_READ)
+    services.book_edit_allowed(access)
     book = access.book
+    form = {"title": book.title, "premise": book.premise, "genre_pack": book.genre_pack}
     if request.method == "GET":
-        form = {"title": book.title, "premise": book.premise, "genre_pack": book.genre_pack}
         return _book_edit_page(request, access, form)
-    form = _form_values(request, ("title", "premise", "genre_pack"))
-    data = {**form, "reopen": request.POST.get("reopen") == "yes"}
+    sent = {name: request.POST[name] for name in form if name in request.POST}  # a field not sent stays as it is
+    form.update(sent)
+    data = {**sent, "reopen": request.POST.get("reopen") == "yes"}
     try:
         services.book_edit(access=access, payload=parse_form(BookEditIn, data))
     except DomainError as exc:

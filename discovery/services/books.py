@@ -115,12 +115,17 @@ def book_premise_impact(book: Book) -> dict:
     return impact
 
 
+def book_edit_allowed(access: BookAccess) -> None:
+    """Only the book's author, as a person, changes her book (never an agent key, an editor or staff)."""
+    if not access.is_author or access.is_agent:
+        raise Forbidden(f"{access.role} cannot edit this book: only its author changes her book", code="author_only")
+
+
 def book_edit(*, access: BookAccess, payload: BookEditIn) -> Book:
     """The author changes her book's title, premise or genre (a person's act: never an agent key, an editor or
     staff). A new premise after G0 passed reopens G0; she sees the impact first: without ``reopen`` that is a
     409 ``reopens_g0`` carrying it. A book whose premise was empty gets one, and its G0 can proceed."""
-    if not access.is_author or access.is_agent:
-        raise Forbidden(f"{access.role} cannot edit this book: only its author changes her book", code="author_only")
+    book_edit_allowed(access)
     with transaction.atomic():
         lock_row(Book, access.book.pk)
         book = access.book
