@@ -12,7 +12,7 @@ import uuid
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.db.models import Count, Q
+from django.db.models import Count, F, Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -145,6 +145,7 @@ def home(request: HttpRequest) -> HttpResponse:
         books_visible_to(principal)
         .select_related("series", "owner")
         .annotate(pending=Count("approvals", filter=Q(approvals__status=Approval.Status.PENDING), distinct=True))
+        .annotate(discovery_status=F("loop__status"), discovery_gate=F("loop__gate"))  # the loop's, once started
         .order_by("series__title", "planned_order", "title")
     )
     for book in books:
