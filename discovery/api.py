@@ -22,6 +22,7 @@ from .schemas import (
     ApprovalRefOut,
     AsOfFilter,
     BookDetailOut,
+    BookEditIn,
     BookIn,
     BookObservationOut,
     BookOut,
@@ -163,6 +164,17 @@ def book_detail(request: HttpRequest, book_id: uuid.UUID):
     book.role = access.role
     book.capabilities = sorted(c.value for c in access.caps)
     return book
+
+
+@router.patch(
+    "/books/{book_id}",
+    response={200: BookOut, **ERRORS},
+    summary="Change the book's title, premise or genre (its author, as a person)",
+)
+def book_edit(request: HttpRequest, book_id: uuid.UUID, payload: BookEditIn):
+    """A field left out stays as it is. A new premise after G0 passed reopens G0: without ``reopen: true`` the
+    answer is a 409 ``reopens_g0`` whose ``impact`` says what the premise feeds; with it, the loop goes back to G0."""
+    return services.book_edit(access=_access(request, book_id, Cap.BOOK_READ), payload=payload)
 
 
 @router.get(

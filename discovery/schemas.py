@@ -68,6 +68,19 @@ class BookIn(Schema):
     planned_order: int | None = Field(None, ge=0, le=10_000)
 
 
+class BookEditIn(Schema):
+    """What the author changes of her book; a field left out stays as it is."""
+
+    title: Text(limit(Book, "title")) | None = None
+    premise: Text(limit(Book, "premise"), required=False) | None = None
+    genre_pack: Text(limit(Book, "genre_pack"), required=False) | None = None
+    reopen: bool = Field(
+        False,
+        description="a new premise after G0 passed reopens G0: without this the answer is a 409 "
+        "(reopens_g0) carrying the impact, so she sees it first",
+    )
+
+
 # The genre packs an author picks from when she starts a book (the API takes any text).
 GENRE_PACKS: tuple[tuple[str, str], ...] = (
     ("mystery", "Mystery"),

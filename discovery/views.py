@@ -12,7 +12,7 @@ import uuid
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.db.models import Count, Q
+from django.db.models import Count, F, Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -61,6 +61,7 @@ from .refs import resolve_source_refs
 from .schemas import (
     GENRE_PACKS,
     AsOfFilter,
+    BookEditIn,
     BookIn,
     CharterIn,
     ClaimIn,
@@ -149,6 +150,7 @@ def home(request: HttpRequest) -> HttpResponse:
         books_visible_to(principal)
         .select_related("series", "owner")
         .annotate(pending=Count("approvals", filter=Q(approvals__status=Approval.Status.PENDING), distinct=True))
+        .annotate(discovery_status=F("loop__status"), discovery_gate=F("loop__gate"))  # the loop's, once started
         .order_by("series__title", "planned_order", "title")
     )
     for book in books:
@@ -272,6 +274,8 @@ def _render_book(
             and view["session"].status in OPEN_SESSION_STATUSES,
             "composer_url": reverse("discovery:turn_add", args=[book.pk]),
             "observation_error": observation_error,
+            "edit_form": {"title": book.title, "premise": book.premise, "genre_pack": book.genre_pack},
+            "edit_genres": _genre_choices(book.genre_pack),
         },
         status=status,
     )
@@ -771,6 +775,53 @@ def book_new(request: HttpRequest) -> HttpResponse:
         },
         status=error.status if error else 200,
     )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def book_edit(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
+    """The author changes her book's title, premise or genre through ``services.book_edit`` (the API's
+    ``PATCH /books/{id}``). A new premise after G0 passed reopens G0: the first post shows the impact (what the
+    premise feeds) and asks her to confirm; the confirmation saves it and takes the loop back to G0."""
+    access = page_access(request, book_id, Cap.BOOK_READ)
+    services.book_edit_allowed(access)
+    book = access.book
+    form = {"title": book.title, "premise": book.premise, "genre_pack": book.genre_pack}
+    if request.method == "GET":
+        return _book_edit_page(request, access, form)
+    sent = {name: request.POST[name] for name in form if name in request.POST}  # a field not sent stays as it is
+    form.update(sent)
+    data = {**sent, "reopen": request.POST.get("reopen") == "yes"}
+    try:
+        services.book_edit(access=access, payload=parse_form(BookEditIn, data))
+    except DomainError as exc:
+        if exc.code == "reopens_g0":
+            return _book_edit_page(request, access, form, impact=exc.extra.get("impact") or {}, status=200)
+        return _book_edit_page(request, access, form, error=exc, status=exc.status)
+    messages.success(request, "Your changes to the book are saved.")
+    return redirect("discovery:book", book_id=book.pk)
+
+
+def _book_edit_page(request, access: BookAccess, form: dict, *, impact=None, error=None, status: int = 200):
+    return render(
+        request,
+        "discovery/book_edit.html",
+        {
+            "book": access.book,
+            "role": access.role,
+            "form": form,
+            "impact": impact,
+            "error": error,
+            "genre_packs": _genre_choices(form.get("genre_pack", "")),
+        },
+        status=status,
+    )
+
+
+def _genre_choices(current: str) -> tuple[tuple[str, str], ...]:
+    """The genre packs to pick from, with the book's own when it is not one of them (the API takes any text)."""
+    known = {value for value, _ in GENRE_PACKS}
+    return GENRE_PACKS + (((current, current),) if current and current not in known else ())
 
 
 def _people_page(request: HttpRequest, access: BookAccess, *, error=None, username: str = "", status: int = 200):

@@ -256,6 +256,8 @@ API_EXPECTED: dict[str, tuple[int, ...]] = {
     "POST /series": (401, 401, 201, 201, 403, 403, 403, 403, 403, 403, 403, 201, 201),
     "POST /books": (401, 401, 201, 201, 403, 403, 403, 403, 403, 403, 403, 201, 201),
     "GET /books": (401, 401, 200, 200, 200, 200, 200, 200, 200, 200, 200, 200, 200),
+    # Only the author, as a person, changes her book (the scene's loop is at G0: a new premise reopens nothing).
+    "PATCH /books/{book_id}": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 200),
     "GET /books/{book_id}": (401, 401, 404, 404, 404, 404, 404, 404, 200, 200, 200, 200, 200),
     "POST /books/{book_id}/editors": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 422),
     "DELETE /books/{book_id}/editors/{user_id}": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 204),
@@ -407,6 +409,7 @@ PAGE_EXPECTED: dict[str, tuple[int, ...]] = {
     "/books/<uuid:book_id>/agents/act/": (302, 405, 405, 405, 405),
     "/": (302, 200, 200, 200, 200),
     "/books/<uuid:book_id>/": (302, 404, 404, 200, 200),
+    "/books/<uuid:book_id>/edit/": (302, 404, 404, 403, 200),
     "/books/<uuid:book_id>/discovery/start/": (302, 405, 405, 405, 405),
     "/books/<uuid:book_id>/scratchpad/": (302, 404, 404, 200, 200),
     "/books/<uuid:book_id>/turns/": (302, 405, 405, 405, 405),
@@ -589,6 +592,7 @@ def test_every_page_answers_each_person_as_expected(scene, author, editor, outsi
 PAGE_POSTS: dict[str, dict] = {
     "/keys/<uuid:key_id>/revoke/": {},
     "/books/<uuid:book_id>/discovery/start/": {},
+    "/books/<uuid:book_id>/edit/": {"genre_pack": "mystery"},
     "/books/<uuid:book_id>/turns/": {"content": "A turn from the page."},
     "/books/<uuid:book_id>/observations/<uuid:observation_id>/": {"action": "confirm"},
     "/books/<uuid:book_id>/dossiers/new/": {"agent_role": "luna"},
@@ -612,6 +616,7 @@ PAGE_POST_EXPECTED: dict[str, tuple[int, ...]] = {
     "/keys/<uuid:key_id>/revoke/": (302, 404, 404, 404, 302),
     "/books/<uuid:book_id>/research/<uuid:item_id>/decide/": (302, 404, 404, 403, 302),
     "/books/<uuid:book_id>/discovery/start/": (302, 404, 404, 403, 302),
+    "/books/<uuid:book_id>/edit/": (302, 404, 404, 403, 302),
     "/books/<uuid:book_id>/turns/": (302, 404, 404, 302, 302),
     "/books/<uuid:book_id>/observations/<uuid:observation_id>/": (302, 404, 404, 403, 302),
     "/books/<uuid:book_id>/dossiers/new/": (302, 404, 404, 403, 302),

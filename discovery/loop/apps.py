@@ -14,13 +14,24 @@ class LoopConfig(AppConfig):
 
         from approvals.subjects import register_subject_handler
         from discovery.panels import register_book_panel
-        from discovery.signals import charter_decided, charter_proposed, discovery_started
+        from discovery.signals import (
+            charter_decided,
+            charter_proposed,
+            discovery_started,
+            premise_changed,
+            premise_impact,
+        )
 
         from . import duties
         from .roster import seed_roster_after_migrate
         from .selectors import loop_panel
         from .services.base import loop_on_discovery_started
-        from .services.reopen import charter_reopen_card, charter_reopen_settle
+        from .services.reopen import (
+            charter_reopen_card,
+            charter_reopen_settle,
+            premise_reopen_g0,
+            premise_reopen_impact,
+        )
         from .services.verdicts import GATE_HANDLER
 
         register_subject_handler(GATE_HANDLER)
@@ -31,5 +42,8 @@ class LoopConfig(AppConfig):
         discovery_started.connect(loop_on_discovery_started, dispatch_uid="loop_on_discovery_started")
         charter_proposed.connect(charter_reopen_card, dispatch_uid="loop_charter_reopen_card")
         charter_decided.connect(charter_reopen_settle, dispatch_uid="loop_charter_reopen_settle")
+        # A new premise reopens G0, with the impact answered first.
+        premise_impact.connect(premise_reopen_impact, dispatch_uid="loop_premise_reopen_impact")
+        premise_changed.connect(premise_reopen_g0, dispatch_uid="loop_premise_reopen_g0")
         # The roster is data: present after every migrate and flush (tests), never overwriting staff's edits.
         post_migrate.connect(seed_roster_after_migrate, sender=self, dispatch_uid="loop_roster_seed")

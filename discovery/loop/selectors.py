@@ -336,10 +336,10 @@ def lint_capped(book: Book, *, strict: bool) -> dict:
 def trace_lint(book: Book, *, strict: bool) -> LintReport:
     meta = LoopMeta.objects.get(book=book)
     nodes = [
-        {"id": node_id, "kind": kind}
-        for node_id, kind in TraceNode.objects.filter(book=book, status=TraceStatus.ACTIVE)
+        {"id": node_id, "kind": kind, "label": label}
+        for node_id, kind, label in TraceNode.objects.filter(book=book, status=TraceStatus.ACTIVE)
         .order_by("created_at", "node_id")
-        .values_list("node_id", "kind")
+        .values_list("node_id", "kind", "label")
     ]
     edges = [
         {"from": a, "to": b}

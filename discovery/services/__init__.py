@@ -1,7 +1,16 @@
 """Every write and rule of discovery (seed 000), with the reads a dossier is assembled from. Routes, pages, admin
 and commands call these."""
 
-from .books import book_agents_act_set, book_create, book_editor_add, book_editor_remove, series_create
+from .books import (
+    book_agents_act_set,
+    book_create,
+    book_edit,
+    book_edit_allowed,
+    book_editor_add,
+    book_editor_remove,
+    book_premise_impact,
+    series_create,
+)
 from .charters import charter_propose, charter_resolve
 from .claims import (
     claim_decide,
@@ -40,9 +49,12 @@ __all__ = [
     "author_constraints",
     "book_agents_act_set",
     "book_create",
+    "book_edit",
+    "book_edit_allowed",
     "book_editor_add",
     "book_editor_remove",
     "book_observations",
+    "book_premise_impact",
     "canon_claims",
     "charter_propose",
     "charter_resolve",

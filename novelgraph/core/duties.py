@@ -282,6 +282,7 @@ PERSON_ONLY: dict[str, Cap | str] = {
     # What only a person does: own books and series, invite editors, start the built-in agents.
     "POST /series": "a person creates a series",
     "POST /books": "a person creates a book and becomes its author",
+    "PATCH /books/{book_id}": "the book's author changes her book (title, premise, genre)",
     "POST /books/{book_id}/editors": "the book's author invites an editor",
     "DELETE /books/{book_id}/editors/{user_id}": "the book's author removes an editor",
 }
