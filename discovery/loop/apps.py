@@ -17,6 +17,7 @@ class LoopConfig(AppConfig):
         from discovery.signals import charter_decided, charter_proposed, discovery_started
 
         from . import duties
+        from .requirements import missing_panel
         from .roster import seed_roster_after_migrate
         from .selectors import loop_panel
         from .services.base import loop_on_discovery_started
@@ -25,6 +26,7 @@ class LoopConfig(AppConfig):
 
         register_subject_handler(GATE_HANDLER)
         register_book_panel(loop_panel)
+        register_book_panel(missing_panel)
         duties.register()  # Sol's loop tools for MCP
         # Discovery announces; the loop follows: it starts with the discovery, and a charter version proposed
         # after G2 reopens convergence until the author decides that version.

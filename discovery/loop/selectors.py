@@ -33,6 +33,7 @@ from .models import (
     TraceStatus,
     ValidationPlanItem,
 )
+from .roster import DEGRADE
 from .serializers import (
     ARTIFACT,
     CARD,
@@ -92,6 +93,10 @@ def roster_status(book: Book) -> list[dict]:
                 "required": entry.required,
                 "required_at_gate": entry.required_at_gate,
                 "state": "present" if present else ("missing" if entry.required else "degraded (absent)"),
+                # In words: what the discovery does without an absent optional lens.
+                "degrade": ""
+                if present or entry.required
+                else DEGRADE.get(entry.slug, "Absent: the discovery goes on without its review"),
             }
         )
     return out
