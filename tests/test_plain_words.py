@@ -15,8 +15,12 @@ from django.core.management import call_command
 from django.test import Client
 
 from approvals.models import Approval
+from discovery.agents.models import AgentRun
 from discovery.models import Book
 from novelgraph.core.roles import Cap
+
+from .agents_support import work_off_queue
+from .factories import UserFactory
 
 pytestmark = pytest.mark.django_db
 DEMO_PASSWORD = "novelgraph-author"
@@ -24,7 +28,8 @@ DEMO_PASSWORD = "novelgraph-author"
 INTERNAL = [
     ("a UUID", re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.I)),
     ("a hash", re.compile(r"\b[0-9a-f]{16,}\b", re.I)),
-    ("a digest", re.compile(r"\bdigests?\b", re.I)),
+    # A content or chain digest (the scratchpad's "digest" entries, summaries of earlier entries, are seed 000's word).
+    ("a digest", re.compile(r"\b(content|card|chain|canon)[ _]digest\b|sha-?256", re.I)),
     ("a loop state name", re.compile(r"awaiting-human|stalled-at-cap|paused-at-bound|handed-off")),
     ("the search engine", re.compile(r"\bfts5\b|\bBM25\b", re.I)),
     ("the provider's model", re.compile(r"rules-1|offline ·")),
@@ -91,7 +96,9 @@ def test_the_checker_sees_what_a_reader_sees():
     assert internal_words("<p>status awaiting-human</p>")
     shown = "<details><summary>Technical details</summary><p>0f8fad5b-d9cb-469f-a165-70867728950e</p></details>"
     assert internal_words(shown) == []
-    assert internal_words("<details><summary>More</summary><p>digest</p></details>"), "only Technical details hides"
+    assert internal_words("<details><summary>More</summary><p>awaiting-human</p></details>"), (
+        "only Technical details hides"
+    )
 
 
 def author_pages(book: Book) -> dict[str, str]:
@@ -109,13 +116,7 @@ def author_pages(book: Book) -> dict[str, str]:
     return pages
 
 
-def test_the_authors_main_pages_show_no_internal_word_outside_technical_details():
-    call_command("demo", stdout=StringIO())
-    book = Book.objects.get(title__startswith="The Lighthouse")
-    client = Client()
-    assert client.login(username=book.owner.username, password=DEMO_PASSWORD)
-    pages = author_pages(book)
-    assert "decision" in pages, "the demo leaves a decision waiting"
+def shown_internals(client: Client, pages: dict[str, str]) -> dict[str, list[str]]:
     found = {}
     for name, url in pages.items():
         response = client.get(url)
@@ -123,4 +124,42 @@ def test_the_authors_main_pages_show_no_internal_word_outside_technical_details(
         words = internal_words(response.content.decode())
         if words:
             found[name] = words
-    assert found == {}, "\n".join(f"{page}: {word}" for page, words in found.items() for word in words)
+    return found
+
+
+def report(found: dict[str, list[str]]) -> str:
+    return "\n".join(f"{page}: {word}" for page, words in found.items() for word in words)
+
+
+def test_the_demo_books_main_pages_show_no_internal_word_outside_technical_details():
+    call_command("demo", stdout=StringIO())
+    book = Book.objects.get(title__startswith="The Lighthouse")
+    client = Client()
+    assert client.login(username=book.owner.username, password=DEMO_PASSWORD)
+    pages = author_pages(book)
+    assert "decision" in pages, "the demo leaves a decision waiting"
+    found = shown_internals(client, pages)
+    assert found == {}, report(found)
+
+
+def test_a_new_books_pages_show_no_internal_word_while_sol_waits_for_her_at_g0(settings):
+    """A book the author made in the browser, Sol's in-app runs (the offline provider) asking and raising G0."""
+    settings.NOVELGRAPH_AGENTS = {**settings.NOVELGRAPH_AGENTS, "PROVIDER": "offline"}
+    user = UserFactory(username="nell")
+    client = Client()
+    client.force_login(user)
+    premise = "A ferry pilot finds that the river has been moved overnight and only she remembers where it ran."
+    client.post("/books/new/", {"title": "The Moved River", "premise": premise, "genre_pack": "mystery"})
+    book = Book.objects.get(owner=user)
+    client.post(f"/books/{book.pk}/discovery/start/")
+    client.post(f"/books/{book.pk}/turns/", {"content": "The pilot is Wren Hale, and the reader should feel unmoored."})
+    work_off_queue()
+    for _ in range(4):
+        if Approval.objects.filter(book=book, status="pending", gate="G0").exists():
+            break
+        client.post(f"/books/{book.pk}/agents/start/", {"task": "next-question", "next": f"/books/{book.pk}/"})
+        work_off_queue()
+    assert Approval.objects.filter(book=book, status="pending", gate="G0").exists(), "Sol raised G0"
+    assert AgentRun.objects.filter(book=book, status="done").exists()
+    found = shown_internals(client, author_pages(book))
+    assert found == {}, report(found)
