@@ -35,6 +35,7 @@ from .selectors import (
     decision_log_newest_first,
     decision_log_verify,
     inbox_for,
+    inbox_waiting,
     pending_count_for,
 )
 from .services import approval_decide
@@ -88,6 +89,8 @@ def inbox(request: HttpRequest) -> HttpResponse:
     lapsed = read_page(offsets["superseded_offset"], len(box.superseded), box.superseded_more, PER_PAGE)
     context = {
         "inbox": replace(box, pending=list(page.object_list), counts=books["items"]),
+        # Beside the decisions: the observations to confirm and the questions routed to the author.
+        "waiting": inbox_waiting(principal, book_id=book.pk if book else None),
         "page_obj": page,
         "page": page.number,
         "pages": page.paginator.num_pages,

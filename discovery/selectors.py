@@ -11,9 +11,11 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db.models import Model, OuterRef, Q, QuerySet, Subquery
+from django.urls import reverse
 
 from novelgraph.core.errors import NotFound
 from novelgraph.core.pagination import page_at, rest_link
+from novelgraph.core.words import label_of
 
 from .access import BookAccess, Cap
 from .models import (
@@ -28,6 +30,7 @@ from .models import (
     Observation,
     ObservationRevision,
     RevealKind,
+    ObservationStatus,
     ScratchpadEntry,
     StoryCharter,
     ThrustCandidate,
@@ -244,8 +247,10 @@ def session_thrusts(session: DiscoverySession):
 
 def book_sessions(book: Book):
     """The book's discovery sessions, oldest first."""
-    return DiscoverySession.objects.filter(book=book).order_by("created_at", "id").values(
-        "id", "status", "current_question", "created_at"
+    return (
+        DiscoverySession.objects.filter(book=book)
+        .order_by("created_at", "id")
+        .values("id", "status", "current_question", "created_at")
     )
 
 
@@ -727,3 +732,34 @@ def codex_capped(access: BookAccess, as_of_chapter: int | None) -> dict:
         view[key] = view[key][:VIEW_PAGE]
     view["fair_play"] = {**view["fair_play"], "findings": view["fair_play"]["findings"][:VIEW_PAGE]}
     return view
+
+
+def observations_waiting(books, user, limit: int) -> dict:
+    """The inbox's section of observations waiting to be confirmed: one item per turn they were drawn from
+    (newest first), its observations in words, with "Confirm all from this turn" and the turn on the book page.
+    Three queries whatever the number of turns."""
+    working = Observation.objects.filter(session__book__in=books.values("pk"), status=ObservationStatus.WORKING)
+    turns_qs = Turn.objects.filter(pk__in=working.values("turn_id")).select_related("session__book")
+    total = turns_qs.count()
+    turns = list(turns_qs.order_by("-created_at", "-id")[:limit])
+    by_turn: dict = {}
+    for obs in (
+        working.filter(turn__in=[t.pk for t in turns]).order_by("created_at", "id").only("turn_id", "key", "value")
+    ):
+        by_turn.setdefault(obs.turn_id, []).append(obs)
+    items = []
+    for turn in turns:
+        book = turn.session.book
+        found = by_turn.get(turn.pk, [])
+        items.append(
+            {
+                "book": book,
+                "text": "; ".join(f"{label_of(o.key)}: {o.value[:120]}" for o in found[:5])
+                + (f"; and {len(found) - 5} more" if len(found) > 5 else ""),
+                "note": f"from turn {turn.ordinal} ({len(found)} to confirm)",
+                "href": f"{reverse('discovery:book', args=[book.pk])}#turn-{turn.pk}",
+                "action_label": "See the turn",
+                "confirm_url": reverse("discovery:turn_confirm", args=[book.pk, turn.pk]),
+            }
+        )
+    return {"key": "observations", "title": "Observations to confirm", "items": items, "total": total}

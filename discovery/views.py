@@ -257,6 +257,9 @@ def _render_book(
         {
             **view,
             "role": role,
+            # The missing items' buttons: an agent run (who may queue one), the hand-off (the author only).
+            "may_run": access.holds(Cap.DISCOVERY_WRITE) and not access.is_agent,
+            "may_hand_off": access.is_author,
             "pending": pending,
             "proposed_claims": proposed_claims,
             "research_counts": research,

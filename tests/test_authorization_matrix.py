@@ -338,6 +338,7 @@ API_EXPECTED: dict[str, tuple[int, ...]] = {
     "POST /books/{book_id}/loop/validation/{item_id}/status": (401, 401, 404, 404, 404, 404, 404, 404, 404, 403, 404, 403, 404),
     "POST /books/{book_id}/loop/trace/settings": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 200, 403, 200),
     "GET /books/{book_id}/loop/lint": (401, 401, 404, 404, 404, 404, 404, 404, 200, 200, 200, 200, 200),
+    "GET /books/{book_id}/loop/missing": (401, 401, 404, 404, 404, 404, 404, 404, 200, 200, 200, 200, 200),
     "GET /books/{book_id}/loop/lint/findings": (401, 401, 404, 404, 404, 404, 404, 404, 200, 200, 200, 200, 200),
     "GET /books/{book_id}/loop/cascade-preview": (401, 401, 422, 422, 422, 422, 422, 422, 422, 422, 422, 422, 422),
     "GET /books/{book_id}/loop/cascade-preview/affected": (401, 401, 422, 422, 422, 422, 422, 422, 422, 422, 422, 422, 422),

@@ -39,7 +39,7 @@ def test_the_loop_page_shows_the_stepper_the_card_the_pictures_and_the_questions
     assert r.status_code == 200
     html = r.content.decode()
     assert 'aria-current="step"' in html and "G0" in html and "G3" in html
-    assert "awaiting-human" in html
+    assert "Awaiting the author" in html
     assert f'href="/review/{card["approval_id"]}/"' in html
     assert html.count("<svg") >= 2
     assert '<title id="plan-tree-svg-title">Plan-tree</title>' in html

@@ -116,6 +116,7 @@ MCP_EXPECTED: dict[str, tuple] = {
     "loop_artifacts": EVERY_ROLE,
     "loop_reviews": EVERY_ROLE,
     "loop_lint": EVERY_ROLE,
+    "loop_missing": EVERY_ROLE,
 }
 LENS_OF = {"luna": "reader-trust", "terra": "canon-integrity", "sol": "reader-trust"}
 
@@ -247,6 +248,7 @@ def arguments(tool: str, ids: dict, caller: str) -> dict:
         "loop_artifacts": {"book_id": book},
         "loop_reviews": {"book_id": book},
         "loop_lint": {"book_id": book, "strict": True},
+        "loop_missing": {"book_id": book},
     }[tool]
 
 
@@ -404,6 +406,9 @@ def written(tool: str, body: dict, role: str, ids: dict) -> None:
     elif tool == "loop_lint":
         assert body["strict"] is True and not body["ok"], "the scene's orphan trace nodes fail a strict lint"
         assert body["counts"] and len(body["findings"]) <= 50
+    elif tool == "loop_missing":
+        assert body["started"] is True and body["gate"] == LoopMeta.objects.get(book_id=book).gate
+        assert body["missing"] and all(item["what"] and item["reason"] for item in body["missing"])
     else:  # pragma: no cover - a new tool needs its check here
         raise AssertionError(f"no check for {tool}")
 

@@ -13,6 +13,7 @@ class LoopConfig(AppConfig):
         from django.db.models.signals import post_migrate
 
         from approvals.subjects import register_subject_handler
+        from approvals.waiting import register_waiting
         from discovery.panels import register_book_panel
         from discovery.signals import (
             charter_decided,
@@ -23,8 +24,9 @@ class LoopConfig(AppConfig):
         )
 
         from . import duties
+        from .requirements import missing_panel
         from .roster import seed_roster_after_migrate
-        from .selectors import loop_panel
+        from .selectors import loop_panel, questions_waiting
         from .services.base import loop_on_discovery_started
         from .services.reopen import (
             charter_reopen_card,
@@ -36,6 +38,8 @@ class LoopConfig(AppConfig):
 
         register_subject_handler(GATE_HANDLER)
         register_book_panel(loop_panel)
+        register_book_panel(missing_panel)
+        register_waiting(questions_waiting)  # the questions routed to the author, in her inbox
         duties.register()  # Sol's loop tools for MCP
         # Discovery announces; the loop follows: it starts with the discovery, and a charter version proposed
         # after G2 reopens convergence until the author decides that version.

@@ -25,6 +25,7 @@ from novelgraph.core.errors import NotFound
 from . import selectors
 from . import services as loop
 from .api import BASE
+from .requirements import gate_missing
 from .schemas import (
     ArtifactIn,
     ArtifactOut,
@@ -36,6 +37,7 @@ from .schemas import (
     LintOut,
     LoopOut,
     MetaOut,
+    MissingOut,
     NodeIn,
     NodeOut,
     NodePatch,
@@ -98,6 +100,7 @@ def loop_question_surface(principal: Principal, args, _payload):
 
 def loop_trace_settings(principal: Principal, args, payload: TraceSettingsIn):
     return loop.trace_settings(access=book_access(principal, args.book_id), payload=payload)
+
 
 # --- Every lens (Sol, Terra, Luna): proposed material, questions, the graph, reviews ---------------
 
@@ -167,6 +170,10 @@ def loop_read(principal: Principal, args, _payload):
     more = view["more"]["queued_reruns"]
     view["next"] = {"queued_reruns": selectors.loop_link(book.pk, "reruns", status="queued") if more else None}
     return view
+
+
+def loop_missing(principal: Principal, args, _payload):
+    return gate_missing(loop.base.reader_book(_access(principal, args)))
 
 
 def loop_nodes(principal: Principal, args, _payload):
@@ -447,6 +454,18 @@ TOOLS: tuple[ToolSpec, ...] = (
         needs=READ,
         run=loop_read,
         out=LoopOut,
+        path=("book_id",),
+        read_only=True,
+    ),
+    ToolSpec(
+        name="loop_missing",
+        route=f"GET {BASE}/missing",
+        description="What the loop's current gate still needs (the rule the gate is refused by), each item in "
+        "plain words with the gate's reason and the action that supplies it: the in-app task to run, the "
+        "hand-off, or the author's page to act on.",
+        needs=READ,
+        run=loop_missing,
+        out=MissingOut,
         path=("book_id",),
         read_only=True,
     ),

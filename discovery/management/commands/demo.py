@@ -501,7 +501,7 @@ class Command(BaseCommand):
             access=sol,
             gate="G0",
             payload=GateIn(
-                summary="Ratify the premise as the value seed: why this book exists.",
+                summary="Ratify the premise: why this book exists.",
                 decisions_requested=["Is the premise the book's reason to exist?"],
                 recommended="approve",
                 reversibility_class="reversible",
