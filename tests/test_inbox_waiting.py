@@ -42,8 +42,10 @@ def test_her_inbox_holds_her_decisions_the_observations_to_confirm_and_her_quest
     html = browser.get("/review/").content.decode()
     assert "What waits for you" in html
     assert f'href="/review/{approval_id}/"' in html
-    observations = html.split('data-testid="waiting-observations"', 1)[1].split("</section>", 1)[0]
-    assert "Protagonist: Mara Quell" in observations and "from turn 1 (1 to confirm)" in observations
+    # Her own observations are listed by turn, with their actions (confirm, correct, retire, all from the turn).
+    assert 'data-testid="waiting-observations"' not in html, "her own observations are not listed twice"
+    observations = html.split('data-testid="observations-waiting"', 1)[1].split("</section>", 1)[0]
+    assert "<strong>Protagonist</strong>: Mara Quell" in observations and "your turn 1" in observations
     assert f'href="/books/{book.pk}/#turn-{turn.pk}"' in observations
     questions = html.split('data-testid="waiting-questions"', 1)[1].split("</section>", 1)[0]
     assert "Which tide table does the harbour keep?" in questions and "asked by Luna" in questions
@@ -59,7 +61,7 @@ def test_her_inbox_holds_her_decisions_the_observations_to_confirm_and_her_quest
     assert list(Observation.objects.filter(turn=turn).values_list("status", flat=True)) == ["confirmed"]
     html = browser.get("/review/").content.decode()
     assert (
-        "Protagonist: Mara Quell" not in html.split('data-testid="waiting-observations"', 1)[1].split("</section>")[0]
+        "Mara Quell" not in html.split('data-testid="observations-waiting"', 1)[1].split("</section>")[0]
     )
 
 

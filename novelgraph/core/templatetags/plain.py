@@ -51,6 +51,7 @@ def readable(value: Any) -> SafeString:
 
 register.filter("inline", inline)
 register.filter("plain", plain)
+register.filter("label_of", label_of)
 register.filter("short_title", short_title)
 
 
