@@ -32,6 +32,7 @@ def decision_context(access: BookAccess, approval: Approval, query, *, sidebar: 
     words = handler.present(approval, view.proposal) if handler and handler.present else {}
     shown = {"title", "fields", "changes", "source_refs", "impact", "type", "id", "exists", "card", "verdicts"}
     shown.add("thrusts")  # a G1.5 card's thrusts are offered on the form, not listed as details
+    shown |= {"previews", "bounds"}  # said in words by the handler: what a verdict would change, the extend boxes
     if view.proposal.get("fields"):
         shown.add("content")
     offered = view.proposal.get("verdicts") or view.verdicts
@@ -43,6 +44,13 @@ def decision_context(access: BookAccess, approval: Approval, query, *, sidebar: 
         or (view.proposal.get("card") or {}).get("summary")
         or approval.summary,
         "card_fields": words.get("card_fields") or {},
+        # What a verdict would change, asked before it is recorded (abandon), and the extend form's boxes.
+        "previews": words.get("previews") or {},
+        "grant": words.get("grant") or {},
+        # What her recorded verdict did, in words (exactly what an extend granted).
+        "outcome": handler.outcome(approval, view.log_entry.detail or {})
+        if handler and handler.outcome and view.log_entry is not None
+        else [],
         "impact": words.get("impact", view.impact),
         "verdict_choices": [
             (v, Verdict(v).label, (words.get("help") or {}).get(v) or verdict_help(approval.kind, v)) for v in offered

@@ -75,6 +75,13 @@ class SubjectHandler:
     # form (``{"thrust_id", "not_chosen"}``), and the options the form offers, the posted one checked.
     choice_from_form: Callable[[Any], dict] | None = None
     choices_shown: Callable[[dict, dict], list] | None = None
+    # Optional: what the verdict form carries in fields of its own for the constraint text (an extend's grant:
+    # ``round_cap=8 cost_budget=150`` from two number boxes), read from the posted form for ``verdict``; "" if none.
+    # A box that does not hold what it asks for is a 422 naming the box.
+    constraint_from_form: Callable[[Any, str], str] | None = None
+    # Optional: what a recorded verdict did, in plain sentences, from its log entry's ``detail`` (the decision
+    # page shows them under the verdict: exactly what an extend granted, what re-runs, what waits).
+    outcome: Callable[[Approval, dict], list[str]] | None = None
 
 
 HANDLERS: dict[str, SubjectHandler] = {}

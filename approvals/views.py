@@ -42,6 +42,20 @@ from .subjects import handler_for
 PER_PAGE = 50
 
 
+def _error_box(field: str, post) -> str | None:
+    """The form's box a refusal names: ``constraint.round_cap`` is the grant box for it when she filled that box,
+    else the constraint box's text."""
+    head, _, rest = field.partition(".")
+    if head == "constraint" and rest and post.get(f"grant_{rest}", "").strip():
+        return f"grant_{rest}"
+    return head or None
+
+
+def grant_boxes(post) -> dict:
+    """The grant boxes as she filled them, kept when the form comes back with an error."""
+    return {key: post.get(key, "") for key in post if key.startswith("grant_")}
+
+
 def _page_of(request: HttpRequest, items, count: int | None = None):
     """One page of ``items`` (Django's Paginator: a bad or too-large ``?page=`` shows the nearest page)."""
     paginator = Paginator(items, PER_PAGE)
@@ -117,11 +131,16 @@ def decision(request: HttpRequest, approval_id: uuid.UUID) -> HttpResponse:
     said, status, refusal = {}, 200, None
     if request.method == "POST":
         form = {key: request.POST.get(key, "") for key in ("verdict", "rationale", "constraint")}
-        choosing = handler_for(approval).choice_from_form
+        handler = handler_for(approval)
+        choosing = handler.choice_from_form
         choice = choosing(request.POST) if choosing else {}
         try:
+            # Fields of the form's own for the constraint (an extend's grant boxes) come before any words in it.
+            boxes = handler.constraint_from_form
+            given = boxes(request.POST, form["verdict"]) if boxes else ""
+            sent = {**form, "constraint": f"{given} {form['constraint'].strip()}".strip()} if given else form
             # A choice counts only when she approves (the radios stay on the form whatever the verdict).
-            payload = parse_form(VerdictIn, {**form, **(choice if form["verdict"] == Verdict.APPROVE else {})})
+            payload = parse_form(VerdictIn, {**sent, **(choice if form["verdict"] == Verdict.APPROVE else {})})
             approval_decide(
                 access=access,
                 approval_id=approval.pk,
@@ -136,10 +155,10 @@ def decision(request: HttpRequest, approval_id: uuid.UUID) -> HttpResponse:
         except (Invalid, Conflict) as exc:
             approval.refresh_from_db()
             said = {
-                "form": {**form, **choice},
+                "form": {**form, **choice, **grant_boxes(request.POST)},
                 "error": stale_message(approval) or exc.message,
                 # The form's box, for a field inside it ("constraint.round_cap" is the constraint box's text).
-                "error_field": (getattr(exc, "field", None) or "").split(".", 1)[0] or None,
+                "error_field": _error_box(getattr(exc, "field", None) or "", request.POST),
                 "oob": bool(request.htmx),
                 "renewed": renewed(approval),
             }

@@ -36,6 +36,7 @@ BENCHES = (
     "query_counts",
     "http",
     "agents",
+    "discovery",
     "bounded",
     "key_lookup",
 )

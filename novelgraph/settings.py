@@ -307,6 +307,30 @@ NOVELGRAPH_AGENTS = {
     "COST_PER_1K_TOKENS": float(os.environ.get("NOVELGRAPH_AGENT_COST_PER_1K_TOKENS", "0.1")),
 }
 
+
+def _agent_role_settings(role: str) -> dict:
+    """A role's own model settings, NOVELGRAPH_AGENT_<ROLE>_<SETTING> (e.g. NOVELGRAPH_AGENT_LUNA_MODEL): only the
+    ones set; every other setting is the global one (discovery.agents.providers.options_for)."""
+    kinds = {
+        "PROVIDER": str,
+        "BASE_URL": str,
+        "MODEL": str,
+        "API_KEY": str,
+        "TIMEOUT": float,
+        "MAX_RETRIES": int,
+        "MAX_TOKENS": int,
+        "MAX_REPLY_CHARS": int,
+        "RESPONSE_FORMAT": str,
+        "RUN_COST": float,
+        "COST_PER_1K_TOKENS": float,
+    }
+    found = {key: os.environ.get(f"NOVELGRAPH_AGENT_{role.upper()}_{key}", "") for key in kinds}
+    return {key: kinds[key](value) for key, value in found.items() if value}
+
+
+# A model per role: a strong hosted model for Sol, a small local one for Luna, each with its own costs.
+NOVELGRAPH_AGENTS["ROLES"] = {role: _agent_role_settings(role) for role in ("sol", "terra", "luna")}
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

@@ -4,13 +4,16 @@ It listens on 127.0.0.1 on an ephemeral port, is started and stopped by the test
 way a model would: by default the offline rules' plan for the context it is sent (so the model
 provider can take the same flow as the offline one), or a chosen failure: a malformed reply, an
 oversized one, JSON that does not validate, a fenced reply, a server error, or a usage report of
-its choosing (``usage``).
+its choosing (``usage``). ``script`` holds scripted replies by task: a function of the context it is sent
+(as a model reads the ids it may cite) that returns the plan (sent as JSON) or the reply's very text
+(a small model's almost-JSON, say). ``answered`` lists the tasks it answered, with the model each was asked of.
 """
 
 from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from discovery.agents.providers.offline import plan_for
@@ -31,6 +34,8 @@ class ModelStub:
         self.mode = "plan"
         self.override: dict | None = None
         self.usage: dict | None = None  # a reported usage to send instead of the counted one
+        self.script: dict[str, Callable[[dict], dict | str]] = {}
+        self.answered: list[tuple[str, str]] = []  # (task, model) of each reply
         self.requests: list[dict] = []
         stub = self
 
@@ -82,6 +87,10 @@ class ModelStub:
         if self.override is not None:
             return json.dumps(self.override)
         context = context_of(body["messages"])
+        self.answered.append((context["task"], body["model"]))
+        if context["task"] in self.script:
+            reply = self.script[context["task"]](context)
+            return reply if isinstance(reply, str) else json.dumps(reply)
         plan = json.dumps(plan_for(context["task"], context))
         return f"```json\n{plan}\n```" if self.mode == "fenced" else plan
 

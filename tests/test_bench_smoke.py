@@ -167,3 +167,13 @@ def test_the_http_floor_answers_a_search_as_our_api_does(author_api, monkeypatch
         assert (ours.status_code, status) == (200, 200)
         assert ours.json()["results"], query
         assert _rounded(floor) == _rounded(ours.json()), query
+
+
+def test_the_discovery_bench_walks_the_same_discovery_as_the_hand_off_test():
+    """bench/bench_discovery.py answers as tests/test_discovery_to_handoff.py does (that test keeps the walk going)."""
+    from bench import bench_discovery, run_all
+
+    from .test_discovery_to_handoff import ANSWERS
+
+    assert bench_discovery.ANSWERS == ANSWERS
+    assert "discovery" in run_all.BENCHES

@@ -10,6 +10,7 @@ import re
 from approvals.models import Approval, ApprovalKind
 from discovery.access import BookAccess, Cap, book_access
 from discovery.loop.models import CardStatus, LensRerun, LensReview, LoopMeta, RerunStatus, TraceNode, TraceStatus
+from discovery.loop.selectors import gate_parked, open_author_words
 from discovery.loop.services.gates import ROUND_REASONS, decision_brief, g2_reasons, g3_reasons, governing_charter
 from discovery.models import (
     Handoff,
@@ -300,12 +301,31 @@ def _loop(book) -> dict:
     if meta is None:
         return {}
     pending = meta.book.loop_cards.filter(status=CardStatus.PENDING).values_list("gate", "summary").first()
+    # Each queued re-run with its number among the book's re-runs (what names it in the work handed on).
+    numbers = {
+        pk: n
+        for n, pk in enumerate(
+            LensRerun.objects.filter(book=book).order_by("created_at", "id").values_list("id", flat=True), 1
+        )
+    }
+    reruns = [
+        {**row, "id": str(row["id"]), "number": numbers.get(row["id"], 0), "created_at": _iso(row["created_at"])}
+        for row in LensRerun.objects.filter(book=book, status=RerunStatus.QUEUED)
+        .order_by("created_at", "id")
+        .values("id", "lens", "artifacts", "reason", "created_at")[:20]
+    ]
     return {
         "gate": meta.gate,
         "status": meta.status,
         "bound": meta.bound,
         "pending_card": {"gate": pending[0], "summary": pending[1]} if pending else None,
-        "reruns_queued": LensRerun.objects.filter(book=book, status=RerunStatus.QUEUED).count(),
+        "reruns_queued": len(reruns),
+        # The re-runs a verdict or a cascade queued: each is done by a run of its lens, which Sol hands on.
+        "reruns": reruns,
+        # Her steer or constraint on the last card: the next card answers it.
+        "author_words": open_author_words(meta),
+        # She parked the current gate's card and has not spoken since: the discovery goes on without it.
+        "parked": gate_parked(meta),
         # What the controller would be told if it asked for G2 or G3 now (reads only).
         "g2_reasons": g2_reasons(book) if meta.gate == "G2" else [],
         "g3_reasons": g3_reasons(book, ["decision-brief"]) if meta.gate == "G3" else [],

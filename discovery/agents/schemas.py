@@ -50,7 +50,10 @@ class AgentRunIn(Schema):
         None, description="guidance: what Luna should look for in the library (she is handed it as a handoff)"
     )
     handoff_id: uuid.UUID | None = Field(None, description="an open handoff to the task's role that the run answers")
-    provider: Provider | None = Field(None, description="default: the server's NOVELGRAPH_AGENT_PROVIDER")
+    provider: Provider | None = Field(
+        None,
+        description="default: the role's NOVELGRAPH_AGENT_<ROLE>_PROVIDER, else the server's NOVELGRAPH_AGENT_PROVIDER",
+    )
     as_of_chapter: Chapter | None = Field(
         None,
         description="run as of this chapter: its dossier holds only canon true by then (later reveals withheld, "

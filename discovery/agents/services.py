@@ -22,12 +22,13 @@ from django_tasks_db.models import DBTaskResult
 from pydantic import ValidationError as PydanticValidationError
 
 from discovery.access import BookAccess, Cap
-from discovery.loop.models import LoopMeta, TraceEdge, TraceNode
+from discovery.loop.models import LensRerun, LoopMeta, RerunStatus, TraceEdge, TraceNode
 from discovery.loop.services import (
     artifact_write,
     cost_charge,
     gate_request,
     lens_review_record,
+    rerun_done,
     round_advance,
     trace_edge_add,
     trace_node_add,
@@ -55,7 +56,7 @@ from novelgraph.core.schemas import field_of, first_text_fault
 
 from .context import agent_access, looked_up, role_access, run_context
 from .models import TASK_ROLE, AgentRun, AgentRunOutput, AgentTask, OutputType, RunStatus
-from .providers import ProviderError, default_provider, model_of, provider_for, reported_tokens
+from .providers import ProviderError, model_of, options_for, provider_for, provider_of, reported_tokens
 from .schemas import (
     PLANS,
     AgentRunIn,
@@ -101,8 +102,9 @@ def agent_run_start(*, access: BookAccess, payload: AgentRunIn, parent: AgentRun
     """
     access.require(Cap.DISCOVERY_WRITE)
     role = TASK_ROLE[payload.task]
-    provider = payload.provider or (parent.provider if parent else default_provider())
-    model = parent.model if parent is not None and parent.provider == provider else model_of(provider)
+    # Each role has its own model (a strong hosted one for Sol, a small local one for Luna...): ``options_for``.
+    provider = provider_of(role, asked=payload.provider, handed_by=parent.provider if parent else None)
+    model = model_of(provider, role)
     if payload.topic and payload.task != AgentTask.GUIDANCE:
         raise Invalid("topic: only the guidance task takes a topic", field="topic")
     # A deadlock that still happens is tried again here, in the request (not inside a run's transaction,
@@ -171,7 +173,7 @@ def _reap_running(run_id: Any, why: str) -> bool:
         run = AgentRun.objects.select_for_update(of=("self",)).select_related("book").filter(pk=run_id).first()
         if run is None or run.status != RunStatus.RUNNING:
             return False
-        cost = _cost(run.tokens)
+        cost = _cost(run, run.tokens)
         charged = f"Charged {cost:g} for the work done before it stopped."
         AgentRun.objects.filter(pk=run.pk).update(
             status=RunStatus.FAILED,
@@ -229,7 +231,7 @@ def agent_runs_reap(*, book=None, now=None) -> int:
     if book is not None:
         running, queued = running.filter(book=book), queued.filter(book=book)
     reaped = 0
-    for run in running.only("pk", "worker", "provider", "started_at"):
+    for run in running.only("pk", "role", "worker", "provider", "started_at"):
         why = run_lost(run, now)
         if why is not None:
             reaped += _reap_running(run.pk, why)
@@ -294,8 +296,9 @@ def _claim(run_id: Any, worker: str = "") -> AgentRun | None:
     return run
 
 
-def _cost(tokens: int) -> float:
-    options = settings.NOVELGRAPH_AGENTS
+def _cost(run: AgentRun, tokens: int) -> float:
+    """What a run costs against the loop's budget, at its role's rates (``options_for``)."""
+    options = options_for(run.role)
     return round(options["RUN_COST"] + tokens / 1000 * options["COST_PER_1K_TOKENS"], 4)
 
 
@@ -312,7 +315,7 @@ def _settle(
         # The providers refuse such a report; should one slip through, it is not recorded (the columns
         # would refuse it, and the failure path with them) and only the fixed cost is charged.
         tokens = 0
-    cost = _cost(tokens) if worked else 0.0
+    cost = _cost(run, tokens) if worked else 0.0
     settled = AgentRun.objects.filter(pk=run.pk, status=RunStatus.RUNNING).update(
         status=status,
         reason=reason[:5_000],
@@ -394,7 +397,7 @@ def agent_run_execute(*, run_id: Any, worker: str = "") -> AgentRun | None:
         AgentRun.objects.filter(pk=run.pk).update(dossier=dossier, looked_up=extras)
         kill_point("dossier-stored")
         context = run_context(access, run, dossier.content, extras)
-        reply = provider_for(run.provider, run.model).plan(run.task, context, role=run.role)
+        reply = provider_for(run.provider, run.model, run.role).plan(run.task, context, role=run.role)
         tokens = reply.tokens
         if tokens:
             AgentRun.objects.filter(pk=run.pk).update(tokens=tokens)
@@ -409,7 +412,8 @@ def agent_run_execute(*, run_id: Any, worker: str = "") -> AgentRun | None:
                     for i, (kind, object_id) in enumerate(outputs)
                 )
                 kill_point("output-written")
-                if not _settle(run, status=RunStatus.DONE, began=began, tokens=tokens, notes=[*plan.notes, *notes]):
+                done = [*reply.notes, *plan.notes, *notes]
+                if not _settle(run, status=RunStatus.DONE, began=began, tokens=tokens, notes=done):
                     raise Conflict("the reap settled this run first; nothing was written", code="reaped")
                 _hand_back(run)
 
@@ -463,7 +467,7 @@ def apply_sol(access: BookAccess, run: AgentRun, plan: SolPlan) -> tuple[Outputs
         handoff = handoff_create(access=access, payload=item.handoff)
         child = agent_run_start(
             access=access,
-            payload=AgentRunIn(task=item.task, handoff_id=handoff.pk, provider=run.provider),
+            payload=AgentRunIn(task=item.task, handoff_id=handoff.pk),
             parent=run,
         )
         outputs += [(OutputType.HANDOFF, handoff.pk), (OutputType.RUN, child.pk)]
@@ -485,9 +489,7 @@ def apply_sol(access: BookAccess, run: AgentRun, plan: SolPlan) -> tuple[Outputs
         notes.append(f"{gate}: {result['outcome']}.")
         if result["outcome"] == "passed" and acts_on_its_own(access.book):
             # A gate that passed on its own (G1 without a risk trigger): Sol goes on to the next one.
-            child = agent_run_start(
-                access=access, payload=AgentRunIn(task=AgentTask.NEXT_QUESTION, provider=run.provider), parent=run
-            )
+            child = agent_run_start(access=access, payload=AgentRunIn(task=AgentTask.NEXT_QUESTION), parent=run)
             outputs.append((OutputType.RUN, child.pk))
     return outputs, notes
 
@@ -512,13 +514,31 @@ def apply_contradictions(access: BookAccess, run: AgentRun, plan: Contradictions
     return outputs + _answer_handoff(access, run, plan.result), []
 
 
+def _reruns_done(access: BookAccess, run: AgentRun, lens: str, *, brief: bool | None = None) -> list[str]:
+    """The re-runs of ``lens`` queued before this run (by a verdict or a cascade) are done by it: reported done
+    through the loop's service, as the role the roster names for the lens. ``brief``: only those that name the
+    decision brief (True) or only those that do not (False)."""
+    done = []
+    queued = LensRerun.objects.filter(
+        book=access.book, lens=lens, status=RerunStatus.QUEUED, created_at__lte=run.created_at
+    ).order_by("created_at", "id")
+    for rerun in queued:
+        if brief is not None and ("decision-brief" in (rerun.artifacts or [])) != brief:
+            continue
+        rerun_done(access=access, rerun_id=rerun.pk)
+        done.append(f"Did the queued re-run of the {lens} lens.")
+    return done
+
+
 def apply_thrusts(access: BookAccess, run: AgentRun, plan: ThrustsPlan) -> tuple[Outputs, list[str]]:
     session = _session(access)
     outputs: Outputs = [
         (OutputType.THRUST, thrust_propose(access=access, session=session, payload=thrust).pk)
         for thrust in plan.thrusts
     ]
-    return outputs + _answer_handoff(access, run, plan.result), []
+    # New candidates are the divergence lens's re-run (explore alternatives, a constraint at G1.5, a cascade).
+    notes = _reruns_done(access, run, "explore-options", brief=False) if plan.thrusts else []
+    return outputs + _answer_handoff(access, run, plan.result), notes
 
 
 def apply_charter(access: BookAccess, run: AgentRun, plan: CharterPlan) -> tuple[Outputs, list[str]]:
@@ -556,7 +576,8 @@ def apply_review(access: BookAccess, run: AgentRun, plan: ReviewPlan) -> tuple[O
         raise Invalid(f"the {run.task} task files the {REVIEW_LENS[run.task]} review", field="review.lens")
     review = lens_review_record(access=access, payload=plan.review)
     outputs: Outputs = [(OutputType.REVIEW, review.pk)]
-    return outputs + _answer_handoff(access, run, plan.result), [f"Filed the {plan.review.lens} review."]
+    notes = [f"Filed the {plan.review.lens} review.", *_reruns_done(access, run, plan.review.lens)]
+    return outputs + _answer_handoff(access, run, plan.result), notes
 
 
 def apply_brief(access: BookAccess, run: AgentRun, plan: BriefPlan) -> tuple[Outputs, list[str]]:
@@ -571,7 +592,11 @@ def apply_brief(access: BookAccess, run: AgentRun, plan: BriefPlan) -> tuple[Out
     for edge in plan.edges:
         if not TraceEdge.objects.filter(book=book, from_id=edge.from_id, to_id=edge.to_id, active=True).exists():
             trace_edge_add(access=access, payload=edge)
-    return outputs + _answer_handoff(access, run, plan.result), [f"Proposed the decision brief v{artifact.version}."]
+    notes = [
+        f"Proposed the decision brief v{artifact.version}.",
+        *_reruns_done(access, run, "explore-options", brief=True),
+    ]
+    return outputs + _answer_handoff(access, run, plan.result), notes
 
 
 APPLY = {
@@ -608,7 +633,7 @@ def _sol_step(book: Book, *, parent: AgentRun | None = None) -> AgentRun | None:
         with transaction.atomic():
             return agent_run_start(
                 access=role_access(book, "sol"),
-                payload=AgentRunIn(task=AgentTask.NEXT_QUESTION, provider=parent.provider if parent else None),
+                payload=AgentRunIn(task=AgentTask.NEXT_QUESTION),
                 parent=parent,
             )
     except DomainError as exc:

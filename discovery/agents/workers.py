@@ -17,11 +17,11 @@ import os
 import socket
 from datetime import datetime, timedelta
 
-from django.conf import settings
 from django.utils.crypto import get_random_string
 from django_tasks_db.models import DBTaskResult
 
 from .models import Provider, RunStatus
+from .providers import options_for
 
 # The offline provider answers in milliseconds: a run of it still running after this long has lost its worker.
 OFFLINE_STALE_SECONDS = 30
@@ -70,13 +70,13 @@ def _process_started(pid: int) -> float | None:
         return None
 
 
-def stale_after(provider: str) -> timedelta:
+def stale_after(provider: str, role: str | None = None) -> timedelta:
     """How long a run of ``provider`` may stay ``running`` before it is taken for lost when its worker
     cannot be asked. Offline: seconds. A model: every call with all its retries at the configured
     timeout, and a minute for the dossier and the writes."""
     if provider == Provider.OFFLINE:
         return timedelta(seconds=OFFLINE_STALE_SECONDS)
-    options = settings.NOVELGRAPH_AGENTS
+    options = options_for(role)  # the role's own model settings, else the global ones
     return timedelta(seconds=options["TIMEOUT"] * (options["MAX_RETRIES"] + 1) + 60)
 
 
@@ -88,7 +88,7 @@ def run_lost(run, now: datetime) -> str | None:
         return "its worker's process is gone"
     if state == "alive":
         return None
-    limit = stale_after(run.provider)
+    limit = stale_after(run.provider, run.role)
     if run.started_at is not None and run.started_at < now - limit:
         return f"still running after {int(limit.total_seconds())} s"
     return None

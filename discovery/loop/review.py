@@ -7,25 +7,31 @@ the review flow is approvals', the words for a card are the loop's.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from approvals.models import Approval, Verdict
+from novelgraph.core.errors import Invalid
 from novelgraph.core.words import AGENT_NAMES
 
 LOOP_HELP: dict[str, str] = {
     Verdict.APPROVE: "The card's slots are ratified and the discovery moves to the next gate (after G3, the book "
     "is handed off).",
-    Verdict.APPROVE_WITH_CONSTRAINT: "Your constraint is recorded as a boundary and the touched slots are re-run; "
-    "the gate does not advance yet.",
+    Verdict.APPROVE_WITH_CONSTRAINT: "Your constraint is recorded as a boundary and the work the card touches is "
+    "re-run under it, in-app; the gate does not advance yet, and Sol's next card answers your constraint.",
     Verdict.REDIRECT: "Your steer is recorded; what the card rests on is rejected, what follows from it goes stale, "
-    "and the node converges again.",
+    "and the node converges again. Sol's next card answers your steer.",
     Verdict.EXPLORE_ALTERNATIVES: "The current selection is set aside (kept) and Terra drafts new candidates; the "
     "node diverges again.",
     Verdict.ABANDON: "This line is abandoned: the node and everything under it go stale; the history stays.",
     Verdict.PARK: "Not now: the node waits in the backlog (a card about the whole loop is simply deferred) while "
     "the rest goes on.",
-    Verdict.EXTEND: "Grants what you write (more rounds, more budget, or a lifted bound) and the paused work resumes.",
+    Verdict.EXTEND: "Grants what you enter (more rounds, more budget, or a lifted bound) and the paused work resumes.",
 }
+# A card about the whole loop (no plan node of its own): parking defers the decision.
+WHOLE_LOOP_PARK = (
+    "Not now: the decision waits while the discovery goes on; Sol asks for it again after your next answer."
+)
 
 # Where a card kind gives a verdict a different effect.
 CARD_HELP: dict[tuple[str, str], str] = {
@@ -75,6 +81,9 @@ def card_fields(card: dict | None) -> dict:
         "Proposed extension": card.get("proposed_extension"),
         "Risk triggers": card.get("risk_triggers"),
         "Rests on": card.get("trace_seed"),
+        "Answers what you said": [
+            f"your {w.get('kind')}: {w.get('text')}" for w in (card.get("payload") or {}).get("answers") or []
+        ],
         "Raised by": AGENT_NAMES.get(card.get("raised_by"), card.get("raised_by")),
         "Round": card.get("round"),
     }
@@ -102,14 +111,127 @@ def impact_fields(impact) -> dict | None:
     }
 
 
+def abandon_words(preview: dict | None) -> str:
+    """What abandoning the card's line would change, in one sentence (asked before she records it)."""
+    if not preview:
+        return ""
+    below = preview.get("below") or 0
+    plans = "nothing below it" if not below else f"{below} plan{'s' if below != 1 else ''} below it"
+    impact = preview.get("cascade") or {}
+    rests = [a.get("artifact") or a.get("node_id") for a in impact.get("affected") or []]
+    what = f"what rests on it goes stale ({', '.join(map(str, rests[:8]))})" if rests else "nothing else rests on it"
+    line = "the whole book's line" if preview.get("is_root") else "the line"
+    return (
+        f"{line.capitalize()} “{preview.get('node', '')[:200]}” is abandoned, {plans} goes stale, and {what}. "
+        "Nothing is deleted: the history stays."
+    )
+
+
+def grant_fields(bounds: dict | None) -> dict:
+    """The extend form's boxes: each bound as it stands and what the card proposes."""
+    if not bounds:
+        return {}
+    proposed = bounds.get("proposed") or {}
+    return {
+        "round_cap": {
+            "now": bounds.get("round_cap"),
+            "used": bounds.get("round"),
+            "proposed": proposed.get("round_cap"),
+        },
+        "cost_budget": {
+            "now": bounds.get("cost_budget"),
+            "used": bounds.get("cost_spent"),
+            "proposed": proposed.get("cost_budget"),
+        },
+    }
+
+
 def present(approval: Approval, proposal: dict) -> dict:
     """The card's fields, its impact preview and each verdict's sentence, as the decision page shows them."""
     card = proposal.get("card") or {}
+    help = {v: card_verdict_help(v, card.get("kind"), card.get("gate")) for v in Verdict.values}
+    if card.get("kind") == "gate" and not card.get("node"):
+        help[Verdict.PARK] = WHOLE_LOOP_PARK
+    previews = proposal.get("previews") or {}
     return {
         "card_fields": card_fields(card),
         "impact": impact_fields(proposal.get("impact")),
-        "help": {v: card_verdict_help(v, card.get("kind"), card.get("gate")) for v in Verdict.values},
+        "help": help,
+        "previews": {Verdict.ABANDON: abandon_words(previews.get(Verdict.ABANDON))} if previews else {},
+        "grant": grant_fields(proposal.get("bounds")),
     }
+
+
+# The extend form's boxes (``grant_<bound>``), each a number, and the words for each bound in what was granted.
+GRANT_BOXES = ("round_cap", "cost_budget")
+BOUND_WORDS = {
+    "round_cap": "round cap",
+    "cost_budget": "cost budget",
+    "concentration": "concentration",
+    "max_depth": "depth",
+    "max_breadth": "breadth",
+    "node_round_cap": "the plan's round cap",
+}
+RERUN_WORDS = {
+    "explore-options": "Terra drafts new thrust candidates",
+    "canon-integrity": "Terra reviews canon integrity again",
+    "reader-trust": "Luna reviews reader trust again",
+}
+NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?")
+
+
+def grant_form(post: Mapping, verdict: str) -> str:
+    """An extend's grant from its boxes, as the constraint text the loop reads (``round_cap=8 cost_budget=150``);
+    "" when the verdict is not extend or no box is filled. A box that is not a number is a 422 naming it."""
+    if verdict != Verdict.EXTEND:
+        return ""
+    named = []
+    for name in GRANT_BOXES:
+        raw = str(post.get(f"grant_{name}", "")).strip()
+        if not raw:
+            continue
+        if not NUMBER.fullmatch(raw):
+            raise Invalid(f"the {BOUND_WORDS[name]} to grant is a number, such as 8", field=f"grant_{name}")
+        named.append(f"{name}={raw}")
+    return " ".join(named)
+
+
+def _number(value) -> str:
+    return f"{value:g}" if isinstance(value, int | float) else str(value)
+
+
+def outcome(approval: Approval, detail: dict) -> list[str]:
+    """What her recorded verdict did to the loop, in plain sentences (the decision page shows them)."""
+    effect = detail.get("effect") or {}
+    said = []
+    granted = effect.get("granted") or {}
+    if granted:
+        previous = effect.get("previous") or {}
+        said.append(
+            "Granted: "
+            + "; ".join(
+                f"{BOUND_WORDS.get(k, k)} {_number(v)}"
+                + (f" (was {_number(previous[k])})" if previous.get(k) is not None else "")
+                for k, v in sorted(
+                    granted.items(), key=lambda kv: list(BOUND_WORDS).index(kv[0]) if kv[0] in BOUND_WORDS else 99
+                )
+            )
+            + "."
+        )
+    if effect.get("steer"):
+        said.append(f"Your steer is recorded: “{effect['steer']}”. Sol's next card answers it.")
+    if effect.get("constraint_recorded"):
+        said.append("Your constraint is recorded in the scope boundary; Sol's next card answers it.")
+    for rerun in effect.get("reruns") or []:
+        lens = rerun.get("lens")
+        said.append(f"{RERUN_WORDS.get(lens, f'The {lens} lens re-runs')} in-app; Sol asks again when it is done.")
+    if effect.get("deferred"):
+        said.append(
+            "Deferred: the discovery goes on without this decision; Sol asks for it again after your next answer."
+        )
+    for word in effect.get("answers") or []:
+        said.append(f"This card answered your {word.get('kind')}: “{word.get('text')}”.")
+    return said
 
 
 def thrust_choices(proposal: dict, form: dict) -> list[dict]:

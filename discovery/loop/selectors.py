@@ -7,7 +7,7 @@ from django.db.models import QuerySet
 from approvals.chain import format_ts
 from approvals.models import Gate
 from approvals.selectors import decision_log_for
-from discovery.models import Book, KnowledgeBase
+from discovery.models import Book, KnowledgeBase, Turn
 from discovery.selectors import VIEW_PAGE, bounded
 from novelgraph.core.pagination import rest_link
 
@@ -178,6 +178,46 @@ def meta_constraints_page(meta: LoopMeta) -> tuple[list, int, str | None]:
     recorded = list(meta.constraints or [])
     link = loop_link(meta.book_id, "constraints") if len(recorded) > VIEW_PAGE else None
     return recorded[:VIEW_PAGE], len(recorded), link
+
+
+# The author's words on a card that the next card answers: her steer (redirect) and her constraint.
+AUTHOR_WORDS = ("steer", "constraint")
+ANSWERING_CARDS = ("gate", "consent")
+
+
+def open_author_words(meta: LoopMeta) -> list[dict]:
+    """The steers and constraints the author gave on a card that no gate card raised since has answered, oldest
+    first: the next card raised answers them (it names them, ``payload.answers``), whoever raises it."""
+    given = [i for i in meta.constraints or [] if isinstance(i, dict) and i.get("kind") in AUTHOR_WORDS]
+    if not given:
+        return []
+    newest = (
+        OptionCard.objects.filter(book_id=meta.book_id, kind__in=ANSWERING_CARDS)
+        .order_by("-created_at")
+        .values_list("pk", flat=True)
+        .first()
+    )
+    return [
+        {"kind": i["kind"], "text": i.get("text", ""), "gate": i.get("gate", "")}
+        for i in given
+        if str(i.get("card")) == str(newest)
+    ]
+
+
+def gate_parked(meta: LoopMeta) -> bool:
+    """The author parked the current gate's card and has not spoken since: the decision waits while the rest of
+    the discovery goes on (the controller asks for the gate again after her next turn)."""
+    card = (
+        OptionCard.objects.filter(book_id=meta.book_id, gate=meta.gate, kind__in=ANSWERING_CARDS)
+        .order_by("-created_at")
+        .only("status", "verdict", "updated_at")
+        .first()
+    )
+    if card is None or card.status != CardStatus.DECIDED or card.verdict != "park":
+        return False
+    return not Turn.objects.filter(
+        session__book_id=meta.book_id, role__in=("author", "editor"), created_at__gt=card.updated_at
+    ).exists()
 
 
 def rerun_capped(book_id, rerun: dict) -> dict:

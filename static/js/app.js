@@ -50,7 +50,9 @@ document.addEventListener(
     if (form instanceof HTMLFormElement && form.dataset.confirmVerdicts && form.elements.verdict) {
       const chosen = form.elements.verdict.value;
       if (form.dataset.confirmVerdicts.split(" ").includes(chosen)) {
-        question = `${chosen}: ${form.dataset.confirmText || "this discards work."} Record it?`;
+        // The verdict's own impact preview, where the page has one (abandon), else the form's general words.
+        const own = form.dataset[`confirmText${chosen.charAt(0).toUpperCase()}${chosen.slice(1)}`];
+        question = `${chosen}: ${own || form.dataset.confirmText || "this discards work."} Record it?`;
       }
     }
     if (question && !window.confirm(question)) {

@@ -3,11 +3,7 @@ watches the run go from queued to done in place, and sees its entries appear wit
 
 from __future__ import annotations
 
-import threading
-
 import pytest
-from django.db import connection
-from django_tasks_db.management.commands.db_worker import Worker
 
 from discovery.access import book_access
 from discovery.services import discovery_start
@@ -17,33 +13,6 @@ from tests.factories import PASSWORD, BookFactory, UserFactory
 from .conftest import assert_accessible_basics, log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture
-def worker():
-    """A database worker in a thread of this process, started by the test and stopped after it."""
-    runner = Worker(
-        queue_names=["*"],
-        interval=0.2,
-        batch=False,
-        backend_name="default",
-        startup_delay=False,
-        max_tasks=None,
-        worker_id="browser-test",
-        excluded_queue_names=[],
-    )
-
-    def run() -> None:
-        try:
-            runner.run()
-        finally:
-            connection.close()
-
-    thread = threading.Thread(target=run, daemon=True)
-    yield thread.start
-    runner.running = False
-    if thread.is_alive():
-        thread.join(timeout=30)
 
 
 def test_luna_is_sent_to_the_library_and_her_entries_appear_in_place(page, screenshot, seeded, worker):

@@ -301,7 +301,7 @@ def test_a_new_author_goes_from_an_empty_account_to_an_approved_charter_and_cano
     assert "Drafting starts at Chapter 1" in handoff.inner_text()
     assert "The pilot's boat comes in empty." in handoff.inner_text()
     assert_no_serious_axe_violations(page)
-    screenshot(page, "handoff")
+    screenshot(page, "new-author-handoff")
     page.get_by_role("navigation", name="This book").get_by_role("link", name="Loop").click()
     page.wait_for_url(f"**/books/{book.pk}/loop/")
     assert page.locator(".loop-status").inner_text() == "handed-off"
@@ -319,7 +319,7 @@ def test_a_new_author_goes_from_an_empty_account_to_an_approved_charter_and_cano
     assert KnowledgeClaim.objects.get(pk=claim["id"]).status == "revised"
     assert_accessible_basics(page)
     page.evaluate("() => window.scrollTo(0, 0)")
-    screenshot(page, "codex")
+    screenshot(page, "new-author-codex")
     check_phone(page)
     # Its history is one click away: both versions, each decision with its rationale and its log entry.
     revision = KnowledgeClaim.objects.get(revises_id=claim["id"])
@@ -437,6 +437,9 @@ def test_a_verdict_that_discards_work_asks_first_and_a_gate_card_reads_plainly(p
     page.once("dialog", dismiss)
     page.get_by_role("button", name="Record the decision").click()
     assert asked and asked[0].startswith("abandon:")
+    # It asks with the impact preview the page shows: what abandoning would change.
+    preview = page.get_by_test_id("abandon-preview").inner_text()
+    assert "is abandoned" in preview and preview.split("\n")[-1] in asked[0]
     assert Approval.objects.get(pk=card["approval_id"]).status == "pending", "dismissed: nothing recorded"
 
     page.get_by_label("Verdict").select_option("approve")

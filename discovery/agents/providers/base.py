@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -37,6 +37,7 @@ def reported_tokens(value: Any) -> int:
 class Reply:
     data: Any  # the plan as JSON, validated by the runner
     tokens: int = 0  # tokens the model reported (0 for the offline rules)
+    notes: list[str] = field(default_factory=list)  # what the provider did to read it (a repaired reply), for the run
 
     def __post_init__(self) -> None:
         # Whatever the provider, a reply carries a believable usage or is refused.

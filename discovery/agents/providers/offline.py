@@ -372,8 +372,50 @@ def _g2_handoffs(context: dict, notes: list[str]) -> list[dict]:
     return handoffs
 
 
+# The built-in run that re-does each lens's work when a verdict or a cascade queued a re-run of it.
+RERUN_TASKS = {"canon-integrity": ("canon-review", "terra"), "reader-trust": ("trust-review", "luna")}
+RERUN_DECISION = "Re-run #{number} of the {lens} lens ({slots}): {reason}"
+AUTHOR_ASKED = "The author asked: "
+
+
+def _rerun_task(lens: str, slots: list[str]) -> tuple[str, str] | None:
+    if lens == "explore-options":
+        return ("brief", "terra") if "decision-brief" in slots else ("thrusts", "terra")
+    return RERUN_TASKS.get(lens)
+
+
+def _rerun_handoffs(context: dict, notes: list[str]) -> list[dict]:
+    """Each queued re-run goes to a run of its lens, once (again only if the run that took it failed)."""
+    handoffs = []
+    for rerun in (context.get("loop") or {}).get("reruns") or []:
+        slots = [str(s) for s in rerun.get("artifacts") or []]
+        found = _rerun_task(rerun["lens"], slots)
+        if found is None:
+            notes.append(f"No built-in run re-does the {rerun['lens']} lens; its re-run waits for its lens.")
+            continue
+        task, role = found
+        shown = ", ".join("the thrust candidates" if s.startswith("node:") else s for s in slots[:5])
+        decision = _short(
+            RERUN_DECISION.format(
+                number=rerun.get("number", 1), lens=rerun["lens"], slots=shown, reason=rerun["reason"]
+            ),
+            1_000,
+        )
+        if any(h["decision"] == decision and not h.get("failed") for h in context.get("handoffs") or []):
+            continue
+        handoff = _handoff(task, role, decision, context, None)
+        handoff["handoff"]["statements"].append(
+            {"text": _short(AUTHOR_ASKED + rerun["reason"], 4_000), "status": "fact"}
+        )
+        handoffs.append(handoff)
+        notes.append(f"Handed {role.capitalize()} the queued re-run of the {rerun['lens']} lens.")
+    return handoffs
+
+
 def _sol_handoffs(context: dict, field: str | None, question: dict | None, notes: list[str]) -> list[dict]:
-    handoffs: list[dict] = _extraction_handoffs(context, notes) + _g2_handoffs(context, notes)
+    handoffs: list[dict] = (
+        _rerun_handoffs(context, notes) + _extraction_handoffs(context, notes) + _g2_handoffs(context, notes)
+    )
     turns = _author_turns(context)
     asked = question["question"] if question else None
     if field is not None:
@@ -494,6 +536,26 @@ def _sol_gate(context: dict, notes: list[str]) -> dict | None:
     if loop.get("status") not in ("working", "converged") or loop.get("pending_card") or loop.get("reruns_queued"):
         notes.append(f"{gate} waits: the loop is {loop.get('status')} or a card or a re-run is pending.")
         return None
+    if loop.get("parked"):
+        notes.append(f"{gate} waits: the author parked it; Sol asks for it again after her next answer.")
+        return None
+    ask = _gate_card(context, loop, gate, notes)
+    words = loop.get("author_words") or []
+    if ask is None or not words:
+        return ask
+    # Her steer or constraint on the card before: this card answers it, in its first words.
+    said = "; ".join(f"your {w['kind']} '{_short(w['text'], 200)}'" for w in words)
+    return {
+        **ask,
+        "summary": _short(f"Answering {said}: {ask['summary']}", 500),
+        "decisions_requested": [
+            _short(f"Does this answer {said}?", 500),
+            *ask["decisions_requested"],
+        ][:5],
+    }
+
+
+def _gate_card(context: dict, loop: dict, gate: str, notes: list[str]) -> dict | None:
     book = context["book"]
     if gate == "G0":
         if not book.get("premise"):
@@ -510,7 +572,7 @@ def _sol_gate(context: dict, notes: list[str]) -> dict | None:
         if len(proposed) < 2:
             notes.append("G1.5 waits for at least two thrust candidates to choose between.")
             return None
-        core = next((t for t in proposed if t["kind"] == "core"), proposed[0])
+        core = next((t for t in reversed(proposed) if t["kind"] == "core"), proposed[-1])  # the newest draft
         titles = "; ".join(t["title"] for t in proposed)
         return {
             **_gate_ask(
@@ -740,13 +802,21 @@ def terra_thrusts(context: dict) -> dict:
     )
     ending = (_values(observed, "ending_horizon") or ["The question the premise raises is answered on the page."])[0]
     obligations = GENRE_OBLIGATIONS.get(genre, [])
+    # A re-run the author asked for (her constraint, or her reason to explore): each new thrust carries it.
+    asked = [
+        st["text"][len(AUTHOR_ASKED) :]
+        for st in (context.get("handoff") or {}).get("statements") or []
+        if str(st.get("text", "")).startswith(AUTHOR_ASKED)
+    ]
+    heeded = f" As the author asked ({_short(asked[0], 300)})." if asked else ""
     drafts = 1 + len([t for t in context.get("thrusts") or [] if t["proposed_by"] == "terra"]) // 3
     suffix = f" (draft {drafts})" if drafts > 1 else ""
     thrusts = [
         {
             "kind": "core",
             "title": _short(f"Core: {premise}", 190 - len(suffix)) + suffix,
-            "main_thrust": f"{premise} Told straight: {protagonist} follows the premise to its hardest consequence.",
+            "main_thrust": f"{premise} Told straight: {protagonist} follows the premise to its hardest consequence."
+            + heeded,
             "character_engine": f"{protagonist} must act on what the premise reveals, and every step costs them "
             "something they value.",
             "central_conflict": conflict,
@@ -760,7 +830,7 @@ def terra_thrusts(context: dict) -> dict:
             "kind": "stretch",
             "title": "Stretch: the cost lands at home" + suffix,
             "main_thrust": f"{premise} The stakes turn personal: settling it means {protagonist} must expose "
-            "something of their own.",
+            "something of their own." + heeded,
             "character_engine": f"{protagonist}'s need to know fights their need to stay hidden.",
             "central_conflict": f"{conflict}; and {protagonist}'s own past is part of the answer.",
             "reader_promise": [*promises[:4], "a revelation that changes how the protagonist is seen"],
@@ -773,7 +843,7 @@ def terra_thrusts(context: dict) -> dict:
             "kind": "wild",
             "title": "Wild: the premise is not what it seems" + suffix,
             "main_thrust": f"{premise} Then the book turns it inside out: what the reader took for the premise "
-            "is itself the deception.",
+            "is itself the deception." + heeded,
             "character_engine": f"{protagonist} pursues the premise until they find they were misled from the "
             "first page.",
             "central_conflict": "The truth against the story everyone, the reader included, has been told.",

@@ -3,18 +3,19 @@ through Ollama, vLLM or LM Studio), through the ``openai`` package.
 
 The model is told its role, the task, the JSON schema of the plan it must answer with (the same
 input schemas as the API) and the run's context as JSON. Its reply must be one JSON object; the
-runner validates it before anything is written. Every failure (unreachable, an error status, a
-reply that is empty, too large or not JSON) is a ``ProviderError``: the run fails and writes nothing.
+runner validates it before anything is written. A small model's almost-JSON is repaired where that
+is safe (``repair``). Every failure (unreachable, an error status, a reply that is empty, too large,
+not JSON or not safely repaired) is a ``ProviderError``: the run fails and writes nothing.
 """
 
 from __future__ import annotations
 
 import functools
 import json
-import re
 
 from ..schemas import PLANS
 from .base import ProviderError, Reply, reported_tokens
+from .repair import read_object, repaired_note
 
 CONTEXT_START = "<<<CONTEXT"
 CONTEXT_END = "CONTEXT>>>"
@@ -27,12 +28,13 @@ ROLE_BRIEF = {
         "hold. You never decide: the author does."
     ),
     "terra": (
-        "You are Terra, the structural specialist. You draft story-thrust candidates and Story Charter versions. "
-        "You propose; the author decides."
+        "You are Terra, the structural specialist. You draft story-thrust candidates, Story Charter versions and "
+        "the decision brief, and file the canon-integrity review at G2. You propose; the author decides."
     ),
     "luna": (
         "You are Luna, a bounded worker. You read the discovery, the scratchpad, the literary library and book "
-        "canon (never series canon) and write scratchpad entries only, each citing what it draws on."
+        "canon (never series canon). You write scratchpad entries, the observations the author's turns speak to "
+        "and the reader-trust review at G2, each citing what it draws on. You propose; the author decides."
     ),
 }
 TASK_BRIEF = {
@@ -50,6 +52,28 @@ TASK_BRIEF = {
     "charter": (
         "Draft a Story Charter version from the confirmed observations, citing them; list every field the "
         "author has not confirmed under productive_unknowns."
+    ),
+    "extract": (
+        "Read the author's turns you were handed and write the observations each speaks to: the Story Charter "
+        "fields it answers, the people, places and things it names, and facts with their chapter cues. Each "
+        "observation cites its turn (turn_id from the context), enters as working and waits for the author; "
+        "never author-stated, never an observation the context already holds."
+    ),
+    "canon-review": (
+        "File the G2 canon-integrity review (lens canon-integrity, gate G2): the approved charter against the "
+        "approved canon claims, the open contradictions, the proposed claims that are not canon yet, and "
+        "whether the charter cites confirmed observations. Resolve or defer each finding with a reason."
+    ),
+    "trust-review": (
+        "File the G2 reader-trust review (lens reader-trust, gate G2): each reader promise against the ending "
+        "horizon, fair play (reveals and the clues shown before them; with no reveal there is nothing to check), "
+        "the genre's obligations and the productive unknowns. Resolve or defer each finding with a reason."
+    ),
+    "brief": (
+        "Draft the decision brief (slug decision-brief, type decision-brief, status proposed) from the ratified "
+        "charter, the selected thrust and canon: success metrics, the chapters with Chapter 1's spec. Add the "
+        "traceability nodes and edges that link the premise through the thrust and the charter's fields to "
+        "Chapter 1's spec and Chapter 1 (nodes already in the context's trace are kept as they are)."
     ),
 }
 
@@ -71,23 +95,14 @@ def messages_for(task: str, role: str, schema: dict, context: dict) -> list[dict
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
-def parse_reply(text: str | None, *, max_chars: int) -> dict:
-    """The JSON object in a model's reply (a ```json fence is tolerated), or a ProviderError."""
+def parse_reply(text: str | None, *, max_chars: int) -> tuple[dict, list[str]]:
+    """The JSON object in a model's reply and the repairs made to read it (``repair.read_object``: a code fence,
+    prose around the object and trailing commas are repaired; anything else is refused), or a ProviderError."""
     if not text or not text.strip():
         raise ProviderError("the model's reply was empty")
     if len(text) > max_chars:
         raise ProviderError(f"the model's reply is {len(text)} characters; the limit is {max_chars}")
-    body = text.strip()
-    fenced = re.fullmatch(r"```(?:json)?\s*(.*?)\s*```", body, re.S)
-    if fenced:
-        body = fenced.group(1)
-    try:
-        data = json.loads(body)
-    except ValueError as exc:
-        raise ProviderError(f"the model's reply is not JSON ({exc.msg} at character {exc.pos})") from None
-    if not isinstance(data, dict):
-        raise ProviderError("the model's reply is JSON but not an object")
-    return data
+    return read_object(text)
 
 
 class OpenAICompatibleProvider:
@@ -144,7 +159,9 @@ class OpenAICompatibleProvider:
         if not choices or choices[0].message is None:
             raise ProviderError("the model's reply had no message", tokens=tokens)
         try:
-            data = parse_reply(choices[0].message.content, max_chars=self.options.get("MAX_REPLY_CHARS", 100_000))
+            data, repairs = parse_reply(
+                choices[0].message.content, max_chars=self.options.get("MAX_REPLY_CHARS", 100_000)
+            )
         except ProviderError as exc:
             raise ProviderError(str(exc), tokens=tokens) from None
-        return Reply(data=data, tokens=tokens)
+        return Reply(data=data, tokens=tokens, notes=[repaired_note(repairs)] if repairs else [])

@@ -165,14 +165,16 @@ def parse_grant(text: str, proposed: dict | None = None) -> BoundsGrant:
     card's ``proposed`` extension; read through ``BoundsGrant``, so each value is in its field's range (422
     naming ``constraint.<bound>``). An unknown name is a 422."""
     named: dict = {}
-    for key, value in re.findall(r"([a-z_]+)\s*=\s*([0-9]+(?:\.[0-9]+)?)", text or ""):
+    pairs = r"([a-z_]+)\s*=\s*([0-9]+(?:\.[0-9]+)?)"
+    for key, value in re.findall(pairs, text or ""):
         if key not in BoundsGrant.model_fields:
             grantable = ", ".join(BoundsGrant.model_fields)
             raise Invalid(f"cannot grant {key!r}; grant one of {grantable}", field="constraint")
         named[key] = json.loads(value)  # a JSON number: 8 is an int, 8.5 a float (refused for a round cap)
-    if not named and re.search(r"[0-9]", text or ""):
-        # "Raise the budget to 200" names a number but no bound: granting the card's proposal instead would
-        # record one grant and make another. Words without a number take the proposal ("grant the proposed budget").
+    if re.search(r"[0-9]", re.sub(pairs, "", text or "")):
+        # "Raise the budget to 200" names a number but no bound: granting the card's proposal (or only the bounds
+        # named beside it) instead would record one grant and make another. Words without a number take the
+        # proposal ("grant the proposed budget").
         grantable = ", ".join(f"{name}=<number>" for name in BoundsGrant.model_fields)
         raise Invalid(
             f"say what to grant as name=value ({grantable}), or leave out the numbers to grant the card's proposal",

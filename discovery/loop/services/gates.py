@@ -57,7 +57,7 @@ from ..models import (
 )
 from ..roster import lens_role_problem
 from ..schemas import BriefChapterIn, GateIn
-from ..selectors import saturation_check, trace_lint
+from ..selectors import open_author_words, saturation_check, trace_lint
 from .base import controller_book, lock_meta, refresh
 from .cards import raise_card, supersede_lapsed
 from .questions import AUTHORS_TO_SETTLE, settled_by_author
@@ -360,6 +360,10 @@ def gate_request(*, access: BookAccess, gate: Gate, payload: GateIn) -> dict:
             raise Invalid("only G1.5 ratifies a thrust", field="thrust_id")
         if gate == "G2":
             card_payload["charter"] = charter_ratified(governing_charter(book))
+        # Her steer or constraint on the card before: this card answers it, and names it.
+        answers = open_author_words(meta)
+        if answers:
+            card_payload["answers"] = answers
         triggers = risk_triggers(book, reversibility_class) if gate == "G1" else []
         one_way = reversibility_class == Reversibility.ONE_WAY_DOOR
         if gate == "G3" and g3_brief_unratified(book):

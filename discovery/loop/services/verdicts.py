@@ -44,7 +44,7 @@ from ..models import (
     SubIdea,
     TraceStatus,
 )
-from ..review import present, thrust_choices, thrust_form
+from ..review import grant_form, outcome, present, thrust_choices, thrust_form
 from ..selectors import impact_capped
 from .artifacts import boundary_recording, ratify_successor
 from .base import card_renew_after_lapse, lock_meta, refresh, root_of
@@ -95,6 +95,24 @@ def describe(approval: Approval) -> dict:
         "impact": impact,
         "verdicts": sorted(CARD_VERDICTS[card.kind]),
     }
+    if card.status == CardStatus.PENDING and Verdict.ABANDON in CARD_VERDICTS[card.kind]:
+        # What abandoning its line would change, shown before she is asked to confirm it.
+        line = card.node or root_of(card.book)
+        below = [pk for pk in subtree_ids(line) if pk != line.pk]
+        staled = PlanNode.objects.filter(pk__in=below).exclude(lifecycle__in=[Lifecycle.ABANDONED, Lifecycle.PARKED])
+        described["previews"] = {
+            Verdict.ABANDON: {"node": line.intent, "is_root": line.is_root, "below": staled.count(), "cascade": impact}
+        }
+    if card.status == CardStatus.PENDING and Verdict.EXTEND in CARD_VERDICTS[card.kind]:
+        meta = LoopMeta.objects.filter(book_id=card.book_id).first()
+        if meta is not None:
+            described["bounds"] = {
+                "round": meta.round,
+                "round_cap": meta.round_cap,
+                "cost_spent": meta.cost_spent,
+                "cost_budget": meta.cost_budget,
+                "proposed": card.proposed_extension or {},
+            }
     if card.kind == "gate" and card.gate == "G1.5" and card.status == CardStatus.PENDING:
         # The author chooses among every open thrust; the one Sol named on the card is the recommendation.
         recommended = str((card.payload.get("thrust") or {}).get("id", ""))
@@ -214,6 +232,8 @@ def _approve(meta, card, node, decision) -> dict:
         slot.save()
         ratified.append({"slug": slot.slug, "version": slot.version})
     effect: dict = {"ratified": [r["slug"] for r in ratified], "versions": ratified, "from_gate": card.gate}
+    if card.payload.get("answers"):
+        effect["answers"] = card.payload["answers"]  # her steer or constraint, which this card answered
     if card.node_id:
         node.lifecycle = Lifecycle.RATIFIED
         node.save(update_fields=["lifecycle", "updated_at"])
@@ -307,7 +327,11 @@ def _ratify_charter(meta, card) -> dict:
 
 def _approve_with_constraint(meta, card, node, decision) -> dict:
     _record_constraint(meta, card, decision.constraint, "constraint")
-    queued = _queue_reruns(meta, card.artifacts, f"re-run under the constraint: {decision.constraint}")
+    reason = f"re-run under the constraint: {decision.constraint}"
+    queued = _queue_reruns(meta, card.artifacts, reason)
+    if not queued and card.kind == "gate" and card.gate == "G1.5":
+        # The G1.5 card covers no slot: the work it touches is the thrust candidates (the divergence lens's).
+        queued = _queue(meta, {"explore-options": [f"node:{node.pk}"]}, reason)
     return {"constraint_recorded": True, "reruns": queued, "gate_now": meta.gate}
 
 
@@ -317,7 +341,12 @@ def _redirect(meta, card, node, decision) -> dict:
     if node.lifecycle not in {Lifecycle.ABANDONED}:
         node.lifecycle = Lifecycle.CONVERGING
         node.save(update_fields=["lifecycle", "updated_at"])
-    return {"steer": decision.constraint, "node": str(node.pk), "lifecycle": node.lifecycle, "cascade": cascade}
+    effect = {"steer": decision.constraint, "node": str(node.pk), "lifecycle": node.lifecycle, "cascade": cascade}
+    if card.kind == "gate" and card.gate == "G1.5":
+        # Steered at G1.5: the thrusts are redrafted along the steer (the divergence lens re-runs), so the next
+        # card offers thrusts that answer it, not the same ones under new words.
+        effect["reruns"] = _queue(meta, {"explore-options": [f"node:{node.pk}"]}, f"redirect: {decision.constraint}")
+    return effect
 
 
 def _explore(meta, card, node, decision) -> dict:
@@ -446,4 +475,6 @@ GATE_HANDLER = SubjectHandler(
     present=present,
     choice_from_form=thrust_form,
     choices_shown=thrust_choices,
+    constraint_from_form=grant_form,
+    outcome=outcome,
 )
