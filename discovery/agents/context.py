@@ -71,20 +71,20 @@ def library_hits(access: BookAccess, text: str) -> dict:
     words it matched), merged, ranked by how many words a chunk matched, then by score.
 
     The book's genre is preferred: when the book has one (``genre_pack``, e.g. "cozy mystery" ->
-    mystery), each word is searched a second time among that genre's passages (so the general ones
-    cannot crowd them out of a word's results), and in the ranking a passage of the book's genre
-    counts one word more, a passage written for another genre one word less (general passages
-    neither); at equal weight the book's genre comes first, then general passages. A book without a
-    genre prefers the general passages. Each hit says whether it is of the book's genre.
+    mystery), each word is searched in the whole library, among the general passages and among that
+    genre's (so no group crowds another out of a word's ten results). In the ranking a passage of the
+    book's genre counts one word more, a passage written for another genre one word less (general
+    passages neither); at equal weight the book's genre comes first, then general passages. A book
+    without a genre prefers the general passages. Each hit says whether it is of the book's genre.
     """
     words = query_words(text)
     genres = genres_of(access.book.genre_pack)
     found: dict[str, dict] = {}
     mode = ""
     for word in words:
-        responses = [library_search(principal=access.principal, query=word, limit=10)]
-        responses += [
-            library_search(principal=access.principal, query=word, limit=10, applicability=genre) for genre in genres
+        responses = [
+            library_search(principal=access.principal, query=word, limit=10, applicability=kept)
+            for kept in (None, "general", *genres)
         ]
         for response in responses:
             mode = response.mode
