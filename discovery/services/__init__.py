@@ -25,7 +25,13 @@ from .dossiers import (
 )
 from .handoffs import handoff_create, handoff_return
 from .knowledge import ensure_knowledge_bases
-from .observations import observation_extract, observation_history, observation_resolve, observations_confirm_turn
+from .observations import (
+    observation_detail,
+    observation_extract,
+    observation_history,
+    observation_resolve,
+    observations_confirm_turn,
+)
 from .scratchpad import scratchpad_append
 from .sessions import discovery_start, question_set, thrust_propose, turn_add
 
@@ -56,6 +62,7 @@ __all__ = [
     "ensure_knowledge_bases",
     "handoff_create",
     "handoff_return",
+    "observation_detail",
     "observation_extract",
     "observation_history",
     "observation_resolve",
