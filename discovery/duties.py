@@ -21,7 +21,15 @@ from __future__ import annotations
 from pydantic import ValidationError as PydanticValidationError
 
 from novelgraph.core.auth import Principal
-from novelgraph.core.duties import CONTROLLER, SCHEME, ResourceKind, ToolSpec, register_resources, register_tools
+from novelgraph.core.duties import (
+    CONTROLLER,
+    SCHEME,
+    ResourceKind,
+    ToolSpec,
+    read_tool,
+    register_resources,
+    register_tools,
+)
 from novelgraph.core.errors import Invalid, NotFound
 
 from . import services
@@ -416,23 +424,8 @@ _READ = (Cap.DISCOVERY_READ,)
 _BOOK_READ = (Cap.BOOK_READ,)
 
 
-def _read(name, route, description, run, out, path=(), needs=_READ, payload=None, many=False) -> ToolSpec:
-    return ToolSpec(
-        name=name,
-        route=route,
-        description=description,
-        needs=needs,
-        run=run,
-        out=out,
-        payload=payload,
-        path=path,
-        read_only=True,
-        many=many,
-    )
-
-
 READS: tuple[ToolSpec, ...] = (
-    _read(
+    read_tool(
         "whoami",
         "GET /me",
         "Who your key is: its role, what the role may do and the books it may touch.",
@@ -440,7 +433,7 @@ READS: tuple[ToolSpec, ...] = (
         WhoAmI,
         needs=_BOOK_READ,
     ),
-    _read(
+    read_tool(
         "books_list",
         "GET /books",
         "The books your key may touch, by title, paged.",
@@ -449,7 +442,7 @@ READS: tuple[ToolSpec, ...] = (
         needs=_BOOK_READ,
         many=True,
     ),
-    _read(
+    read_tool(
         "book_read",
         "GET /books/{book_id}",
         "One book, with your role on it and what the role may do.",
@@ -458,7 +451,7 @@ READS: tuple[ToolSpec, ...] = (
         _BOOK,
         _BOOK_READ,
     ),
-    _read(
+    read_tool(
         "book_chapters",
         "GET /books/{book_id}/chapters",
         "The book's chapters, in order (Chapter 1 exists after the G3 hand-off), paged.",
@@ -468,7 +461,7 @@ READS: tuple[ToolSpec, ...] = (
         _BOOK_READ,
         many=True,
     ),
-    _read(
+    read_tool(
         "discovery_read",
         "GET /books/{book_id}/discovery",
         "The discovery view: sessions, turns, observations, thrusts, scratchpad, charters and knowledge bases "
@@ -477,7 +470,7 @@ READS: tuple[ToolSpec, ...] = (
         DiscoveryViewOut,
         _BOOK,
     ),
-    _read(
+    read_tool(
         "book_sessions",
         "GET /books/{book_id}/sessions",
         "The book's discovery sessions, oldest first, paged.",
@@ -486,7 +479,7 @@ READS: tuple[ToolSpec, ...] = (
         _BOOK,
         many=True,
     ),
-    _read(
+    read_tool(
         "book_turns",
         "GET /books/{book_id}/turns",
         "The book's turns across its sessions (session by session, by ordinal), paged.",
@@ -495,7 +488,7 @@ READS: tuple[ToolSpec, ...] = (
         _BOOK,
         many=True,
     ),
-    _read(
+    read_tool(
         "book_thrusts",
         "GET /books/{book_id}/thrusts",
         "The book's thrust candidates across its sessions, in creation order, paged.",
@@ -504,7 +497,7 @@ READS: tuple[ToolSpec, ...] = (
         _BOOK,
         many=True,
     ),
-    _read(
+    read_tool(
         "book_scratchpad",
         "GET /books/{book_id}/scratchpad",
         "The book's scratchpad across its sessions, in creation order, paged (filter by kind or role).",
@@ -517,7 +510,7 @@ READS: tuple[ToolSpec, ...] = (
         ScratchpadFilter,
         many=True,
     ),
-    _read(
+    read_tool(
         "book_observations",
         "GET /books/{book_id}/observations",
         "The book's observations across its sessions, oldest first, paged (status=working: the unresolved).",
@@ -527,7 +520,7 @@ READS: tuple[ToolSpec, ...] = (
         payload=ObservationFilter,
         many=True,
     ),
-    _read(
+    read_tool(
         "book_charters",
         "GET /books/{book_id}/charters",
         "The book's Story Charter versions, newest first, paged.",
@@ -536,7 +529,7 @@ READS: tuple[ToolSpec, ...] = (
         _BOOK,
         many=True,
     ),
-    _read(
+    read_tool(
         "canon_list",
         "GET /books/{book_id}/canon",
         "The approved claims of the canon bases your role may read, oldest first, paged (a dossier's rest).",
@@ -548,7 +541,7 @@ READS: tuple[ToolSpec, ...] = (
         _BOOK_READ,
         many=True,
     ),
-    _read(
+    read_tool(
         "author_constraints",
         "GET /books/{book_id}/author-constraints",
         "Every constraint the author recorded (the charter's, each approve-with-constraint and steer), with the "
@@ -559,7 +552,7 @@ READS: tuple[ToolSpec, ...] = (
         _BOOK_READ,
         many=True,
     ),
-    _read(
+    read_tool(
         "knowledge_bases",
         "GET /books/{book_id}/knowledge-bases",
         "The knowledge bases the book uses that your role may read, with their relation, paged.",
@@ -568,7 +561,7 @@ READS: tuple[ToolSpec, ...] = (
         _BOOK,
         many=True,
     ),
-    _read(
+    read_tool(
         "session_turns",
         "GET /sessions/{session_id}/turns",
         "The session's turns by ordinal, paged.",
@@ -577,7 +570,7 @@ READS: tuple[ToolSpec, ...] = (
         _SESSION,
         many=True,
     ),
-    _read(
+    read_tool(
         "session_observations",
         "GET /sessions/{session_id}/observations",
         "The session's observations in creation order, paged.",
@@ -586,7 +579,7 @@ READS: tuple[ToolSpec, ...] = (
         _SESSION,
         many=True,
     ),
-    _read(
+    read_tool(
         "session_thrusts",
         "GET /sessions/{session_id}/thrusts",
         "The session's thrust candidates in creation order, paged.",
@@ -595,7 +588,7 @@ READS: tuple[ToolSpec, ...] = (
         _SESSION,
         many=True,
     ),
-    _read(
+    read_tool(
         "session_scratchpad",
         "GET /sessions/{session_id}/scratchpad",
         "The session's scratchpad in creation order, paged (filter by kind or role).",
@@ -608,7 +601,7 @@ READS: tuple[ToolSpec, ...] = (
         ScratchpadFilter,
         many=True,
     ),
-    _read(
+    read_tool(
         "session_questions",
         "GET /sessions/{session_id}/questions",
         "Every question put to the author in the session, oldest first, paged.",
@@ -617,7 +610,7 @@ READS: tuple[ToolSpec, ...] = (
         _SESSION,
         many=True,
     ),
-    _read(
+    read_tool(
         "observation_read",
         "GET /observations/{observation_id}",
         "One observation, its current value and the first page of its history.",
@@ -625,7 +618,7 @@ READS: tuple[ToolSpec, ...] = (
         ObservationDetailOut,
         ("observation_id",),
     ),
-    _read(
+    read_tool(
         "observation_revisions",
         "GET /observations/{observation_id}/revisions",
         "An observation's history, oldest first, paged.",
@@ -634,7 +627,7 @@ READS: tuple[ToolSpec, ...] = (
         ("observation_id",),
         many=True,
     ),
-    _read(
+    read_tool(
         "claim_conflicts",
         "GET /books/{book_id}/claims/{claim_id}/conflicts",
         "The approved canon a proposed claim contradicts, both sides named, paged.",
@@ -644,7 +637,7 @@ READS: tuple[ToolSpec, ...] = (
         _BOOK_READ,
         many=True,
     ),
-    _read(
+    read_tool(
         "dossiers_list",
         "GET /books/{book_id}/dossiers",
         "Your role's dossiers of the book, newest first, paged.",
@@ -654,7 +647,7 @@ READS: tuple[ToolSpec, ...] = (
         _BOOK_READ,
         many=True,
     ),
-    _read(
+    read_tool(
         "dossier_read",
         "GET /dossiers/{dossier_id}",
         "One dossier snapshot of your role.",
@@ -663,7 +656,7 @@ READS: tuple[ToolSpec, ...] = (
         ("dossier_id",),
         _BOOK_READ,
     ),
-    _read(
+    read_tool(
         "codex_chapters",
         "GET /books/{book_id}/codex/chapters",
         "The codex's chapters (as of a chapter), paged.",
@@ -674,7 +667,7 @@ READS: tuple[ToolSpec, ...] = (
         AsOfFilter,
         many=True,
     ),
-    _read(
+    read_tool(
         "codex_claims",
         "GET /books/{book_id}/codex/claims",
         "The codex's claims (as of a chapter), paged.",
@@ -685,7 +678,7 @@ READS: tuple[ToolSpec, ...] = (
         AsOfFilter,
         many=True,
     ),
-    _read(
+    read_tool(
         "codex_withheld",
         "GET /books/{book_id}/codex/withheld",
         "What the codex withholds from your role (as of a chapter), paged.",
@@ -696,7 +689,7 @@ READS: tuple[ToolSpec, ...] = (
         AsOfFilter,
         many=True,
     ),
-    _read(
+    read_tool(
         "codex_findings",
         "GET /books/{book_id}/codex/findings",
         "The fair-play findings of the codex's reveals (as of a chapter), paged.",
@@ -707,7 +700,7 @@ READS: tuple[ToolSpec, ...] = (
         AsOfFilter,
         many=True,
     ),
-    _read(
+    read_tool(
         "claim_history",
         "GET /books/{book_id}/codex/claims/{claim_id}/history",
         "One claim's history: every version, its sources and each decision with its rationale.",
@@ -716,7 +709,7 @@ READS: tuple[ToolSpec, ...] = (
         ("book_id", "claim_id"),
         _BOOK_READ,
     ),
-    _read(
+    read_tool(
         "claim_versions",
         "GET /books/{book_id}/codex/claims/{claim_id}/versions",
         "Every version of a claim, oldest first, paged.",
@@ -726,7 +719,7 @@ READS: tuple[ToolSpec, ...] = (
         _BOOK_READ,
         many=True,
     ),
-    _read(
+    read_tool(
         "claim_decisions",
         "GET /books/{book_id}/codex/claims/{claim_id}/decisions",
         "Every decision naming a version of a claim, oldest first, paged.",
@@ -736,7 +729,7 @@ READS: tuple[ToolSpec, ...] = (
         _BOOK_READ,
         many=True,
     ),
-    _read(
+    read_tool(
         "handoff_read",
         "GET /handoffs/{handoff_id}",
         "One handoff and its result.",
@@ -744,7 +737,7 @@ READS: tuple[ToolSpec, ...] = (
         HandoffOut,
         ("handoff_id",),
     ),
-    _read(
+    read_tool(
         "handoff_result_entries",
         "GET /handoffs/{handoff_id}/result-entries",
         "The entries a handoff's result wrote, in order, paged.",
