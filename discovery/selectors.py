@@ -17,7 +17,7 @@ from novelgraph.core.errors import NotFound
 from novelgraph.core.pagination import page_at, rest_link
 from novelgraph.core.words import label_of
 
-from .access import BookAccess, Cap
+from .access import BookAccess, Cap, first_visible_book_ids, principal_capabilities
 from .models import (
     Book,
     Chapter,
@@ -763,3 +763,35 @@ def observations_waiting(books, user, limit: int) -> dict:
             }
         )
     return {"key": "observations", "title": "Observations to confirm", "items": items, "total": total}
+def whoami(principal) -> dict:
+    """Who the caller is and what its role may do (``GET /me`` and the ``whoami`` tool)."""
+    ids, more = first_visible_book_ids(principal)
+    return {
+        "username": principal.user.get_username(),
+        "role": principal.key_role,
+        "capabilities": sorted(c.value for c in principal_capabilities(principal)),
+        # A page of ids, in the order of ``GET /books``; the rest is that paged route (``next``).
+        "book_ids": [str(pk) for pk in ids],
+        "next": {"book_ids": rest_link("books") if more else None},
+    }
+
+
+def discovery_view_out(access: BookAccess) -> dict:
+    """The discovery view with a link per collection to the book's own paged route for the rest (across its
+    sessions, in the view's order): ``GET /books/{id}/discovery`` and the ``discovery_read`` tool."""
+    view = discovery_view(access)
+    limit = view["limit"]
+    book_id = access.book.pk
+    routes = {
+        "sessions": f"books/{book_id}/sessions",
+        "turns": f"books/{book_id}/turns",
+        "observations": f"books/{book_id}/observations",
+        "thrusts": f"books/{book_id}/thrusts",
+        "scratchpad": f"books/{book_id}/scratchpad",
+        "charters": f"books/{book_id}/charters",
+        "knowledge_bases": f"books/{book_id}/knowledge-bases",
+    }
+    view["next"] = {
+        name: rest_link(route, page=limit) if view["more"][name] else None for name, route in routes.items()
+    }
+    return view

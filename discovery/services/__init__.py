@@ -36,6 +36,7 @@ from .dossiers import (
 from .handoffs import handoff_create, handoff_return
 from .knowledge import ensure_knowledge_bases
 from .observations import (
+    observation_detail,
     observation_extract,
     observation_history,
     observation_resolve,
@@ -76,6 +77,7 @@ __all__ = [
     "ensure_knowledge_bases",
     "handoff_create",
     "handoff_return",
+    "observation_detail",
     "observation_extract",
     "observation_history",
     "observation_resolve",

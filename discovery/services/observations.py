@@ -10,11 +10,12 @@ from django.db import transaction
 from django.db.models import Max
 
 from novelgraph.core.errors import Conflict, Invalid
+from novelgraph.core.pagination import rest_link
 
 from ..access import BookAccess, Cap
 from ..models import Observation, ObservationAction, ObservationRevision, ObservationStatus, Provenance
 from ..schemas import ObservationResolveIn, TurnIn
-from ..selectors import OPEN_SESSION_STATUSES
+from ..selectors import OPEN_SESSION_STATUSES, VIEW_PAGE, bounded, observation_rows
 from ..signals import person_acted
 from .sessions import turn_add
 
@@ -92,6 +93,15 @@ REVISION_COLUMNS = (
 def observation_history(observation: Observation):
     """The observation's revisions, oldest first, as rows (a queryset: a response slices a page of it in SQL)."""
     return ObservationRevision.objects.filter(observation=observation).order_by("sequence").values(*REVISION_COLUMNS)
+
+
+def observation_detail(observation: Observation) -> dict:
+    """The observation with the first page of its history; ``next.revisions`` pages the rest (the REST
+    route's and the MCP tool's answer)."""
+    row = observation_rows(Observation.objects.filter(pk=observation.pk))[0]
+    revisions, more = bounded(observation_history(observation), VIEW_PAGE)
+    link = rest_link(f"observations/{observation.pk}/revisions")
+    return {**row, "revisions": revisions, "next": {"revisions": link if more else None}}
 
 
 def observation_extract(*, access: BookAccess, turn, payload) -> Observation:
