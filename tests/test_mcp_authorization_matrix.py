@@ -314,7 +314,10 @@ def written(tool: str, body: dict, role: str, ids: dict) -> None:
         assert (str(dossier.book_id), dossier.agent_role) == (book, role)
         assert body["content"]["capabilities"] == sorted(c.value for c in capabilities_of(role))
     elif tool == "library_search":
-        assert body["results"] and all("fair" in r["content"].lower() for r in body["results"])
+        # A hit holds the word in its text or is filed under it (the curated shelves' topics: "fair play").
+        assert body["results"] and all(
+            "fair" in (r["content"] + " ".join(r.get("topics") or [])).lower() for r in body["results"]
+        )
     elif tool == "scratchpad_append":
         entry = ScratchpadEntry.objects.get(pk=body["id"])
         assert (entry.agent_role, entry.content, str(entry.session_id)) == (

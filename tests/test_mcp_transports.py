@@ -66,6 +66,7 @@ EVERY_ROLE_TOOLS = {
     "loop_artifacts",
     "loop_reviews",
     "loop_lint",
+    "loop_missing",
 }
 # Issue 27: a read tool for each GET route an agent may call (every role reads them on its own books).
 READ_TOOLS = {
