@@ -12,7 +12,7 @@ from novelgraph.core.auth import Principal
 from novelgraph.core.duties import SCHEME, ResourceKind, ToolSpec, register_resources, register_tools
 
 from . import services as library
-from .schemas import ChunkOut, ResearchIn, ResearchOut, SearchOut, SearchParams, SourceOut
+from .schemas import ChunkOut, ResearchFromUrlIn, ResearchIn, ResearchOut, SearchOut, SearchParams, SourceOut
 from .selectors import chunk_get
 
 
@@ -41,6 +41,10 @@ def research_propose(principal: Principal, args, payload: ResearchIn):
     return library.research_propose(access=book_access(principal, args.book_id), payload=payload)
 
 
+def research_propose_from_url(principal: Principal, args, payload: ResearchFromUrlIn):
+    return library.research_propose_from_url(access=book_access(principal, args.book_id), payload=payload)
+
+
 TOOL = ToolSpec(
         name="library_search",
         route="GET /library/search",
@@ -65,6 +69,19 @@ RESEARCH = ToolSpec(
     path=("book_id",),
 )
 
+RESEARCH_FROM_URL = ToolSpec(
+    name="research_propose_from_url",
+    route="POST /books/{book_id}/research/from-url",
+    description="Propose research from a public web page: the server fetches the URL (http/https, public "
+    "addresses only), extracts its title and main text and stores the snapshot with its hash. Give the claim the "
+    "page supports; it waits, pending, for the author to admit or reject it.",
+    needs=(Cap.DISCOVERY_WRITE, Cap.SCRATCHPAD_WRITE),
+    run=research_propose_from_url,
+    out=ResearchOut,
+    payload=ResearchFromUrlIn,
+    path=("book_id",),
+)
+
 CHUNK = ResourceKind(
     name="chunk",
     template=f"{SCHEME}://chunks/{{chunk_id}}",
@@ -75,5 +92,5 @@ CHUNK = ResourceKind(
 
 
 def register() -> None:
-    register_tools(TOOL, RESEARCH)
+    register_tools(TOOL, RESEARCH, RESEARCH_FROM_URL)
     register_resources(CHUNK)
