@@ -118,3 +118,29 @@ def test_an_editor_may_not_propose_and_no_request_leaves(editor_api, book, resea
 
     assert response.status_code == 403
     assert len(research_site.hosts_seen) == before
+
+
+# --- The browser form ----------------------------------------------------------------------------------
+
+
+def test_the_research_page_form_collects_a_page_and_shows_a_refusal_inline(client, author, book, research_site):
+    client.force_login(author)
+    page = client.get(f"/books/{book.pk}/research/")
+    assert b"Propose research from a URL" in page.content
+
+    refused = client.post(f"/books/{book.pk}/research/from-url/", {"url": "http://169.254.169.254/", "claim": CLAIM})
+    assert refused.status_code == 422
+    assert b"link-local address" in refused.content and b'value="http://169.254.169.254/"' in refused.content
+    assert not ResearchItem.objects.filter(book=book).exists()
+
+    made = client.post(f"/books/{book.pk}/research/from-url/", {"url": f"{research_site.base}/page", "claim": CLAIM})
+    assert made.status_code == 302
+    item = ResearchItem.objects.get(book=book)
+    assert item.title == ARTICLE_TITLE and item.status == "pending"
+    listed = client.get(f"/books/{book.pk}/research/")
+    assert ARTICLE_TITLE.encode() in listed.content and b"Waiting for admission" in listed.content
+
+
+def test_the_form_is_not_offered_to_an_editor(client, editor, book):
+    client.force_login(editor)
+    assert b"Propose research from a URL" not in client.get(f"/books/{book.pk}/research/").content
