@@ -18,6 +18,9 @@ class DiscoveryConfig(AppConfig):
         from approvals.canon_record import register_canon_kind
         from approvals.subjects import register_subject_handler
         from novelgraph.core.db import guard_tables_after_migrate, register_append_only
+        from novelgraph.core.signals import book_event
+
+        from . import webhooks
 
         from . import duties
         from .services.charters import CHARTER_CANON, CHARTER_HANDLER
@@ -32,6 +35,8 @@ class DiscoveryConfig(AppConfig):
         register_canon_kind(CLAIM_CANON)
         # What agents may do and read through MCP (the roof's server reads the kernel's registry).
         duties.register()
+        # A book's events are posted to its webhook (background work, signed).
+        book_event.connect(webhooks.on_book_event, dispatch_uid="discovery_webhooks")
         # The scratchpad and dossier snapshots refuse UPDATE and DELETE; after every migrate and
         # flush (tests) the guards and the shared literary base are back.
         register_append_only(*APPEND_ONLY)

@@ -691,3 +691,17 @@ def codex_capped(access: BookAccess, as_of_chapter: int | None) -> dict:
         view[key] = view[key][:VIEW_PAGE]
     view["fair_play"] = {**view["fair_play"], "findings": view["fair_play"]["findings"][:VIEW_PAGE]}
     return view
+
+
+def webhook_of(book):
+    """The book's webhook (None when its author registered none)."""
+    from .models import WebhookEndpoint
+
+    return WebhookEndpoint.objects.filter(book=book).first()
+
+
+def webhook_deliveries(endpoint, *, limit: int = 100) -> list:
+    """The delivery log: the latest attempts first (every attempt is a row)."""
+    if endpoint is None:
+        return []
+    return list(endpoint.deliveries.order_by("-created_at", "-attempt")[:limit])

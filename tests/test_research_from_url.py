@@ -56,7 +56,10 @@ def test_a_plain_text_page_and_a_redirect_within_the_limit_are_collected(luna_ap
 @pytest.fixture
 def private_name(settings, research_site):
     """A name whose DNS (the resolver seam) answers a private address."""
-    settings.NOVELGRAPH_RESOLVER_HOSTS = {"intranet.example.com": ["10.1.2.3"], "mapped.example.com": ["::ffff:10.0.0.1"]}
+    settings.NOVELGRAPH_RESOLVER_HOSTS = {
+        "intranet.example.com": ["10.1.2.3"],
+        "mapped.example.com": ["::ffff:10.0.0.1"],
+    }
     return "intranet.example.com"
 
 
@@ -89,7 +92,9 @@ def test_a_refused_address_is_a_422_naming_the_url_field_and_the_reason(author_a
     assert not ResearchItem.objects.filter(book=book).exists()
 
 
-@pytest.mark.parametrize("to", ["http://10.0.0.1/", "http://intranet.example.com/x", "http://127.0.0.1/", "file:///etc/passwd"])
+@pytest.mark.parametrize(
+    "to", ["http://10.0.0.1/", "http://intranet.example.com/x", "http://127.0.0.1/", "file:///etc/passwd"]
+)
 def test_a_redirect_to_a_refused_address_is_refused(author_api, book, private_name, research_site, to):
     response = propose(author_api, book, f"{research_site.base}/redirect?to={to}")
 
