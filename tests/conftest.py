@@ -182,5 +182,6 @@ def research_site(settings):
     local = site()
     local.received.clear()
     local.hook_status = 200
+    local.hook_failures = 0
     settings.NOVELGRAPH_RESEARCH_ALLOWED_HOSTS = [local.allow_entry]
     return local

@@ -6,7 +6,7 @@ other local address, port 80 of 127.0.0.1 included, is still refused.
 
 Pages: ``/page`` (an article), ``/plain`` (text/plain), ``/image`` (image/png), ``/big`` (over the size cap),
 ``/redirect?to=<url>`` (a 302 to ``to``), ``/hops/<n>`` (n redirects in a row). ``/hook`` receives posts and
-keeps them in ``received`` (status from ``hook_status``, 200 by default).
+keeps them in ``received`` (the first ``hook_failures`` posts get 503, then ``hook_status``, 200 by default).
 """
 
 from __future__ import annotations
@@ -68,7 +68,11 @@ class _Handler(BaseHTTPRequestHandler):
         body = self.rfile.read(length)
         site = self.server
         site.received.append({"path": self.path, "headers": dict(self.headers.items()), "body": body})
-        self._send(site.hook_status, b"ok", "text/plain")
+        if site.hook_failures > 0:  # fail the next n posts, then answer hook_status
+            site.hook_failures -= 1
+            self._send(503, b"busy", "text/plain")
+        else:
+            self._send(site.hook_status, b"ok", "text/plain")
 
 
 class _Site(ThreadingHTTPServer):
@@ -79,6 +83,7 @@ class _Site(ThreadingHTTPServer):
         self.received: list[dict] = []
         self.hosts_seen: list[str] = []
         self.hook_status = 200
+        self.hook_failures = 0
 
     @property
     def base(self) -> str:
