@@ -20,9 +20,7 @@ class DiscoveryConfig(AppConfig):
         from novelgraph.core.db import guard_tables_after_migrate, register_append_only
         from novelgraph.core.signals import book_event
 
-        from . import webhooks
-
-        from . import duties
+        from . import duties, webhooks
         from .services.charters import CHARTER_CANON, CHARTER_HANDLER
         from .services.knowledge import ensure_literary_base_after_migrate
         from .services.subjects import CLAIM_CANON, CLAIM_HANDLER

@@ -369,6 +369,8 @@ API_EXPECTED: dict[str, tuple[int, ...]] = {
     "GET /library/sources/{source_id}/chunks": (401, 401, 200, 200, 200, 200, 200, 200, 200, 200, 200, 200, 200),
     "POST /library/sources/{source_id}/chunks": (401, 401, 201, 201, 201, 403, 403, 403, 403, 403, 403, 201, 201),
     "POST /books/{book_id}/research": (401, 401, 404, 404, 404, 404, 404, 404, 201, 201, 201, 403, 201),
+    "PUT /books/{book_id}/webhook": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 200),
+    "GET /books/{book_id}/webhook": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 404),
     "POST /books/{book_id}/research/from-url": (401, 401, 404, 404, 404, 404, 404, 404, 201, 201, 201, 403, 201),
     "GET /books/{book_id}/research": (401, 401, 404, 404, 404, 404, 404, 404, 200, 200, 200, 200, 200),
     "POST /research/{research_id}/admit": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 200),
@@ -405,6 +407,7 @@ PAGE_EXPECTED: dict[str, tuple[int, ...]] = {
     "/books/<uuid:book_id>/research/": (302, 404, 404, 200, 200),
     "/books/<uuid:book_id>/research/<uuid:item_id>/decide/": (302, 405, 405, 405, 405),
     "/books/<uuid:book_id>/research/from-url/": (302, 405, 405, 405, 405),
+    "/books/<uuid:book_id>/webhook/": (302, 404, 404, 403, 200),
     "/books/<uuid:book_id>/loop/": (302, 404, 404, 200, 200),
     "/books/<uuid:book_id>/agents/": (302, 404, 404, 200, 200),
     "/books/<uuid:book_id>/agents/start/": (302, 405, 405, 405, 405),
@@ -602,6 +605,8 @@ PAGE_POSTS: dict[str, dict] = {
     "/books/<uuid:book_id>/research/<uuid:item_id>/decide/": {"verdict": "approve", "rationale": "A primary source."},
     # A private address: the author's request is refused by the address guard (422), nothing is fetched or written.
     "/books/<uuid:book_id>/research/from-url/": {"url": "http://10.0.0.1/", "claim": "Keepers logged it."},
+    # A private address: the author's webhook is refused by the address guard (422), nothing is written.
+    "/books/<uuid:book_id>/webhook/": {"url": "http://10.0.0.1/hook"},
     "/books/<uuid:book_id>/people/<int:user_id>/remove/": {},
     # A candidate id the scene does not have: the author's pick is refused as not found, nothing changes.
     "/books/<uuid:book_id>/loop/nodes/<uuid:node_id>/pick/": {
@@ -616,6 +621,7 @@ PAGE_POST_EXPECTED: dict[str, tuple[int, ...]] = {
     "/keys/<uuid:key_id>/revoke/": (302, 404, 404, 404, 302),
     "/books/<uuid:book_id>/research/<uuid:item_id>/decide/": (302, 404, 404, 403, 302),
     "/books/<uuid:book_id>/research/from-url/": (302, 404, 404, 403, 422),
+    "/books/<uuid:book_id>/webhook/": (302, 404, 404, 403, 422),
     "/books/<uuid:book_id>/discovery/start/": (302, 404, 404, 403, 302),
     "/books/<uuid:book_id>/turns/": (302, 404, 404, 302, 302),
     "/books/<uuid:book_id>/observations/<uuid:observation_id>/": (302, 404, 404, 403, 302),

@@ -129,3 +129,25 @@ def test_only_the_author_registers_or_reads_the_webhook(author_api, sol_api, edi
     for api in (sol_api, editor_api):
         assert register(api, book, f"{research_site.base}/other").status_code == 403
         assert api.get(f"/books/{book.pk}/webhook").status_code == 403
+
+
+# --- The page ------------------------------------------------------------------------------------
+
+
+def test_the_author_registers_on_the_page_and_reads_the_log(
+    client, author, book, settings, research_site, django_capture_on_commit_callbacks, author_api
+):
+    settings.NOVELGRAPH_WEBHOOK_BACKOFF = 0
+    client.force_login(author)
+    assert b"webhook" in client.get(f"/books/{book.pk}/agents/").content.lower()
+    refused = client.post(f"/books/{book.pk}/webhook/", {"url": "http://169.254.169.254/"})
+    assert refused.status_code == 422 and b"link-local address" in refused.content
+
+    assert client.post(f"/books/{book.pk}/webhook/", {"url": f"{research_site.base}/hook"}).status_code == 302
+    research_site.hook_failures = 1
+    a_decision_waits(author_api, book, django_capture_on_commit_callbacks)
+    work_off_queue()
+
+    page = client.get(f"/books/{book.pk}/webhook/").content.decode()
+    assert page.count('class="delivery"') == 2
+    assert "A decision waits" in page and "Delivered" in page and "Failed: the receiver answered 503" in page
