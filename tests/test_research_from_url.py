@@ -149,3 +149,19 @@ def test_the_research_page_form_collects_a_page_and_shows_a_refusal_inline(clien
 def test_the_form_is_not_offered_to_an_editor(client, editor, book):
     client.force_login(editor)
     assert b"Propose research from a URL" not in client.get(f"/books/{book.pk}/research/").content
+
+
+def test_the_socket_goes_to_the_checked_address_with_the_name_in_the_host_header(
+    author_api, book, settings, research_site
+):
+    """A name resolved once (the resolver seam maps it to the site's address): the connection is made to that
+    address, and the page is asked for by its name."""
+    port = research_site.server_address[1]
+    settings.NOVELGRAPH_RESOLVER_HOSTS = {"harbour.test": ["127.0.0.1"]}
+    settings.NOVELGRAPH_RESEARCH_ALLOWED_HOSTS = [f"harbour.test:{port}"]
+
+    response = propose(author_api, book, f"http://harbour.test:{port}/page")
+
+    assert response.status_code == 201, response.content
+    assert research_site.hosts_seen[-1] == f"harbour.test:{port}"
+    assert response.json()["url"] == f"http://harbour.test:{port}/page"
