@@ -31,6 +31,7 @@ from .models import (
     StoryCharter,
     ThrustCandidate,
     Turn,
+    WebhookEndpoint,
 )
 from .story_rules import STORY_COLUMNS, as_of, conflicts_with, effective_until, fair_play, visibility
 
@@ -695,8 +696,6 @@ def codex_capped(access: BookAccess, as_of_chapter: int | None) -> dict:
 
 def webhook_of(book):
     """The book's webhook (None when its author registered none)."""
-    from .models import WebhookEndpoint
-
     return WebhookEndpoint.objects.filter(book=book).first()
 
 

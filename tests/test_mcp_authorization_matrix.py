@@ -353,7 +353,8 @@ def written(tool: str, body: dict, role: str, ids: dict) -> None:
         assert (item.proposed_by, item.status, item.title) == (role, "pending", f"{role}: lighthouse keeping")
     elif tool == "research_propose_from_url":
         item = ResearchItem.objects.get(pk=body["id"])
-        assert (item.proposed_by, item.status, item.claim) == (role, "pending", f"{role}: keepers logged every lighting.")
+        claim = f"{role}: keepers logged every lighting."
+        assert (item.proposed_by, item.status, item.claim) == (role, "pending", claim)
         assert item.title == "The Lamp Keepers of Vell" and item.source_sha256
     elif tool == "loop_candidate_add":
         candidate = Candidate.objects.get(pk=body["id"])
