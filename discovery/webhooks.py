@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import logging
 import secrets
 import time
 import uuid
@@ -33,6 +34,8 @@ from discovery.models import WebhookDelivery, WebhookEndpoint
 from novelgraph.core import fetch
 from novelgraph.core.errors import DomainError, Invalid
 from novelgraph.core.signals import BOOK_EVENT_KINDS
+
+logger = logging.getLogger(__name__)
 
 MAX_ATTEMPTS = 5
 TIMEOUT = 5.0
@@ -82,10 +85,12 @@ def on_book_event(*, book, kind: str, payload: dict, **_signal) -> None:
     """The receiver of ``book_event`` (sent after commit): queue one delivery for the book's webhook."""
     if kind not in BOOK_EVENT_KINDS:
         return
-    endpoint = WebhookEndpoint.objects.filter(book_id=book.pk, active=True).first()
-    if endpoint is None:
-        return
-    deliver_webhook.enqueue(str(endpoint.pk), str(uuid.uuid4()), kind, payload, 1)
+    try:
+        endpoint = WebhookEndpoint.objects.filter(book_id=book.pk, active=True).first()
+        if endpoint is not None:
+            deliver_webhook.enqueue(str(endpoint.pk), str(uuid.uuid4()), kind, payload, 1)
+    except Exception:  # the change it reports has committed: a webhook never fails it
+        logger.exception("book %s: the %s webhook delivery could not be queued", book.pk, kind)
 
 
 def _backoff(attempt: int) -> timedelta:
