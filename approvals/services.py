@@ -24,6 +24,7 @@ from novelgraph.core.db import lock_row
 from novelgraph.core.errors import Conflict, Invalid, NotFound
 from novelgraph.core.pagination import rest_link
 from novelgraph.core.schemas import replace_invalid_text
+from novelgraph.core.signals import book_event
 
 from .anchor import anchor_after_commit
 from .canon_record import APPROVING, canon_record
@@ -186,7 +187,20 @@ def approval_request(
     )
     approval.subject_digest = handler.digest(approval)
     approval.save()
+    _announce(book, "decision-waiting", approval)
     return approval
+
+
+def _announce(book: Book, kind: str, approval: Approval) -> None:
+    """``book_event`` once the approval's transaction commits (the webhooks and notifications listen)."""
+    payload = {
+        "approval_id": str(approval.pk),
+        "kind": approval.kind,
+        "summary": approval.summary,
+        "status": approval.status,
+        "verdict": approval.verdict or "",
+    }
+    transaction.on_commit(lambda: book_event.send(sender=Approval, book=book, kind=kind, payload=payload))
 
 
 def approval_decide(
@@ -278,6 +292,7 @@ def approval_decide(
                 detail=detail,
                 approval=approval,
             )
+            _announce(access.book, "decision-made", approval)
     if lapsed:
         raise Conflict(
             "the proposal changed after approval was requested; this approval is superseded",

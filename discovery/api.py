@@ -11,6 +11,7 @@ from ninja.pagination import paginate
 from ninja.responses import Status
 
 from novelgraph.core.auth import principal_of
+from novelgraph.core.errors import NotFound
 from novelgraph.core.schemas import ERRORS
 
 from . import services
@@ -77,6 +78,8 @@ from .schemas import (
     ViewBase,
     ViewCharter,
     ViewTurn,
+    WebhookIn,
+    WebhookOut,
     WhoAmI,
     handoff_out,
     turn_out,
@@ -103,8 +106,11 @@ from .selectors import (
     session_thrusts,
     session_turns,
     turn_get,
+    webhook_deliveries,
+    webhook_of,
 )
 from .selectors import whoami as whoami_of
+from .webhooks import webhook_set
 
 router = Router(tags=["discovery"])
 
@@ -754,3 +760,33 @@ def book_search(request: HttpRequest, book_id: uuid.UUID, params: Query[RecordSe
     """Any word of ``q``, ranked, over what the role may read of the book; the rest is named in ``withheld``."""
     access = book_access(principal_of(request), book_id, Cap.BOOK_READ)
     return book_record_search(access, params.q, limit=params.limit).as_dict()
+
+
+# --- The book's webhook -------------------------------------------------------------------------
+
+
+def _webhook_out(endpoint) -> dict:
+    return {
+        "url": endpoint.url,
+        "secret": endpoint.secret,
+        "active": endpoint.active,
+        "deliveries": webhook_deliveries(endpoint),
+    }
+
+
+@router.put("/books/{book_id}/webhook", response={200: WebhookOut, **ERRORS}, summary="Register the book's webhook")
+def webhook_put(request: HttpRequest, book_id: uuid.UUID, payload: WebhookIn):
+    """The author registers where the book's events are posted (signed with the secret this answers)."""
+    access = book_access(principal_of(request), book_id, Cap.BOOK_READ)
+    return _webhook_out(webhook_set(access=access, url=payload.url))
+
+
+@router.get("/books/{book_id}/webhook", response={200: WebhookOut, **ERRORS}, summary="The book's webhook and its log")
+def webhook_get(request: HttpRequest, book_id: uuid.UUID):
+    """The webhook and its delivery log (every attempt, latest first); only the author sees it (a 404 when none)."""
+    access = book_access(principal_of(request), book_id, Cap.BOOK_READ)
+    access.require_author()
+    endpoint = webhook_of(access.book)
+    if endpoint is None:
+        raise NotFound("this book has no webhook", code="no_webhook")
+    return _webhook_out(endpoint)

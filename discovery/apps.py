@@ -19,8 +19,9 @@ class DiscoveryConfig(AppConfig):
         from approvals.subjects import register_subject_handler
         from approvals.waiting import register_waiting
         from novelgraph.core.db import guard_tables_after_migrate, register_append_only
+        from novelgraph.core.signals import book_event
 
-        from . import duties
+        from . import duties, webhooks
         from .selectors import observations_waiting
         from .services.charters import CHARTER_CANON, CHARTER_HANDLER
         from .services.knowledge import ensure_literary_base_after_migrate
@@ -36,6 +37,8 @@ class DiscoveryConfig(AppConfig):
         register_waiting(observations_waiting)
         # What agents may do and read through MCP (the roof's server reads the kernel's registry).
         duties.register()
+        # A book's events are posted to its webhook (background work, signed).
+        book_event.connect(webhooks.on_book_event, dispatch_uid="discovery_webhooks")
         # The scratchpad and dossier snapshots refuse UPDATE and DELETE; after every migrate and
         # flush (tests) the guards and the shared literary base are back.
         register_append_only(*APPEND_ONLY)

@@ -658,3 +658,28 @@ class Handoff(TimeStampedModel):
 
     def __str__(self) -> str:
         return f"{self.from_role} → {self.to_role}: {self.decision[:60]}"
+
+
+class WebhookEndpoint(TimeStampedModel):
+    """Where a book's events are posted (discovery.webhooks): one URL per book, signed with its secret."""
+
+    book = models.OneToOneField(Book, on_delete=models.CASCADE, related_name="webhook")
+    url = models.URLField(max_length=2000)
+    secret = models.CharField(max_length=64)
+    active = models.BooleanField(default=True)
+
+
+class WebhookDelivery(TimeStampedModel):
+    """One attempt to post one event: the delivery log shows every row (a retry is a new row, same event)."""
+
+    endpoint = models.ForeignKey(WebhookEndpoint, on_delete=models.CASCADE, related_name="deliveries")
+    event_id = models.UUIDField(db_index=True)
+    kind = models.CharField(max_length=40)
+    attempt = models.PositiveSmallIntegerField()
+    status_code = models.PositiveSmallIntegerField(null=True, blank=True)
+    error = models.CharField(max_length=300, blank=True)
+    delivered = models.BooleanField(default=False)
+    retry_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]

@@ -33,6 +33,7 @@ from .models import (
     ThrustCandidate,
     ThrustCandidateKind,
     Turn,
+    WebhookEndpoint,
 )
 from .selectors import VIEW_PAGE, bounded, dossier_capped
 
@@ -887,3 +888,28 @@ def turn_out(turn) -> dict:
         "created_at": turn.created_at,
         "observations": list(turn.observations.order_by("created_at")),
     }
+
+
+class WebhookIn(Schema):
+    """The address a book's events are posted to (it must pass the address guards of novelgraph.core.fetch)."""
+
+    url: Text(limit(WebhookEndpoint, "url"))
+
+
+class WebhookDeliveryOut(Schema):
+    id: uuid.UUID
+    event_id: uuid.UUID
+    kind: str
+    attempt: int
+    status_code: int | None
+    error: str
+    delivered: bool
+    retry_at: datetime | None
+    created_at: datetime
+
+
+class WebhookOut(Schema):
+    url: str
+    secret: str
+    active: bool
+    deliveries: list[WebhookDeliveryOut]

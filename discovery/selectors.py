@@ -29,12 +29,13 @@ from .models import (
     KnowledgeLink,
     Observation,
     ObservationRevision,
-    RevealKind,
     ObservationStatus,
+    RevealKind,
     ScratchpadEntry,
     StoryCharter,
     ThrustCandidate,
     Turn,
+    WebhookEndpoint,
 )
 from .story_rules import STORY_COLUMNS, as_of, conflicts_with, effective_until, fair_play, visibility
 
@@ -795,3 +796,15 @@ def discovery_view_out(access: BookAccess) -> dict:
         name: rest_link(route, page=limit) if view["more"][name] else None for name, route in routes.items()
     }
     return view
+
+
+def webhook_of(book):
+    """The book's webhook (None when its author registered none)."""
+    return WebhookEndpoint.objects.filter(book=book).first()
+
+
+def webhook_deliveries(endpoint, *, limit: int = 100) -> list:
+    """The delivery log: the latest attempts first (every attempt is a row)."""
+    if endpoint is None:
+        return []
+    return list(endpoint.deliveries.order_by("-created_at", "-attempt")[:limit])

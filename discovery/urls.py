@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import views
+from . import views, webhook_views
 
 app_name = "discovery"
 urlpatterns = [
@@ -12,6 +12,7 @@ urlpatterns = [
     path("books/<uuid:book_id>/charters/new/", views.charter_new, name="charter_new"),
     path("books/<uuid:book_id>/charters/compare/", views.charter_compare, name="charter_compare"),
     path("books/<uuid:book_id>/people/", views.book_people, name="people"),
+    path("books/<uuid:book_id>/webhook/", webhook_views.webhook, name="webhook"),
     path("books/<uuid:book_id>/people/<int:user_id>/remove/", views.book_editor_remove, name="editor_remove"),
     path("books/<uuid:book_id>/discovery/start/", views.discovery_start, name="discovery_start"),
     path("books/<uuid:book_id>/scratchpad/", views.scratchpad, name="scratchpad"),

@@ -15,6 +15,7 @@ from .schemas import (
     ChunkIn,
     ChunkOut,
     DecisionIn,
+    ResearchFromUrlIn,
     ResearchIn,
     ResearchOut,
     SearchOut,
@@ -97,6 +98,16 @@ def chunk_add(request: HttpRequest, source_id: uuid.UUID, payload: ChunkIn):
 def research_propose(request: HttpRequest, book_id: uuid.UUID, payload: ResearchIn):
     access = book_access(principal_of(request), book_id)
     return Status(201, services.research_propose(access=access, payload=payload))
+
+
+@router.post(
+    "/books/{book_id}/research/from-url",
+    response={201: ResearchOut, **ERRORS},
+    summary="Propose research from a URL the server fetches (pending)",
+)
+def research_propose_from_url(request: HttpRequest, book_id: uuid.UUID, payload: ResearchFromUrlIn):
+    access = book_access(principal_of(request), book_id)
+    return Status(201, services.research_propose_from_url(access=access, payload=payload))
 
 
 @router.get("/books/{book_id}/research", response={200: list[ResearchOut], **ERRORS}, summary="A book's research")

@@ -15,6 +15,7 @@ from . import selectors
 from . import services as library
 from .schemas import (
     ChunkOut,
+    ResearchFromUrlIn,
     ResearchIn,
     ResearchOut,
     SearchOut,
@@ -51,6 +52,10 @@ def research_propose(principal: Principal, args, payload: ResearchIn):
     return library.research_propose(access=book_access(principal, args.book_id), payload=payload)
 
 
+def research_propose_from_url(principal: Principal, args, payload: ResearchFromUrlIn):
+    return library.research_propose_from_url(access=book_access(principal, args.book_id), payload=payload)
+
+
 TOOL = ToolSpec(
     name="library_search",
     route="GET /library/search",
@@ -72,6 +77,19 @@ RESEARCH = ToolSpec(
     run=research_propose,
     out=ResearchOut,
     payload=ResearchIn,
+    path=("book_id",),
+)
+
+RESEARCH_FROM_URL = ToolSpec(
+    name="research_propose_from_url",
+    route="POST /books/{book_id}/research/from-url",
+    description="Propose research from a public web page: the server fetches the URL (http/https, public "
+    "addresses only), extracts its title and main text and stores the snapshot with its hash. Give the claim the "
+    "page supports; it waits, pending, for the author to admit or reject it.",
+    needs=(Cap.DISCOVERY_WRITE, Cap.SCRATCHPAD_WRITE),
+    run=research_propose_from_url,
+    out=ResearchOut,
+    payload=ResearchFromUrlIn,
     path=("book_id",),
 )
 
@@ -153,5 +171,5 @@ READS = (
 
 
 def register() -> None:
-    register_tools(TOOL, RESEARCH, *READS)
+    register_tools(TOOL, RESEARCH, RESEARCH_FROM_URL, *READS)
     register_resources(CHUNK)

@@ -67,6 +67,8 @@ class ResearchItem(TimeStampedModel):
     title = models.CharField(max_length=300)
     excerpt = models.TextField(blank=True, max_length=20_000)
     source_snapshot = models.TextField(blank=True, max_length=100_000)
+    # SHA-256 (hex) of source_snapshot as stored, when the server collected the page itself (research from a URL).
+    source_sha256 = models.CharField(max_length=64, blank=True, default="")
     claim = models.TextField(max_length=10_000)
     citation = models.CharField(max_length=500)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)

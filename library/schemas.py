@@ -138,6 +138,15 @@ class ResearchIn(Schema):
     citation: Text(limit(ResearchItem, "citation"))
 
 
+class ResearchFromUrlIn(Schema):
+    """Research the server collects itself: it fetches the page (through the guards of novelgraph.core.fetch)
+    and extracts the title and main text. A plain string, so a refused scheme is the fetcher's 422 on ``url``."""
+
+    url: Text(limit(ResearchItem, "url"))
+    claim: Text(limit(ResearchItem, "claim"))
+    citation: Text(limit(ResearchItem, "citation"), required=False) = ""
+
+
 class ResearchOut(Schema):
     id: uuid.UUID
     book_id: uuid.UUID
@@ -145,6 +154,7 @@ class ResearchOut(Schema):
     title: str
     excerpt: str
     source_snapshot: str
+    source_sha256: str
     claim: str
     citation: str
     status: str

@@ -11,18 +11,21 @@ log.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 
 from approvals.canon_record import CanonKind
 from approvals.models import Approval, ApprovalKind
 from approvals.services import approval_request, subject_decide
 from approvals.subjects import PROPOSAL_VERDICTS, Decision, SubjectHandler
 from discovery.access import BookAccess, Cap, principal_capabilities, refusal
+from novelgraph.core import fetch
 from novelgraph.core.auth import Principal
 from novelgraph.core.digest import fingerprint
 from novelgraph.core.errors import Conflict, Forbidden, Invalid
@@ -30,7 +33,7 @@ from novelgraph.core.schemas import limit
 
 from . import search as search_index
 from .models import KnowledgeChunk, KnowledgeSource, ResearchItem
-from .schemas import ChunkIn, ResearchIn, SourceImportIn, SourceIn
+from .schemas import ChunkIn, ResearchFromUrlIn, ResearchIn, SourceImportIn, SourceIn
 from .seed import CURATED_ORIGIN
 
 CHUNK_TARGET_CHARS = 1_500
@@ -349,6 +352,60 @@ def research_propose(*, access: BookAccess, payload: ResearchIn) -> ResearchItem
     with transaction.atomic():
         item = ResearchItem.objects.create(
             book=access.book, proposed_by=access.role, proposed_by_user=access.user, **payload.dict()
+        )
+        item.approval = _request_admission(item, role=access.role, user=access.user)
+        item.save(update_fields=["approval", "updated_at"])
+    return item
+
+
+EXCERPT_CHARS = 2000
+
+
+def extract_page(fetched: fetch.Fetched) -> tuple[str, str]:
+    """The page's title and main text (trafilatura); a plain-text page is its own text, its first line the title."""
+    if fetched.content_type == "text/plain":
+        text = fetched.text.strip()
+        return (text.splitlines()[0].strip() if text else ""), text
+    import trafilatura
+
+    extracted = trafilatura.bare_extraction(fetched.text, url=fetched.url, include_comments=False, with_metadata=True)
+    if not extracted:
+        return "", ""
+    document = extracted.as_dict()
+    return (document.get("title") or "").strip(), (document.get("text") or "").strip()
+
+
+def research_propose_from_url(*, access: BookAccess, payload: ResearchFromUrlIn) -> ResearchItem:
+    """Propose research the server collects from a URL: fetched through the address guards, title and main text
+    extracted, the snapshot stored with its SHA-256. Pending, with a research-admission approval, like any
+    research: the author still admits it with a rationale.
+
+    Rules: as ``research_propose`` (checked before any request leaves); a refused URL (scheme, credentials, a
+    non-public address at any hop, too many redirects), an unreachable page, a wrong content type, an oversize
+    page or a page with no text is a 422 on ``url`` saying why."""
+    access.require(Cap.BOOK_READ)
+    access.require(Cap.DISCOVERY_WRITE, Cap.SCRATCHPAD_WRITE)
+    fetched = fetch.fetch_page(payload.url, field="url")
+    title, text = extract_page(fetched)
+    if not text:
+        raise Invalid("The page has no readable text to collect.", field="url")
+    title_limit = limit(ResearchItem, "title")
+    snapshot = text[: limit(ResearchItem, "source_snapshot")]
+    host = fetch.check_url(fetched.url).host
+    title = (title or host)[:title_limit]
+    citation = payload.citation or f"{title}, {host}, collected {timezone.now():%-d %B %Y}"
+    with transaction.atomic():
+        item = ResearchItem.objects.create(
+            book=access.book,
+            proposed_by=access.role,
+            proposed_by_user=access.user,
+            url=fetched.url[: limit(ResearchItem, "url")],
+            title=title,
+            excerpt=snapshot[:EXCERPT_CHARS],
+            source_snapshot=snapshot,
+            source_sha256=hashlib.sha256(snapshot.encode()).hexdigest(),
+            claim=payload.claim,
+            citation=citation[: limit(ResearchItem, "citation")],
         )
         item.approval = _request_admission(item, role=access.role, user=access.user)
         item.save(update_fields=["approval", "updated_at"])

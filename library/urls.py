@@ -11,5 +11,6 @@ urlpatterns = [
     path("library/sources/", views.sources_page, name="sources"),
     path("library/sources/<uuid:source_id>/", views.source_page, name="source"),
     path("books/<uuid:book_id>/research/", views.research, name="research"),
+    path("books/<uuid:book_id>/research/from-url/", views.research_from_url, name="research_from_url"),
     path("books/<uuid:book_id>/research/<uuid:item_id>/decide/", views.research_decide, name="research_decide"),
 ]

@@ -22,7 +22,7 @@ from novelgraph.core.schemas import parse_form
 from . import search as search_index
 from . import services
 from .models import ResearchItem
-from .schemas import ResearchDecideIn, SearchParams
+from .schemas import ResearchDecideIn, ResearchFromUrlIn, SearchParams
 from .search import MAX_QUERY_CHARS
 from .selectors import (
     chunk_get,
@@ -171,7 +171,12 @@ def research(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
 
 
 def _render_research(
-    request: HttpRequest, access: BookAccess, *, errors: dict | None = None, status: int = 200
+    request: HttpRequest,
+    access: BookAccess,
+    *,
+    errors: dict | None = None,
+    status: int = 200,
+    from_url: dict | None = None,
 ) -> HttpResponse:
     items = list(research_of(access.book))
     return render(
@@ -184,10 +189,29 @@ def _render_research(
             "pending": [i for i in items if i.status == ResearchItem.Status.PENDING],
             "decided": [i for i in items if i.status != ResearchItem.Status.PENDING],
             "can_decide": access.is_author,
+            "can_propose": access.holds(Cap.DISCOVERY_WRITE, Cap.SCRATCHPAD_WRITE),
             "errors": errors or {},
+            "from_url": from_url or {},
         },
         status=status,
     )
+
+
+@login_required
+@require_POST
+def research_from_url(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
+    """"Propose research from a URL": the server collects the page (``services.research_propose_from_url``); a
+    refused or unreadable address is an inline message on the URL field, the form keeping what was typed."""
+    access = page_access(request, book_id, Cap.BOOK_READ)
+    form = {key: request.POST.get(key, "") for key in ("url", "claim", "citation")}
+    try:
+        item = services.research_propose_from_url(access=access, payload=parse_form(ResearchFromUrlIn, form))
+    except DomainError as exc:
+        failed = {**form, "field": exc.field or "url", "message": exc.message}
+        return _render_research(request, access, from_url=failed, status=exc.status)
+    if request.htmx:
+        return trigger_client_event(_render_research(request, access), APPROVALS_CHANGED)
+    return redirect(f"{reverse('library:research', args=[access.book.pk])}#research-{item.pk}")
 
 
 @login_required

@@ -40,6 +40,13 @@ CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", "")
 # "https://agents.example.com"; a request with no Origin header (a non-browser client) is always allowed.
 NOVELGRAPH_MCP_ALLOWED_ORIGINS = env_list("NOVELGRAPH_MCP_ALLOWED_ORIGINS", "")
 
+# Outbound requests (research from a URL, webhooks) go through novelgraph/core/fetch.py, which refuses
+# non-public addresses. TEST ONLY: NOVELGRAPH_RESEARCH_ALLOWED_HOSTS lists "host:port" entries whose addresses may
+# be local (the test suite's own servers); leave it empty in production. NOVELGRAPH_RESOLVER_HOSTS maps a name to
+# addresses before DNS, like a hosts file (settings only, no environment variable).
+NOVELGRAPH_RESEARCH_ALLOWED_HOSTS = env_list("NOVELGRAPH_RESEARCH_ALLOWED_HOSTS", "")
+NOVELGRAPH_RESOLVER_HOSTS: dict[str, list[str]] = {}
+
 # The decision log's keyed seal. It must never live in the database: whoever can
 # rewrite rows and recompute SHA-256 hashes still cannot forge the HMAC without it.
 # Unset, a random local key is generated on first use in var/seal.key (never derived from

@@ -171,3 +171,17 @@ def _fast_password_hashing(settings):
 def _agents_act_when_asked(request, settings):
     acting = request.node.get_closest_marker("agents_act") is not None
     settings.NOVELGRAPH_AGENTS = {**settings.NOVELGRAPH_AGENTS, "ACT_ON_THEIR_OWN": acting}
+
+
+@pytest.fixture
+def research_site(settings):
+    """The local test site (tests/local_site.py), reachable through the test-only allow list
+    NOVELGRAPH_RESEARCH_ALLOWED_HOSTS (its own 127.0.0.1:<port> only; the guard stays on for every other address)."""
+    from tests.local_site import site
+
+    local = site()
+    local.received.clear()
+    local.hook_status = 200
+    local.hook_failures = 0
+    settings.NOVELGRAPH_RESEARCH_ALLOWED_HOSTS = [local.allow_entry]
+    return local

@@ -170,7 +170,9 @@ def body_for(operation: dict, ids: dict) -> dict | None:
 
 
 @pytest.fixture
-def scene(author, editor, outsider, book, other_book, sol_api, monkeypatch):
+def scene(author, editor, outsider, book, other_book, sol_api, monkeypatch, research_site):
+    # Research from a URL collects the local test site's page (reached through the test-only allow list).
+    monkeypatch.setitem(FIELD_VALUES, "url", f"{research_site.base}/page")
     # A key records when it was used at most once a minute; the matrix runs longer than a minute, so that
     # once-a-minute write is moved out of its way (the check below is that refusals and reads write nothing).
     monkeypatch.setattr("novelgraph.core.auth.KEY_USE_RESOLUTION", timedelta(days=1))
@@ -370,6 +372,10 @@ API_EXPECTED: dict[str, tuple[int, ...]] = {
     "GET /library/sources/{source_id}/chunks": (401, 401, 200, 200, 200, 200, 200, 200, 200, 200, 200, 200, 200),
     "POST /library/sources/{source_id}/chunks": (401, 401, 201, 201, 201, 403, 403, 403, 403, 403, 403, 201, 201),
     "POST /books/{book_id}/research": (401, 401, 404, 404, 404, 404, 404, 404, 201, 201, 201, 403, 201),
+    "PUT /books/{book_id}/webhook": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 200),
+    # The PUT row before registered it (the matrix's rows share one scene).
+    "GET /books/{book_id}/webhook": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 200),
+    "POST /books/{book_id}/research/from-url": (401, 401, 404, 404, 404, 404, 404, 404, 201, 201, 201, 403, 201),
     "GET /books/{book_id}/research": (401, 401, 404, 404, 404, 404, 404, 404, 200, 200, 200, 200, 200),
     "POST /research/{research_id}/admit": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 200),
     "POST /research/{research_id}/reject": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 409),
@@ -404,6 +410,8 @@ PAGE_EXPECTED: dict[str, tuple[int, ...]] = {
     "/books/<uuid:book_id>/search/": (302, 404, 404, 200, 200),
     "/books/<uuid:book_id>/research/": (302, 404, 404, 200, 200),
     "/books/<uuid:book_id>/research/<uuid:item_id>/decide/": (302, 405, 405, 405, 405),
+    "/books/<uuid:book_id>/research/from-url/": (302, 405, 405, 405, 405),
+    "/books/<uuid:book_id>/webhook/": (302, 404, 404, 403, 200),
     "/books/<uuid:book_id>/loop/": (302, 404, 404, 200, 200),
     "/books/<uuid:book_id>/agents/": (302, 404, 404, 200, 200),
     "/books/<uuid:book_id>/agents/start/": (302, 405, 405, 405, 405),
@@ -602,6 +610,10 @@ PAGE_POSTS: dict[str, dict] = {
     "/books/<uuid:book_id>/loop/hand-off/": {},
     "/books/<uuid:book_id>/turns/<uuid:turn_id>/confirm/": {},
     "/books/<uuid:book_id>/research/<uuid:item_id>/decide/": {"verdict": "approve", "rationale": "A primary source."},
+    # A private address: the author's request is refused by the address guard (422), nothing is fetched or written.
+    "/books/<uuid:book_id>/research/from-url/": {"url": "http://10.0.0.1/", "claim": "Keepers logged it."},
+    # A private address: the author's webhook is refused by the address guard (422), nothing is written.
+    "/books/<uuid:book_id>/webhook/": {"url": "http://10.0.0.1/hook"},
     "/books/<uuid:book_id>/people/<int:user_id>/remove/": {},
     # A candidate id the scene does not have: the author's pick is refused as not found, nothing changes.
     "/books/<uuid:book_id>/loop/nodes/<uuid:node_id>/pick/": {
@@ -616,6 +628,8 @@ PAGE_POSTS: dict[str, dict] = {
 PAGE_POST_EXPECTED: dict[str, tuple[int, ...]] = {
     "/keys/<uuid:key_id>/revoke/": (302, 404, 404, 404, 302),
     "/books/<uuid:book_id>/research/<uuid:item_id>/decide/": (302, 404, 404, 403, 302),
+    "/books/<uuid:book_id>/research/from-url/": (302, 404, 404, 403, 422),
+    "/books/<uuid:book_id>/webhook/": (302, 404, 404, 403, 422),
     "/books/<uuid:book_id>/discovery/start/": (302, 404, 404, 403, 302),
     "/books/<uuid:book_id>/edit/": (302, 404, 404, 403, 302),
     "/books/<uuid:book_id>/turns/": (302, 404, 404, 302, 302),

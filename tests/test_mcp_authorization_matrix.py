@@ -93,6 +93,7 @@ MCP_EXPECTED: dict[str, tuple] = {
     "book_search": EVERY_ROLE,
     "codex_read": EVERY_ROLE,
     "research_propose": EVERY_ROLE,
+    "research_propose_from_url": EVERY_ROLE,
     "loop_candidate_add": EVERY_ROLE,
     "loop_question_raise": EVERY_ROLE,
     "loop_question_resolve": EVERY_ROLE,
@@ -250,6 +251,11 @@ def arguments(tool: str, ids: dict, caller: str) -> dict:
             "claim": "Keepers logged every lighting.",
             "citation": "Example, Lighthouses (1901)",
         },
+        "research_propose_from_url": {
+            "book_id": book,
+            "url": f"{ids.get('site', 'http://example.invalid')}/page",
+            "claim": f"{caller}: keepers logged every lighting.",
+        },
         "loop_candidate_add": {
             "book_id": book,
             "node_id": ids["node_id"],
@@ -404,6 +410,11 @@ def written(tool: str, body: dict, role: str, ids: dict) -> None:
     elif tool == "research_propose":
         item = ResearchItem.objects.get(pk=body["id"])
         assert (item.proposed_by, item.status, item.title) == (role, "pending", f"{role}: lighthouse keeping")
+    elif tool == "research_propose_from_url":
+        item = ResearchItem.objects.get(pk=body["id"])
+        claim = f"{role}: keepers logged every lighting."
+        assert (item.proposed_by, item.status, item.claim) == (role, "pending", claim)
+        assert item.title == "The Lamp Keepers of Vell" and item.source_sha256
     elif tool == "loop_candidate_add":
         candidate = Candidate.objects.get(pk=body["id"])
         assert (str(candidate.node_id), candidate.proposed_by, candidate.mechanic) == (
@@ -524,10 +535,11 @@ def test_every_tool_has_a_row_and_no_tool_decides():
 
 
 @pytest.mark.parametrize("tool", [tool.name for tool in tools()])
-def test_every_tool_answers_each_agent_caller_as_expected_and_as_its_rest_route(tool, author, book):
+def test_every_tool_answers_each_agent_caller_as_expected_and_as_its_rest_route(tool, author, book, research_site):
     ids = build_mcp_scene(author, book, reruns=tool == "loop_rerun_done" or tool in READS)
     if tool in READS:
         ids = read_scene(author, book, ids)
+    ids["site"] = research_site.base
     keys = agent_keys(author, book)
     observed = []
     for caller in CALLERS:

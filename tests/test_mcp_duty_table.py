@@ -78,6 +78,7 @@ def test_each_role_is_offered_exactly_the_tools_its_capabilities_meet_and_none_d
         "loop_validation_add",
         "loop_validation_status",
         "research_propose",
+        "research_propose_from_url",
         "book_search",
         "codex_read",
     }

@@ -53,6 +53,7 @@ from discovery.services import (
 from novelgraph.core.db import lock_row, retried
 from novelgraph.core.errors import Conflict, DomainError, Invalid, NotFound
 from novelgraph.core.schemas import field_of, first_text_fault
+from novelgraph.core.signals import book_event
 
 from .context import agent_access, looked_up, role_access, run_context
 from .models import TASK_ROLE, AgentRun, AgentRunOutput, AgentTask, OutputType, RunStatus
@@ -329,6 +330,9 @@ def _settle(
     if not settled:
         return False  # the reap settled it first (its worker was taken for lost), and charged it
     cost_charge(book=run.book, amount=cost)
+    payload = {"run_id": str(run.pk), "role": run.role, "task": run.task, "status": status}
+    book = run.book
+    transaction.on_commit(lambda: book_event.send(sender=AgentRun, book=book, kind="run-finished", payload=payload))
     return True
 
 

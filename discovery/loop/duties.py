@@ -28,8 +28,8 @@ from novelgraph.core.errors import NotFound
 from . import selectors
 from . import services as loop
 from .api import BASE
-from .requirements import gate_missing
 from .models import RerunStatus
+from .requirements import gate_missing
 from .schemas import (
     ArtifactIn,
     ArtifactOut,

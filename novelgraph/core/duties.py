@@ -303,6 +303,9 @@ PERSON_ONLY: dict[str, Cap | str] = {
     "POST /observations/{observation_id}/resolve": "the author confirms, corrects or retires an observation",
     "POST /research/{research_id}/admit": Cap.DECIDE,
     "POST /research/{research_id}/reject": Cap.DECIDE,
+    # Where a book's events are posted, and its signing secret: the author's setting, never an agent's.
+    "PUT /books/{book_id}/webhook": "the author registers where the book's events are posted",
+    "GET /books/{book_id}/webhook": "the webhook's secret and delivery log are the author's",
     # The loop's own bounds and a whole loop's import are the author's (loop:write).
     "POST /books/{book_id}/loop/import": Cap.LOOP_WRITE,
     # Curating the library (literary:write).
