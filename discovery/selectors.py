@@ -19,7 +19,10 @@ from .access import BookAccess, Cap
 from .models import (
     Book,
     Chapter,
+    ChapterRevision,
+    CodexEntry,
     ContextDossier,
+    ContinuityFinding,
     DiscoverySession,
     Handoff,
     KnowledgeBase,
@@ -691,3 +694,49 @@ def codex_capped(access: BookAccess, as_of_chapter: int | None) -> dict:
         view[key] = view[key][:VIEW_PAGE]
     view["fair_play"] = {**view["fair_play"], "findings": view["fair_play"]["findings"][:VIEW_PAGE]}
     return view
+
+
+def codex_entries(book: Book) -> list[CodexEntry]:
+    """The book's codex entries by name, each with the ids of the claims that name it."""
+    entries = list(CodexEntry.objects.filter(book=book).order_by("name"))
+    claims: dict = {}
+    for entry_id, claim_id in KnowledgeClaim.objects.filter(entry__book=book).values_list("entry_id", "id"):
+        claims.setdefault(entry_id, []).append(claim_id)
+    for entry in entries:
+        entry.claim_ids = claims.get(entry.pk, [])
+    return entries
+
+
+def chapter_revisions(chapter: Chapter) -> list[ChapterRevision]:
+    """A chapter's revisions, oldest first."""
+    return list(ChapterRevision.objects.filter(chapter=chapter).select_related("chapter").order_by("number"))
+
+
+def latest_revision(book: Book, number: int) -> ChapterRevision | None:
+    return (
+        ChapterRevision.objects.filter(chapter__book=book, chapter__number=number)
+        .select_related("chapter")
+        .order_by("-number")
+        .first()
+    )
+
+
+def manuscript_texts(book: Book, *, before: int | None = None) -> dict[int, str]:
+    """The latest text of each chapter (before chapter ``before`` when given), by chapter number."""
+    rows = ChapterRevision.objects.filter(chapter__book=book)
+    if before is not None:
+        rows = rows.filter(chapter__number__lt=before)
+    texts: dict[int, tuple[int, str]] = {}
+    for number, revision, text in rows.values_list("chapter__number", "number", "text"):
+        if number not in texts or texts[number][0] < revision:
+            texts[number] = (revision, text)
+    return {number: text for number, (_r, text) in texts.items()}
+
+
+def continuity_findings(book: Book, *, chapter: int | None = None, status: str | None = None):
+    rows = ContinuityFinding.objects.filter(chapter__book=book).select_related("chapter", "revision")
+    if chapter is not None:
+        rows = rows.filter(chapter__number=chapter)
+    if status is not None:
+        rows = rows.filter(status=status)
+    return list(rows.order_by("chapter__number", "span_start", "created_at"))
