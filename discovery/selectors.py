@@ -740,3 +740,49 @@ def continuity_findings(book: Book, *, chapter: int | None = None, status: str |
     if status is not None:
         rows = rows.filter(status=status)
     return list(rows.order_by("chapter__number", "span_start", "created_at"))
+
+
+def manuscript_for_check(book: Book, task_input: dict) -> dict:
+    """What the continuity check of one chapter reads: that revision's text, the latest text of every other
+    chapter, the codex's entries and the book's approved canon with its story records (literary guidance is
+    craft, not canon, and is left out)."""
+    number, wanted = task_input.get("chapter"), task_input.get("revision")
+    revision = ChapterRevision.objects.filter(chapter__book=book, chapter__number=number, number=wanted).first()
+    bases = [b["id"] for b in book_bases(book) if b["scope"] in (KnowledgeBase.Scope.BOOK, KnowledgeBase.Scope.SERIES)]
+    claims = KnowledgeClaim.objects.filter(base_id__in=bases, status=KnowledgeClaim.Status.APPROVED)
+    columns = ("id", "entry_id", "predicate", "value", *STORY_COLUMNS_FOR_CHECK)
+    return {
+        "chapter": number,
+        "revision": wanted,
+        "text": revision.text if revision is not None else None,
+        "others": {str(n): t for n, t in manuscript_texts(book).items() if n != number},
+        "entries": [
+            {"id": str(e.pk), "name": e.name, "aliases": list(e.aliases)} for e in CodexEntry.objects.filter(book=book)
+        ],
+        "claims": [_claim_for_check(row) for row in claims.values(*columns)],
+    }
+
+
+def _claim_for_check(row: dict) -> dict:
+    ids = {name: str(row[name]) if row[name] else None for name in ("entry_id", "evidence_for_id")}
+    return {**row, "id": str(row["id"]), **ids}
+
+
+STORY_COLUMNS_FOR_CHECK = (
+    "true_from_chapter",
+    "true_until_chapter",
+    "known_by",
+    "first_shown_chapter",
+    "reveal",
+    "decisive",
+    "evidence_for_id",
+)
+
+
+def latest_revision_numbered(book: Book, number, revision) -> ChapterRevision | None:
+    """Revision ``revision`` of chapter ``number`` (with its chapter)."""
+    return (
+        ChapterRevision.objects.filter(chapter__book=book, chapter__number=number, number=revision)
+        .select_related("chapter")
+        .first()
+    )

@@ -16,7 +16,7 @@ from pydantic import model_validator
 
 from approvals.models import Gate
 from discovery.loop.schemas import ArtifactIn, GateIn, ReviewIn, TraceEdgeIn, TraceNodeIn
-from discovery.models import Provenance, ScratchpadEntryKind
+from discovery.models import FindingKind, Provenance, ScratchpadEntryKind
 from discovery.schemas import (
     Chapter,
     CharterIn,
@@ -257,6 +257,26 @@ class BriefPlan(Schema):
         return self
 
 
+class FindingItem(Schema):
+    """One continuity finding: its kind, the quoted span of the checked revision's text, the canon it concerns."""
+
+    kind: FindingKind
+    key: Text(400)
+    span_start: int = Field(ge=0)
+    span_end: int = Field(ge=0)
+    quote: Text(LONG_TEXT)
+    claim_ids: list[uuid.UUID] = Field(default_factory=list, max_length=MAX_PLAN_ITEMS)
+    entry_ids: list[uuid.UUID] = Field(default_factory=list, max_length=MAX_PLAN_ITEMS)
+    message: Text(LONG_TEXT)
+
+
+class ContinuityPlan(Schema):
+    """Luna: what the continuity check of one chapter's revision found (nothing, for a clean chapter)."""
+
+    findings: list[FindingItem] = Field(default_factory=list, max_length=1_000)
+    notes: list[NOTE] = Field(default_factory=list, max_length=MAX_PLAN_ITEMS)
+
+
 PLANS: dict[str, type[Schema]] = {
     AgentTask.NEXT_QUESTION: SolPlan,
     AgentTask.GUIDANCE: GuidancePlan,
@@ -267,4 +287,5 @@ PLANS: dict[str, type[Schema]] = {
     AgentTask.CANON_REVIEW: ReviewPlan,
     AgentTask.TRUST_REVIEW: ReviewPlan,
     AgentTask.BRIEF: BriefPlan,
+    AgentTask.CONTINUITY: ContinuityPlan,
 }

@@ -14,7 +14,8 @@ from django.db.models import Max
 
 from approvals.models import Reversibility, Verdict
 from approvals.services import decision_log_append, require_rationale
-from novelgraph.core.errors import Conflict, Invalid, NotFound
+from novelgraph.core.errors import Conflict, Forbidden, Invalid, NotFound
+from novelgraph.core.roles import AgentRole
 from novelgraph.core.schemas import text_fault
 
 from ..access import BookAccess
@@ -261,12 +262,18 @@ def manuscript_upload(*, access: BookAccess, filename: str, data: bytes) -> list
 # --- Findings -------------------------------------------------------------------------------------------------
 
 
-def findings_record(*, revision: ChapterRevision, found: list[dict]) -> list[ContinuityFinding]:
-    """File what a check of ``revision`` found. A finding already filed for this chapter (same key) that is still
-    open or settled is not filed again; an open one the revision no longer shows closes as fixed by it."""
+def findings_record(*, access: BookAccess, revision: ChapterRevision, found: list[dict]) -> list[ContinuityFinding]:
+    """File what a check of ``revision`` found: Luna's task only (the continuity check). A finding already filed
+    for this chapter (same key) that is open or settled is not filed again; an open one the revision no longer
+    shows closes as fixed by it (the author's "fix the text")."""
+    if access.role != AgentRole.LUNA:
+        raise Forbidden(f"{access.role} does not file continuity findings: Luna's check does", code="not_yours")
     chapter = revision.chapter
     with transaction.atomic():
-        earlier = {f.key: f for f in ContinuityFinding.objects.select_for_update().filter(chapter=chapter)}
+        earlier: dict[str, ContinuityFinding] = {}
+        for finding in ContinuityFinding.objects.select_for_update().filter(chapter=chapter).order_by("created_at"):
+            if finding.key not in earlier or earlier[finding.key].status == FindingStatus.FIXED:
+                earlier[finding.key] = finding
         keys = {item["key"] for item in found}
         for finding in earlier.values():
             if finding.status == FindingStatus.OPEN and finding.key not in keys:
