@@ -17,7 +17,7 @@ from novelgraph.core.schemas import ERRORS, LONG_TEXT, JsonValue, Text, TextList
 
 from .access import BookAccess, Cap, book_access
 from .models import CodexEntry, EntryKind, FindingKind, FindingStatus
-from .schemas import ChapterOut
+from .schemas import ChapterOut, FindingsIn
 from .selectors import chapter_revisions, codex_entries, continuity_findings
 from .services import manuscript
 
@@ -131,6 +131,41 @@ class RevisionOut(Schema):
         return obj.number
 
 
+class FindingOut(Schema):
+    id: uuid.UUID
+    kind: FindingKind
+    chapter: int
+    revision: int
+    span: list[int]
+    quote: str
+    claim_ids: list[uuid.UUID]
+    entry_ids: list[uuid.UUID]
+    message: str
+    status: FindingStatus
+    rationale: str
+    proposal_id: uuid.UUID | None
+
+    @staticmethod
+    def resolve_chapter(obj) -> int:
+        return obj.chapter.number
+
+    @staticmethod
+    def resolve_revision(obj) -> int:
+        return obj.revision.number
+
+    @staticmethod
+    def resolve_span(obj) -> list[int]:
+        return [obj.span_start, obj.span_end]
+
+
+class RevisionFilter(Schema):
+    revision: int | None = Field(None, ge=1, description="which revision; the latest when left out")
+
+
+class FindingsFiledOut(Schema):
+    filed: list[FindingOut]
+
+
 class CompareOut(Schema):
     chapter: int
     older: int
@@ -161,8 +196,12 @@ def chapter_text_put(request: HttpRequest, book_id: uuid.UUID, number: int, payl
     response={200: RevisionOut, **ERRORS},
     summary="The chapter's latest text, or `revision`",
 )
-def chapter_text_get(request: HttpRequest, book_id: uuid.UUID, number: int, revision: int | None = None):
-    access = _access(request, book_id, Cap.BOOK_READ)
+def chapter_text_get(request: HttpRequest, book_id: uuid.UUID, number: int, filters: Query[RevisionFilter]):
+    return chapter_text_read(_access(request, book_id, Cap.BOOK_READ), number, filters.revision)
+
+
+def chapter_text_read(access: BookAccess, number: int, revision: int | None):
+    """A revision of the chapter's text (the latest when ``revision`` is None)."""
     if revision is None:
         revisions = chapter_revisions(manuscript.chapter_get(access, number))
         if not revisions:
@@ -231,33 +270,6 @@ def manuscript_upload(request: HttpRequest, book_id: uuid.UUID, file: File[Uploa
 # --- Continuity findings ----------------------------------------------------------------------------------------
 
 
-class FindingOut(Schema):
-    id: uuid.UUID
-    kind: FindingKind
-    chapter: int
-    revision: int
-    span: list[int]
-    quote: str
-    claim_ids: list[uuid.UUID]
-    entry_ids: list[uuid.UUID]
-    message: str
-    status: FindingStatus
-    rationale: str
-    proposal_id: uuid.UUID | None
-
-    @staticmethod
-    def resolve_chapter(obj) -> int:
-        return obj.chapter.number
-
-    @staticmethod
-    def resolve_revision(obj) -> int:
-        return obj.revision.number
-
-    @staticmethod
-    def resolve_span(obj) -> list[int]:
-        return [obj.span_start, obj.span_end]
-
-
 class FindingFilter(Schema):
     chapter: int | None = Field(None, ge=1)
     status: FindingStatus | None = None
@@ -267,6 +279,16 @@ class FindingSettleIn(Schema):
     resolution: Literal["fix-text", "intentional", "change-canon"]
     rationale: Text(LONG_TEXT, required=False) = ""
     value: JsonValue | None = Field(None, description="with change-canon: the claim's new value")
+
+
+@router.post(
+    "/books/{book_id}/chapters/{number}/findings",
+    response={201: FindingsFiledOut, **ERRORS},
+    summary="Luna files what her continuity check of a revision found (a finding already filed is not filed again)",
+)
+def continuity_file(request: HttpRequest, book_id: uuid.UUID, number: int, payload: FindingsIn):
+    access = _access(request, book_id, Cap.BOOK_READ)
+    return Status(201, {"filed": manuscript.findings_record(access=access, number=number, payload=payload)})
 
 
 @router.get(

@@ -778,11 +778,3 @@ STORY_COLUMNS_FOR_CHECK = (
     "evidence_for_id",
 )
 
-
-def latest_revision_numbered(book: Book, number, revision) -> ChapterRevision | None:
-    """Revision ``revision`` of chapter ``number`` (with its chapter)."""
-    return (
-        ChapterRevision.objects.filter(chapter__book=book, chapter__number=number, number=revision)
-        .select_related("chapter")
-        .first()
-    )

@@ -85,9 +85,10 @@ def test_chapter_text_is_stored_as_append_only_revisions_and_compared(author_api
     assert one.status_code == 201 and one.json()["revision"] == 1 and one.json()["words"] == 6
     two = author_api.put(f"{url}/text", {"text": "The bell rang three times at dawn, and Mara woke."})
     assert two.json()["revision"] == 2
-    assert author_api.put(f"{url}/text", {"text": "The bell rang three times at dawn, and Mara woke."}).json()[
-        "revision"
-    ] == 2  # the same text stores nothing new
+    assert (
+        author_api.put(f"{url}/text", {"text": "The bell rang three times at dawn, and Mara woke."}).json()["revision"]
+        == 2
+    )  # the same text stores nothing new
     assert [r["words"] for r in author_api.get(f"{url}/revisions").json()] == [6, 10]
     assert author_api.get(f"{url}/text").json()["text"].startswith("The bell rang three")
     assert luna_api.get(f"{url}/text", revision=1).json()["text"] == "The bell rang twice at dawn."

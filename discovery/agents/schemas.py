@@ -16,12 +16,13 @@ from pydantic import model_validator
 
 from approvals.models import Gate
 from discovery.loop.schemas import ArtifactIn, GateIn, ReviewIn, TraceEdgeIn, TraceNodeIn
-from discovery.models import FindingKind, Provenance, ScratchpadEntryKind
+from discovery.models import Provenance, ScratchpadEntryKind
 from discovery.schemas import (
     Chapter,
     CharterIn,
     ClaimIn,
     EntryIn,
+    FindingItem,
     HandoffIn,
     HandoffResultIn,
     ObservationIn,
@@ -255,19 +256,6 @@ class BriefPlan(Schema):
         if self.brief.type != "decision-brief":
             raise ValueError("brief.type must be decision-brief")
         return self
-
-
-class FindingItem(Schema):
-    """One continuity finding: its kind, the quoted span of the checked revision's text, the canon it concerns."""
-
-    kind: FindingKind
-    key: Text(400)
-    span_start: int = Field(ge=0)
-    span_end: int = Field(ge=0)
-    quote: Text(LONG_TEXT)
-    claim_ids: list[uuid.UUID] = Field(default_factory=list, max_length=MAX_PLAN_ITEMS)
-    entry_ids: list[uuid.UUID] = Field(default_factory=list, max_length=MAX_PLAN_ITEMS)
-    message: Text(LONG_TEXT)
 
 
 class ContinuityPlan(Schema):

@@ -34,8 +34,8 @@ from discovery.loop.services import (
 )
 from discovery.loop.services.base import refuse_when_paused
 from discovery.models import Book, Handoff, ScratchpadEntry, Turn
-from discovery.schemas import HandoffIn, HandoffResultIn
-from discovery.selectors import current_session, latest_revision, latest_revision_numbered
+from discovery.schemas import FindingsIn, HandoffIn, HandoffResultIn
+from discovery.selectors import current_session, latest_revision
 from discovery.services import (
     charter_propose,
     claim_propose,
@@ -589,21 +589,8 @@ def apply_brief(access: BookAccess, run: AgentRun, plan: BriefPlan) -> tuple[Out
 def apply_continuity(access: BookAccess, run: AgentRun, plan: ContinuityPlan) -> tuple[Outputs, list[str]]:
     """The check's findings on the revision it was queued for; each quote must be that revision's text at its
     offsets (a model's misquote is refused, and nothing is written)."""
-    revision = latest_revision_numbered(access.book, run.input.get("chapter"), run.input.get("revision"))
-    if revision is None:
-        raise NotFound("the revision this check was queued for is gone", field="revision")
-    found = []
-    for i, item in enumerate(plan.findings):
-        if revision.text[item.span_start : item.span_end] != item.quote:
-            raise Invalid("the quote is not the text at its offsets", field=f"findings.{i}.quote")
-        found.append(
-            {
-                **item.dict(exclude={"claim_ids", "entry_ids"}),
-                "claim_ids": [str(c) for c in item.claim_ids],
-                "entry_ids": [str(e) for e in item.entry_ids],
-            }
-        )
-    made = findings_record(access=access, revision=revision, found=found)
+    payload = FindingsIn(revision=run.input["revision"], findings=plan.findings)
+    made = findings_record(access=access, number=run.input["chapter"], payload=payload)
     return [(OutputType.FINDING, f.pk) for f in made], []
 
 

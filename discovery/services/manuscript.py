@@ -28,7 +28,7 @@ from ..models import (
     KnowledgeBase,
     KnowledgeClaim,
 )
-from ..schemas import ClaimIn
+from ..schemas import ClaimIn, FindingsIn
 from .claims import claim_for_book, claim_propose
 
 FINDING_SUBJECT = "continuity-finding"
@@ -127,9 +127,9 @@ def chapter_add(*, access: BookAccess, title: str, spec: str = "", number: int |
     if not title:
         raise Invalid("a chapter needs a title", field="title")
     with transaction.atomic():
-        ordered = list(Chapter.objects.select_for_update().filter(book=access.book).order_by("number"))
+        ordered = list(Chapter.objects.select_for_update(of=("self",)).filter(book=access.book).order_by("number"))
         place = len(ordered) + 1 if number is None else number
-        if not 1 <= place <= len(ordered) + 1:
+        if place > len(ordered) + 1:  # the schema keeps it at 1 or more
             raise Invalid(f"number must be between 1 and {len(ordered) + 1}", field="number")
         chapter = Chapter.objects.create(book=access.book, number=len(ordered) + 1000, title=title, spec=spec)
         ordered.insert(place - 1, chapter)
@@ -141,7 +141,7 @@ def chapter_edit(*, access: BookAccess, number: int, title: str | None, move_to:
     """Retitle a chapter, or move it to ``move_to`` (the others close up around it)."""
     access.require_author()
     with transaction.atomic():
-        ordered = list(Chapter.objects.select_for_update().filter(book=access.book).order_by("number"))
+        ordered = list(Chapter.objects.select_for_update(of=("self",)).filter(book=access.book).order_by("number"))
         chapter = next((c for c in ordered if c.number == number), None)
         if chapter is None:
             raise NotFound("chapter not found", field="number")
@@ -152,7 +152,7 @@ def chapter_edit(*, access: BookAccess, number: int, title: str | None, move_to:
             chapter.title = title
             chapter.save(update_fields=["title", "updated_at"])
         if move_to is not None and move_to != number:
-            if not 1 <= move_to <= len(ordered):
+            if move_to > len(ordered):  # the schema keeps it at 1 or more
                 raise Invalid(f"number must be between 1 and {len(ordered)}", field="number")
             ordered.remove(chapter)
             ordered.insert(move_to - 1, chapter)
@@ -168,7 +168,12 @@ def chapter_text_store(*, access: BookAccess, number: int, text: str) -> Chapter
     Open findings the new text no longer shows close as fixed."""
     access.require_author()
     with transaction.atomic():
-        chapter = Chapter.objects.select_for_update().filter(book=access.book, number=number).first()
+        chapter = (
+            Chapter.objects.select_for_update(of=("self",))
+            .filter(book=access.book, number=number)
+            .order_by("pk")
+            .first()
+        )
         if chapter is None:
             raise NotFound("chapter not found", field="number")
         latest = chapter.revisions.order_by("-number").first()
@@ -262,16 +267,30 @@ def manuscript_upload(*, access: BookAccess, filename: str, data: bytes) -> list
 # --- Findings -------------------------------------------------------------------------------------------------
 
 
-def findings_record(*, access: BookAccess, revision: ChapterRevision, found: list[dict]) -> list[ContinuityFinding]:
+def findings_record(*, access: BookAccess, number: int, payload: FindingsIn) -> list[ContinuityFinding]:
     """File what a check of ``revision`` found: Luna's task only (the continuity check). A finding already filed
     for this chapter (same key) that is open or settled is not filed again; an open one the revision no longer
     shows closes as fixed by it (the author's "fix the text")."""
     if access.role != AgentRole.LUNA:
         raise Forbidden(f"{access.role} does not file continuity findings: Luna's check does", code="not_yours")
+    revision = revision_get(access, number, payload.revision)
     chapter = revision.chapter
+    found = []
+    for i, item in enumerate(payload.findings):
+        if revision.text[item.span_start : item.span_end] != item.quote:
+            raise Invalid("the quote is not the revision's text at its offsets", field=f"findings.{i}.quote")
+        found.append(
+            {
+                **item.dict(exclude={"claim_ids", "entry_ids"}),
+                "claim_ids": [str(c) for c in item.claim_ids],
+                "entry_ids": [str(e) for e in item.entry_ids],
+            }
+        )
     with transaction.atomic():
         earlier: dict[str, ContinuityFinding] = {}
-        for finding in ContinuityFinding.objects.select_for_update().filter(chapter=chapter).order_by("created_at"):
+        for finding in (
+            ContinuityFinding.objects.select_for_update(of=("self",)).filter(chapter=chapter).order_by("created_at")
+        ):
             if finding.key not in earlier or earlier[finding.key].status == FindingStatus.FIXED:
                 earlier[finding.key] = finding
         keys = {item["key"] for item in found}
@@ -290,8 +309,8 @@ def findings_record(*, access: BookAccess, revision: ChapterRevision, found: lis
 
 
 def finding_for_book(access: BookAccess, finding_id: Any) -> ContinuityFinding:
-    finding = ContinuityFinding.objects.select_related("chapter").filter(chapter__book=access.book, pk=finding_id)
-    found = finding.first()
+    rows = ContinuityFinding.objects.select_related("chapter").filter(chapter__book=access.book, pk=finding_id)
+    found = rows.select_for_update(of=("self",)).order_by("pk").first()
     if found is None:
         raise NotFound("finding not found", field="finding_id")
     return found

@@ -284,6 +284,15 @@ PERSON_ONLY: dict[str, Cap | str] = {
     "POST /books": "a person creates a book and becomes its author",
     "POST /books/{book_id}/editors": "the book's author invites an editor",
     "DELETE /books/{book_id}/editors/{user_id}": "the book's author removes an editor",
+    # The manuscript (issue 28) is the author's: her chapters, their text, her codex entries, how she settles
+    # a continuity finding (agents propose entries and canon changes through the approval flow instead).
+    "POST /books/{book_id}/chapters": "the author adds her chapters",
+    "PATCH /books/{book_id}/chapters/{number}": "the author retitles and moves her chapters",
+    "PUT /books/{book_id}/chapters/{number}/text": "the author writes her chapter's text",
+    "POST /books/{book_id}/manuscript": "the author uploads her manuscript",
+    "POST /books/{book_id}/codex/entries": "the author keeps the codex's entries",
+    "PATCH /books/{book_id}/codex/entries/{entry_id}": "the author keeps the codex's entries",
+    "POST /books/{book_id}/continuity/{finding_id}/settle": "the author settles a continuity finding",
 }
 
 # The reads an agent key may make over REST that no tool mirrors yet (a role's dossier, the codex, the
@@ -295,6 +304,8 @@ READS_WITHOUT_TOOL: frozenset[str] = frozenset(
         "GET /agent-runs/{run_id}/written",
         "GET /approvals",
         "GET /books/{book_id}/chapters",
+        "GET /books/{book_id}/chapters/{number}/revisions",
+        "GET /books/{book_id}/chapters/{number}/compare",
         "GET /approvals/{approval_id}",
         "GET /approvals/{approval_id}/lists/{name}",
         "GET /approvals/{approval_id}/superseded-versions",
