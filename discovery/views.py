@@ -50,6 +50,7 @@ from .book_pages import (
 from .history import claim_history
 from .models import (
     Book,
+    EntryKind,
     ScratchpadEntryKind,
 )
 from .panels import book_panels
@@ -77,6 +78,7 @@ from .selectors import (
     book_thrusts,
     book_turns,
     bounded,
+    codex_entries,
     codex_page,
     codex_view,
     current_session,
@@ -507,6 +509,8 @@ def _render_codex(
             "timeline": timeline_svg(view["claims"], view["chapters"], view["fair_play"]["findings"], window),
             "may_change_canon": access.is_author and not as_of_chapter,
             "supersede_error": supersede_error,
+            "entries": codex_entries(book),
+            "entry_kinds": EntryKind.choices,
         },
         status=422 if as_of_error else status,
     )

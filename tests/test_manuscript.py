@@ -143,3 +143,39 @@ def test_a_manuscript_upload_is_split_at_its_chapter_headings(author_api, book):
     for name, data in (("draft.pdf", b"%PDF"), ("draft.docx", b"not a zip"), ("draft.md", b"\xff\xfe\x00")):
         refused = _upload(author_api, book, name, data)
         assert refused.status_code == 422 and refused.json()["field"] == "file", (name, refused.content)
+
+
+def test_the_chapter_pages_show_text_findings_and_revisions_and_take_the_authors_forms(
+    author_browser, editor_browser, author_api, book
+):
+    from discovery.models import ChapterRevision, ContinuityFinding
+
+    chapters = f"/books/{book.pk}/chapters/"
+    assert author_browser.post(chapters, {"title": "The Bell"}).status_code == 302
+    blank = author_browser.post(chapters, {"title": " "})
+    assert blank.status_code == 422 and b"form-error" in blank.content
+    saved = author_browser.post(f"{chapters}1/", {"text": "Mara rang the bell for Hale."})
+    assert saved.status_code == 302
+    revision = ChapterRevision.objects.get(chapter__book=book, number=1)
+    finding = ContinuityFinding.objects.create(
+        chapter=revision.chapter, revision=revision, kind="not-in-canon", key="name:hale",
+        span_start=23, span_end=27, quote="Hale", message="“Hale” is named here, and no codex entry knows it.",
+    )  # fmt: skip
+    page = author_browser.get(f"{chapters}1/").content.decode()
+    assert '<mark id="span-2" title="“Hale” is named here' in page and ">Hale</mark>" in page
+    assert "Revision 1 · 6 words" in page and "<button type=\"submit\">Settle</button>" in page
+    assert "<button type=\"submit\">Settle</button>" not in editor_browser.get(f"{chapters}1/").content.decode()
+    url = f"{chapters}1/findings/{finding.pk}/settle/"
+    refused = author_browser.post(url, {"resolution": "intentional"})
+    assert refused.status_code == 422 and b"form-error" in refused.content
+    assert editor_browser.post(url, {"resolution": "intentional", "rationale": "x"}).status_code == 403
+    assert author_browser.post(url, {"resolution": "intentional", "rationale": "A passer-by."}).status_code == 302
+    finding.refresh_from_db()
+    assert finding.status == "intentional"
+    # The codex page's entry form.
+    added = author_browser.post(
+        f"/books/{book.pk}/codex/entries/", {"name": "Hale", "kind": "person", "aliases": "the inspector, Hale"}
+    )
+    assert added.status_code == 302
+    codex = author_browser.get(f"/books/{book.pk}/codex/").content.decode()
+    assert "<strong>Hale</strong>" in codex and "also the inspector" in codex

@@ -272,7 +272,7 @@ def findings_record(*, access: BookAccess, number: int, payload: FindingsIn) -> 
     for this chapter (same key) that is open or settled is not filed again; an open one the revision no longer
     shows closes as fixed by it (the author's "fix the text")."""
     if access.role != AgentRole.LUNA:
-        raise Forbidden(f"{access.role} does not file continuity findings: Luna's check does", code="not_yours")
+        raise Forbidden(f"a continuity finding is filed by luna, not {access.role}", code="not_yours")
     revision = revision_get(access, number, payload.revision)
     chapter = revision.chapter
     found = []
