@@ -21,6 +21,7 @@ from .manuscript_api import ChapterIn, ChapterTextIn, EntryIn, FindingSettleIn
 from .models import EntryKind
 from .selectors import book_chapters, chapter_revisions, continuity_findings
 from .services import manuscript
+from .views import _render_codex as render_codex
 
 SETTLED_WORDS = {
     "open": "Open",
@@ -155,4 +156,5 @@ def entry_add(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
         messages.success(request, f"Added “{form.name}” to the codex.")
     except DomainError as exc:
         messages.error(request, exc.message)
+        return render_codex(request, access, status=exc.status)
     return redirect(reverse("discovery:codex", args=[access.book.pk]) + "#entries")

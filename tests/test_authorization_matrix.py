@@ -430,6 +430,10 @@ PAGE_EXPECTED: dict[str, tuple[int, ...]] = {
     "/books/<uuid:book_id>/dossiers/new/": (302, 405, 405, 405, 405),
     "/books/<uuid:book_id>/dossiers/<uuid:dossier_id>/": (302, 404, 404, 200, 200),
     "/books/<uuid:book_id>/codex/": (302, 404, 404, 200, 200),
+    "/books/<uuid:book_id>/codex/entries/": (302, 405, 405, 405, 405),
+    "/books/<uuid:book_id>/chapters/": (302, 404, 404, 200, 200),
+    "/books/<uuid:book_id>/chapters/<int:number>/": (302, 404, 404, 200, 200),
+    "/books/<uuid:book_id>/chapters/<int:number>/findings/<uuid:finding_id>/settle/": (302, 405, 405, 405, 405),
     "/books/<uuid:book_id>/codex/claims/<uuid:claim_id>/": (302, 404, 404, 200, 200),
     "/books/<uuid:book_id>/codex/claims/<uuid:claim_id>/supersede/": (302, 405, 405, 405, 405),
     "/books/<uuid:book_id>/codex/claims/<uuid:claim_id>/retract/": (302, 405, 405, 405, 405),
@@ -619,6 +623,13 @@ PAGE_POSTS: dict[str, dict] = {
     "/books/<uuid:book_id>/loop/questions/<uuid:question_id>/answer/": {"resolution": "Answered on the page."},
     "/books/<uuid:book_id>/codex/claims/<uuid:claim_id>/supersede/": {"value": "the keeper", "rationale": "Mine."},
     "/books/<uuid:book_id>/codex/claims/<uuid:claim_id>/retract/": {"rationale": "Not canon after all."},
+    "/books/<uuid:book_id>/codex/entries/": {"name": "Hale", "kind": "person", "aliases": "the inspector"},
+    "/books/<uuid:book_id>/chapters/": {"title": "The Tide"},
+    "/books/<uuid:book_id>/chapters/<int:number>/": {"text": "Mara rang the bell twice."},
+    "/books/<uuid:book_id>/chapters/<int:number>/findings/<uuid:finding_id>/settle/": {
+        "resolution": "intentional",
+        "rationale": "Hale is a passer-by.",
+    },
 }
 PAGE_POST_EXPECTED: dict[str, tuple[int, ...]] = {
     "/keys/<uuid:key_id>/revoke/": (302, 404, 404, 404, 302),
@@ -639,6 +650,10 @@ PAGE_POST_EXPECTED: dict[str, tuple[int, ...]] = {
     # changes (tests/test_codex_supersede.py supersedes and retracts approved canon from these pages).
     "/books/<uuid:book_id>/codex/claims/<uuid:claim_id>/supersede/": (302, 404, 404, 403, 409),
     "/books/<uuid:book_id>/codex/claims/<uuid:claim_id>/retract/": (302, 404, 404, 403, 409),
+    "/books/<uuid:book_id>/codex/entries/": (302, 404, 404, 403, 302),
+    "/books/<uuid:book_id>/chapters/": (302, 404, 404, 403, 302),
+    "/books/<uuid:book_id>/chapters/<int:number>/": (302, 404, 404, 403, 302),
+    "/books/<uuid:book_id>/chapters/<int:number>/findings/<uuid:finding_id>/settle/": (302, 404, 404, 403, 302),
 }
 
 
