@@ -32,13 +32,13 @@ def _access(request: HttpRequest, book_id, *caps: Cap) -> BookAccess:
 # --- Codex entries --------------------------------------------------------------------------------------------
 
 
-class EntryIn(Schema):
+class CodexEntryIn(Schema):
     name: Text(300)
     kind: EntryKind = EntryKind.UNSORTED
     aliases: TextList(item_length=300) = Field(default_factory=list)
 
 
-class EntryEditIn(Schema):
+class CodexEntryEditIn(Schema):
     name: Text(300) | None = None
     kind: EntryKind | None = None
     aliases: TextList(item_length=300) | None = None
@@ -62,7 +62,7 @@ def entries_list(request: HttpRequest, book_id: uuid.UUID):
 
 
 @router.post("/books/{book_id}/codex/entries", response={201: CodexEntryOut, **ERRORS}, summary="Add an entry")
-def entries_create(request: HttpRequest, book_id: uuid.UUID, payload: EntryIn):
+def entries_create(request: HttpRequest, book_id: uuid.UUID, payload: CodexEntryIn):
     access = _access(request, book_id)
     return Status(
         201, manuscript.entry_create(access=access, name=payload.name, kind=payload.kind, aliases=payload.aliases)
@@ -72,7 +72,7 @@ def entries_create(request: HttpRequest, book_id: uuid.UUID, payload: EntryIn):
 @router.patch(
     "/books/{book_id}/codex/entries/{entry_id}", response={200: CodexEntryOut, **ERRORS}, summary="Edit an entry"
 )
-def entries_edit(request: HttpRequest, book_id: uuid.UUID, entry_id: uuid.UUID, payload: EntryEditIn):
+def entries_edit(request: HttpRequest, book_id: uuid.UUID, entry_id: uuid.UUID, payload: CodexEntryEditIn):
     access = _access(request, book_id)
     return manuscript.entry_edit(
         access=access, entry_id=entry_id, name=payload.name, kind=payload.kind, aliases=payload.aliases

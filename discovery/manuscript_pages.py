@@ -17,7 +17,7 @@ from novelgraph.core.errors import DomainError
 from novelgraph.core.schemas import parse_form
 
 from .access import BookAccess, Cap, page_access
-from .manuscript_api import ChapterIn, ChapterTextIn, EntryIn, FindingSettleIn
+from .manuscript_api import ChapterIn, ChapterTextIn, CodexEntryIn, FindingSettleIn
 from .models import EntryKind
 from .selectors import book_chapters, chapter_revisions, continuity_findings
 from .services import manuscript
@@ -145,7 +145,7 @@ def entry_add(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
     raw = request.POST.get("aliases", "").replace("\n", ",")
     try:
         form = parse_form(
-            EntryIn,
+            CodexEntryIn,
             {
                 "name": request.POST.get("name", ""),
                 "kind": request.POST.get("kind", EntryKind.UNSORTED),
