@@ -163,8 +163,8 @@ def test_the_chapter_pages_show_text_findings_and_revisions_and_take_the_authors
     )  # fmt: skip
     page = author_browser.get(f"{chapters}1/").content.decode()
     assert '<mark id="span-2" title="“Hale” is named here' in page and ">Hale</mark>" in page
-    assert "Revision 1 · 6 words" in page and "<button type=\"submit\">Settle</button>" in page
-    assert "<button type=\"submit\">Settle</button>" not in editor_browser.get(f"{chapters}1/").content.decode()
+    assert "Revision 1 · 6 words" in page and '<button type="submit">Settle</button>' in page
+    assert '<button type="submit">Settle</button>' not in editor_browser.get(f"{chapters}1/").content.decode()
     url = f"{chapters}1/findings/{finding.pk}/settle/"
     refused = author_browser.post(url, {"resolution": "intentional"})
     assert refused.status_code == 422 and b"form-error" in refused.content
