@@ -17,6 +17,7 @@ from novelgraph.core.schemas import ERRORS
 from . import services
 from .access import BookAccess, Cap, book_access, books_visible_to
 from .history import ClaimVersions, claim_decisions, claim_history
+from .manuscript_api import ChapterIn, chapter_add
 from .record_search import book_record_search
 from .schemas import (
     ApprovalRefOut,
@@ -179,6 +180,12 @@ def book_edit(request: HttpRequest, book_id: uuid.UUID, payload: BookEditIn):
 @paginate
 def book_chapters_list(request: HttpRequest, book_id: uuid.UUID):
     return book_chapters(_access(request, book_id, Cap.BOOK_READ).book)
+
+
+@router.post("/books/{book_id}/chapters", response={201: ChapterOut, **ERRORS}, summary="Add a chapter")
+def book_chapter_add(request: HttpRequest, book_id: uuid.UUID, payload: ChapterIn):
+    """Declared here beside the list (one path, one router); the manuscript's routes hold the rest."""
+    return chapter_add(request, book_id, payload)
 
 
 @router.post(

@@ -5,6 +5,7 @@ APPEND_ONLY = (
     "discovery_contextdossier",
     "discovery_sessionquestion",
     "discovery_observationrevision",
+    "discovery_chapterrevision",
 )
 
 

@@ -18,6 +18,7 @@ def book_links(book_id) -> dict[str, str | None]:
         "agents": reverse("agents:runs", args=[book_id]),
         "dossiers": reverse("discovery:dossiers", args=[book_id]),
         "codex": reverse("discovery:codex", args=[book_id]),
+        "chapters": reverse("discovery:chapters", args=[book_id]),
         "research": reverse("library:research", args=[book_id]),
         "review": f"{reverse('approvals:inbox')}?book={book_id}",
         "log": reverse("approvals:book_log", args=[book_id]),

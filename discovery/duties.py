@@ -26,6 +26,7 @@ from novelgraph.core.duties import (
     SCHEME,
     ResourceKind,
     ToolSpec,
+    path_parameter,
     read_tool,
     register_resources,
     register_tools,
@@ -35,6 +36,15 @@ from novelgraph.core.errors import Invalid, NotFound
 from . import services
 from .access import Cap, book_access, books_visible_to
 from .history import ClaimVersions, claim_decisions, claim_history
+from .manuscript_api import (
+    CodexEntryOut,
+    FindingFilter,
+    FindingOut,
+    FindingsFiledOut,
+    RevisionFilter,
+    RevisionOut,
+    chapter_text_read,
+)
 from .record_search import book_record_search
 from .schemas import (
     ApprovalRefOut,
@@ -59,6 +69,7 @@ from .schemas import (
     DossierOut,
     EntryIn,
     EntryOut,
+    FindingsIn,
     HandoffIn,
     HandoffOut,
     HandoffResultIn,
@@ -95,7 +106,9 @@ from .selectors import (
     book_turns,
     claim_conflicts,
     codex_capped,
+    codex_entries,
     codex_view,
+    continuity_findings,
     current_session,
     discovery_view_out,
     dossier_get,
@@ -111,6 +124,7 @@ from .selectors import (
     turn_get,
     whoami,
 )
+from .services.manuscript import findings_record
 
 # --- The calls: each resolves access as its REST route does, then calls the same service ---------
 
@@ -194,6 +208,24 @@ def observation_extract(principal: Principal, args, payload: ObservationIn):
     turn = turn_get(args.turn_id)
     access = book_access(principal, turn.session.book, missing="turn")
     return services.observation_extract(access=access, turn=turn, payload=payload)
+
+
+def codex_entries_read(principal: Principal, args, _payload):
+    return codex_entries(book_access(principal, args.book_id, Cap.BOOK_READ).book)
+
+
+def chapter_text_get(principal: Principal, args, filters: RevisionFilter):
+    return chapter_text_read(book_access(principal, args.book_id, Cap.BOOK_READ), args.number, filters.revision)
+
+
+def continuity_read(principal: Principal, args, filters: FindingFilter):
+    book = book_access(principal, args.book_id, Cap.BOOK_READ).book
+    return continuity_findings(book, chapter=filters.chapter, status=filters.status)
+
+
+def continuity_file(principal: Principal, args, payload: FindingsIn):
+    access = book_access(principal, args.book_id, Cap.BOOK_READ)
+    return {"filed": findings_record(access=access, number=args.number, payload=payload)}
 
 
 _SCRATCHPAD = (Cap.SCRATCHPAD_WRITE, Cap.DISCOVERY_WRITE)
@@ -367,6 +399,56 @@ TOOLS: tuple[ToolSpec, ...] = (
         payload=AsOfFilter,
         path=("book_id",),
         read_only=True,
+    ),
+    # The manuscript (issue 28): its entries, a chapter's text, the continuity findings; Luna files what her
+    # check found. No tool writes the text or settles a finding: that is the author's.
+    ToolSpec(
+        name="codex_entries_read",
+        route="GET /books/{book_id}/codex/entries",
+        description="The codex's entries (people, places, objects, events), each with its kind, its aliases "
+        "(the other names the text may use) and the claims that name it.",
+        needs=(Cap.BOOK_READ,),
+        run=codex_entries_read,
+        out=CodexEntryOut,
+        path=("book_id",),
+        read_only=True,
+        many=True,
+    ),
+    ToolSpec(
+        name="chapter_text_read",
+        route="GET /books/{book_id}/chapters/{number}/text",
+        description="A chapter's text (Markdown), its latest revision or the one named, with its word count.",
+        needs=(Cap.BOOK_READ,),
+        run=chapter_text_get,
+        out=RevisionOut,
+        payload=RevisionFilter,
+        path=("book_id", "number"),
+        read_only=True,
+    ),
+    ToolSpec(
+        name="continuity_findings_read",
+        route="GET /books/{book_id}/continuity",
+        description="The continuity check's findings (by chapter, by status): kind, chapter, the quoted span "
+        "and its offsets, the claims and entries it concerns, a message, and how the author settled it.",
+        needs=(Cap.BOOK_READ,),
+        run=continuity_read,
+        out=FindingOut,
+        payload=FindingFilter,
+        path=("book_id",),
+        read_only=True,
+        many=True,
+    ),
+    ToolSpec(
+        name="continuity_findings_file",
+        route="POST /books/{book_id}/chapters/{number}/findings",
+        description="Luna: file what your continuity check of a revision of the chapter found; each quote must "
+        "be the revision's text at its offsets. A finding already filed is not filed again; an open one the "
+        "revision no longer shows closes as fixed. Only the author settles findings.",
+        needs=(Cap.BOOK_READ,),
+        run=continuity_file,
+        out=FindingsFiledOut,
+        payload=FindingsIn,
+        path=("book_id", "number"),
     ),
 )
 
@@ -850,5 +932,6 @@ def _books_listed(principal: Principal):
 
 
 def register() -> None:
+    path_parameter("number", int, "The chapter's number (1 is the first).")
     register_tools(*TOOLS, *READS)
     register_resources(*RESOURCES, books_of=_books_listed)

@@ -498,6 +498,10 @@ class KnowledgeClaim(TimeStampedModel):
 
     base = models.ForeignKey(KnowledgeBase, on_delete=models.PROTECT, related_name="claims")
     subject = models.CharField(max_length=300)
+    # The codex entry the subject names (issue 28); a series claim's entry is in the book it came through.
+    entry = models.ForeignKey(
+        "CodexEntry", null=True, blank=True, on_delete=models.PROTECT, related_name="claims"
+    )
     predicate = models.CharField(max_length=300)
     value = models.JSONField()
     provenance = models.CharField(max_length=20, choices=Provenance.choices)
@@ -571,6 +575,121 @@ class KnowledgeClaim(TimeStampedModel):
 
     def __str__(self) -> str:
         return f"{self.subject} {self.predicate}"
+
+
+# --- The manuscript (issue 28): codex entries, chapter text, continuity findings -------------------------------
+
+
+class EntryKind(models.TextChoices):
+    """What a codex entry is. Subjects that existed before entries were sorted arrive as unsorted."""
+
+    PERSON = "person", "Person"
+    PLACE = "place", "Place"
+    OBJECT = "object", "Object"
+    EVENT = "event", "Event"
+    UNSORTED = "unsorted", "Not sorted yet"
+
+
+class CodexEntry(TimeStampedModel):
+    """A person, place, object or event canon speaks of, with the other names the text may call it by."""
+
+    Kind = EntryKind
+
+    book = models.ForeignKey(Book, on_delete=models.CASCADE, related_name="codex_entries")
+    name = models.CharField(max_length=300)
+    kind = models.CharField(max_length=10, choices=EntryKind.choices, default=EntryKind.UNSORTED)
+    aliases = models.JSONField(default=list, blank=True)
+    created_by = models.CharField(max_length=10, choices=ANY_ROLE, default="author")
+
+    class Meta:
+        ordering = ["book", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["book", "name"], name="codex_entry_unique_name_per_book"),
+            enum_check("kind", EntryKind, "codex_entry_kind_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def names(self) -> list[str]:
+        return [self.name, *self.aliases]
+
+
+class ChapterRevision(AppendOnlyRecord, models.Model):
+    """One stored text of a chapter. Append-only (the database's triggers refuse a change): a new text is a
+    new revision, numbered from 1 per chapter."""
+
+    append_only = "A chapter's revisions are append-only: store a new text instead."
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    chapter = models.ForeignKey(Chapter, on_delete=models.CASCADE, related_name="revisions")
+    number = models.PositiveIntegerField()
+    text = models.TextField()
+    words = models.PositiveIntegerField()
+    created_by = models.CharField(max_length=10, choices=ANY_ROLE)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["chapter", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["chapter", "number"], name="chapter_revision_unique_number"),
+            models.CheckConstraint(condition=Q(number__gte=1), name="chapter_revision_number_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"chapter revision {self.number}"
+
+
+class FindingKind(models.TextChoices):
+    REVEAL_TOO_EARLY = "reveal-too-early", "A fact shown before its chapter"
+    EVIDENCE_NOT_SHOWN = "evidence-not-shown", "A reveal's evidence not shown before it"
+    OUT_OF_TIME = "out-of-time", "Present outside the chapters canon allows"
+    NOT_IN_CANON = "not-in-canon", "A name canon does not know"
+
+
+class FindingStatus(models.TextChoices):
+    OPEN = "open", "Open"
+    FIXED = "fixed", "Fixed in the text"
+    INTENTIONAL = "intentional", "Intentional"
+    CANON_CHANGE = "canon-change", "Canon change proposed"
+
+
+class ContinuityFinding(TimeStampedModel):
+    """What Luna's continuity check found in one revision of a chapter, with the canon it concerns."""
+
+    Kind = FindingKind
+    Status = FindingStatus
+
+    chapter = models.ForeignKey(Chapter, on_delete=models.CASCADE, related_name="findings")
+    revision = models.ForeignKey(ChapterRevision, on_delete=models.PROTECT, related_name="findings")
+    kind = models.CharField(max_length=20, choices=FindingKind.choices)
+    # What makes two findings the same across revisions: the kind, the canon and the words concerned.
+    key = models.CharField(max_length=400)
+    span_start = models.PositiveIntegerField()
+    span_end = models.PositiveIntegerField()
+    quote = models.TextField()
+    claim_ids = models.JSONField(default=list, blank=True)
+    entry_ids = models.JSONField(default=list, blank=True)
+    message = models.TextField()
+    status = models.CharField(max_length=12, choices=FindingStatus.choices, default=FindingStatus.OPEN)
+    rationale = models.TextField(blank=True)
+    closed_by_revision = models.ForeignKey(
+        ChapterRevision, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    proposal = models.ForeignKey(KnowledgeClaim, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+
+    class Meta:
+        ordering = ["chapter", "span_start", "created_at"]
+        constraints = [
+            enum_check("kind", FindingKind, "finding_kind_valid"),
+            enum_check("status", FindingStatus, "finding_status_valid"),
+            models.CheckConstraint(condition=Q(span_end__gte=models.F("span_start")), name="finding_span_ordered"),
+            models.CheckConstraint(condition=~Q(status="intentional") | ~Q(rationale=""), name="finding_intent_why"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} in chapter {self.chapter_id}"
 
 
 class KnowledgeLinkRelation(models.TextChoices):

@@ -18,6 +18,7 @@ from novelgraph.core.schemas import LONG_TEXT, MAX_LIST_ITEMS, JsonValue, Text, 
 from .models import (
     Book,
     EvidenceKind,
+    FindingKind,
     Handoff,
     KnowledgeBaseScope,
     KnowledgeClaim,
@@ -913,3 +914,23 @@ class WebhookOut(Schema):
     secret: str
     active: bool
     deliveries: list[WebhookDeliveryOut]
+
+
+class FindingItem(Schema):
+    """One continuity finding: its kind, the quoted span of the checked revision's text, the canon it concerns."""
+
+    kind: FindingKind
+    key: Text(400)
+    span_start: int = Field(ge=0)
+    span_end: int = Field(ge=0)
+    quote: Text(LONG_TEXT)
+    claim_ids: list[uuid.UUID] = Field(default_factory=list, max_length=20)
+    entry_ids: list[uuid.UUID] = Field(default_factory=list, max_length=20)
+    message: Text(LONG_TEXT)
+
+
+class FindingsIn(Schema):
+    """What a continuity check of one revision of a chapter found (Luna)."""
+
+    revision: int = Field(ge=1)
+    findings: list[FindingItem] = Field(default_factory=list, max_length=1_000)

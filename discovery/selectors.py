@@ -21,7 +21,10 @@ from .access import BookAccess, Cap, first_visible_book_ids, principal_capabilit
 from .models import (
     Book,
     Chapter,
+    ChapterRevision,
+    CodexEntry,
     ContextDossier,
+    ContinuityFinding,
     DiscoverySession,
     Handoff,
     KnowledgeBase,
@@ -808,3 +811,87 @@ def webhook_deliveries(endpoint, *, limit: int = 100) -> list:
     if endpoint is None:
         return []
     return list(endpoint.deliveries.order_by("-created_at", "-attempt")[:limit])
+
+
+def codex_entries(book: Book) -> list[CodexEntry]:
+    """The book's codex entries by name, each with the ids of the claims that name it."""
+    entries = list(CodexEntry.objects.filter(book=book).order_by("name"))
+    claims: dict = {}
+    for entry_id, claim_id in KnowledgeClaim.objects.filter(entry__book=book).values_list("entry_id", "id"):
+        claims.setdefault(entry_id, []).append(claim_id)
+    for entry in entries:
+        entry.claim_ids = claims.get(entry.pk, [])
+    return entries
+
+
+def chapter_revisions(chapter: Chapter) -> list[ChapterRevision]:
+    """A chapter's revisions, oldest first."""
+    return list(ChapterRevision.objects.filter(chapter=chapter).select_related("chapter").order_by("number"))
+
+
+def latest_revision(book: Book, number: int) -> ChapterRevision | None:
+    return (
+        ChapterRevision.objects.filter(chapter__book=book, chapter__number=number)
+        .select_related("chapter")
+        .order_by("-number")
+        .first()
+    )
+
+
+def manuscript_texts(book: Book, *, before: int | None = None) -> dict[int, str]:
+    """The latest text of each chapter (before chapter ``before`` when given), by chapter number."""
+    rows = ChapterRevision.objects.filter(chapter__book=book)
+    if before is not None:
+        rows = rows.filter(chapter__number__lt=before)
+    texts: dict[int, tuple[int, str]] = {}
+    for number, revision, text in rows.values_list("chapter__number", "number", "text"):
+        if number not in texts or texts[number][0] < revision:
+            texts[number] = (revision, text)
+    return {number: text for number, (_r, text) in texts.items()}
+
+
+def continuity_findings(book: Book, *, chapter: int | None = None, status: str | None = None):
+    rows = ContinuityFinding.objects.filter(chapter__book=book).select_related("chapter", "revision")
+    if chapter is not None:
+        rows = rows.filter(chapter__number=chapter)
+    if status is not None:
+        rows = rows.filter(status=status)
+    return list(rows.order_by("chapter__number", "span_start", "created_at"))
+
+
+def manuscript_for_check(book: Book, task_input: dict) -> dict:
+    """What the continuity check of one chapter reads: that revision's text, the latest text of every other
+    chapter, the codex's entries and the book's approved canon with its story records (literary guidance is
+    craft, not canon, and is left out)."""
+    number, wanted = task_input.get("chapter"), task_input.get("revision")
+    revision = ChapterRevision.objects.filter(chapter__book=book, chapter__number=number, number=wanted).first()
+    bases = [b["id"] for b in book_bases(book) if b["scope"] in (KnowledgeBase.Scope.BOOK, KnowledgeBase.Scope.SERIES)]
+    claims = KnowledgeClaim.objects.filter(base_id__in=bases, status=KnowledgeClaim.Status.APPROVED)
+    columns = ("id", "entry_id", "predicate", "value", *STORY_COLUMNS_FOR_CHECK)
+    return {
+        "chapter": number,
+        "revision": wanted,
+        "text": revision.text if revision is not None else None,
+        "others": {str(n): t for n, t in manuscript_texts(book).items() if n != number},
+        "entries": [
+            {"id": str(e.pk), "name": e.name, "aliases": list(e.aliases)} for e in CodexEntry.objects.filter(book=book)
+        ],
+        "claims": [_claim_for_check(row) for row in claims.values(*columns)],
+    }
+
+
+def _claim_for_check(row: dict) -> dict:
+    ids = {name: str(row[name]) if row[name] else None for name in ("entry_id", "evidence_for_id")}
+    return {**row, "id": str(row["id"]), **ids}
+
+
+STORY_COLUMNS_FOR_CHECK = (
+    "true_from_chapter",
+    "true_until_chapter",
+    "known_by",
+    "first_shown_chapter",
+    "reveal",
+    "decisive",
+    "evidence_for_id",
+)
+

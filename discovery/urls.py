@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import views, webhook_views
+from . import manuscript_pages, views, webhook_views
 
 app_name = "discovery"
 urlpatterns = [
@@ -34,6 +34,14 @@ urlpatterns = [
         name="codex-supersede",
     ),
     path("books/<uuid:book_id>/codex/claims/<uuid:claim_id>/retract/", views.codex_retract, name="codex-retract"),
+    path("books/<uuid:book_id>/codex/entries/", manuscript_pages.entry_add, name="codex-entry-add"),
+    path("books/<uuid:book_id>/chapters/", manuscript_pages.chapters, name="chapters"),
+    path("books/<uuid:book_id>/chapters/<int:number>/", manuscript_pages.chapter, name="chapter"),
+    path(
+        "books/<uuid:book_id>/chapters/<int:number>/findings/<uuid:finding_id>/settle/",
+        manuscript_pages.finding_settle,
+        name="finding-settle",
+    ),
     path("books/<uuid:book_id>/dossiers/new/", views.dossier_create, name="dossier_create"),
     path("books/<uuid:book_id>/dossiers/<uuid:dossier_id>/", views.dossier_detail, name="dossier"),
 ]

@@ -50,6 +50,7 @@ from .book_pages import (
 from .history import claim_history
 from .models import (
     Book,
+    EntryKind,
     KnownBy,
     Provenance,
     RevealKind,
@@ -83,6 +84,7 @@ from .selectors import (
     book_thrusts,
     book_turns,
     bounded,
+    codex_entries,
     codex_page,
     codex_view,
     current_session,
@@ -589,6 +591,8 @@ def _render_codex(
             "reveals": [c for c in view["claims"] if c.get("reveal", "none") != "none"],
             "known_by_choices": KnownBy.choices,
             "reveal_choices": RevealKind.choices,
+            "entries": codex_entries(book),
+            "entry_kinds": EntryKind.choices,
         },
         status=422 if as_of_error else status,
     )

@@ -126,5 +126,13 @@ def on_http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
 
 
 # The apps' routers, named by path: the roof mounts them and imports none of them itself.
-for _router in ("discovery.api", "discovery.loop.api", "discovery.agents.api", "library.api", "approvals.api"):
+_ROUTERS = (
+    "discovery.api",
+    "discovery.manuscript_api",
+    "discovery.loop.api",
+    "discovery.agents.api",
+    "library.api",
+    "approvals.api",
+)
+for _router in _ROUTERS:
     api.add_router("", f"{_router}.router")

@@ -40,7 +40,7 @@ from discovery.access import book_access
 from discovery.loop import services as loop
 from discovery.loop.models import LensRerun, PlanNode
 from discovery.loop.schemas import CandidateIn, QuestionIn, TraceEdgeIn, TraceNodeIn, ValidationItemIn
-from discovery.models import KnowledgeBase
+from discovery.models import Chapter, ChapterRevision, CodexEntry, KnowledgeBase
 from discovery.schemas import HandoffIn
 from novelgraph.core.auth import principal_for_key, principal_for_user
 from novelgraph.core.services import api_key_create
@@ -269,8 +269,13 @@ def build_mcp_scene(author, book, reruns: bool = False) -> dict:
         if reruns:
             rerun = LensRerun.objects.create(book=book, lens=lens_of[role], artifacts=[], reason="a cascade")
             per_role[f"rerun_{role}"] = str(rerun.pk)
+    # The manuscript (issue 28): chapter 1 with one revision and an entry.
+    chapter = Chapter.objects.create(book=book, number=1, title="The Bell")
+    ChapterRevision.objects.create(chapter=chapter, number=1, text="Mara rang the bell.", words=4, created_by="author")
+    CodexEntry.objects.create(book=book, name="Mara", kind="person")
     return {
         **per_role,
+        "number": 1,
         "book_id": str(book.pk),
         "session_id": str(session.pk),
         "turn_id": str(turn.pk),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from discovery.loop.models import LoopMeta  # noqa: F401  (the loop app must be installed)
 from discovery.loop.services import loop_ensure
+from discovery.models import Chapter, ChapterRevision, CodexEntry, ContinuityFinding
 
 from .factories import (
     AgentRunFactory,
@@ -51,6 +52,22 @@ def build_scene(book, sol_api) -> dict:
         "observation_id": ObservationFactory(turn=TurnFactory(session=session)).pk,
         "turn_id": TurnFactory(session=session).pk,  # a turn with nothing waiting: confirming all of it changes nothing
     }
+    # The manuscript (issue 28): chapter 1 with a revision, an entry, a finding of Luna's check.
+    chapter = Chapter.objects.create(book=book, number=1, title="The Bell")
+    text = "Mara rang the bell for Hale."
+    revision = ChapterRevision.objects.create(chapter=chapter, number=1, text=text, words=6, created_by="author")
+    ids["number"] = 1
+    ids["entry_id"] = CodexEntry.objects.create(book=book, name="Mara", kind="person").pk
+    ids["finding_id"] = ContinuityFinding.objects.create(
+        chapter=chapter,
+        revision=revision,
+        kind="not-in-canon",
+        key="name:hale",
+        span_start=23,
+        span_end=27,
+        quote="Hale",
+        message="“Hale” is named here, and no codex entry or alias knows it.",
+    ).pk
     loop = f"/books/{book.pk}/loop"
     # The session above is a factory row, so the book's loop is begun as discovery_start begins it (reads never do).
     loop_ensure(book=book)

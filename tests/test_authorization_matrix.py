@@ -304,6 +304,20 @@ API_EXPECTED: dict[str, tuple[int, ...]] = {
     "GET /books/{book_id}/codex": (401, 401, 404, 404, 404, 404, 404, 404, 200, 200, 200, 200, 200),
     "GET /books/{book_id}/codex/chapters": (401, 401, 404, 404, 404, 404, 404, 404, 200, 200, 200, 200, 200),
     "GET /books/{book_id}/chapters": (401, 401, 404, 404, 404, 404, 404, 404, 200, 200, 200, 200, 200),
+    "POST /books/{book_id}/chapters": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 201),
+    "GET /books/{book_id}/codex/entries": (401, 401, 404, 404, 404, 404, 404, 404, 200, 200, 200, 200, 200),
+    "POST /books/{book_id}/codex/entries": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 422),
+    "PATCH /books/{book_id}/codex/entries/{entry_id}": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 200),
+    "PATCH /books/{book_id}/chapters/{number}": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 200),
+    "PUT /books/{book_id}/chapters/{number}/text": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 201),
+    "GET /books/{book_id}/chapters/{number}/text": (401, 401, 404, 404, 404, 404, 404, 404, 200, 200, 200, 200, 200),
+    "GET /books/{book_id}/chapters/{number}/revisions": (401, 401, 404, 404, 404, 404, 404, 404, 200, 200, 200, 200, 200),
+    "GET /books/{book_id}/chapters/{number}/compare": (401, 401, 422, 422, 422, 422, 422, 422, 422, 422, 422, 422, 422),
+    "POST /books/{book_id}/manuscript": (401, 401, 422, 422, 422, 422, 422, 422, 422, 422, 422, 422, 422),
+    "POST /books/{book_id}/chapters/{number}/findings": (401, 401, 404, 404, 404, 404, 404, 404, 201, 403, 403, 403, 403),
+    "GET /books/{book_id}/continuity": (401, 401, 404, 404, 404, 404, 404, 404, 200, 200, 200, 200, 200),
+    "POST /books/{book_id}/continuity/{finding_id}/settle": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 409),
+    "POST /books/{book_id}/chapters/{number}/check": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 202, 403, 202),
     "GET /books/{book_id}/codex/claims": (401, 401, 404, 404, 404, 404, 404, 404, 200, 200, 200, 200, 200),
     "GET /books/{book_id}/codex/withheld": (401, 401, 404, 404, 404, 404, 404, 404, 200, 200, 200, 200, 200),
     "GET /books/{book_id}/codex/findings": (401, 401, 404, 404, 404, 404, 404, 404, 200, 200, 200, 200, 200),
@@ -428,6 +442,10 @@ PAGE_EXPECTED: dict[str, tuple[int, ...]] = {
     "/books/<uuid:book_id>/dossiers/new/": (302, 405, 405, 405, 405),
     "/books/<uuid:book_id>/dossiers/<uuid:dossier_id>/": (302, 404, 404, 200, 200),
     "/books/<uuid:book_id>/codex/": (302, 404, 404, 200, 200),
+    "/books/<uuid:book_id>/codex/entries/": (302, 405, 405, 405, 405),
+    "/books/<uuid:book_id>/chapters/": (302, 404, 404, 200, 200),
+    "/books/<uuid:book_id>/chapters/<int:number>/": (302, 404, 404, 200, 200),
+    "/books/<uuid:book_id>/chapters/<int:number>/findings/<uuid:finding_id>/settle/": (302, 405, 405, 405, 405),
     "/books/<uuid:book_id>/codex/claims/<uuid:claim_id>/": (302, 404, 404, 200, 200),
     "/books/<uuid:book_id>/codex/claims/<uuid:claim_id>/supersede/": (302, 405, 405, 405, 405),
     "/books/<uuid:book_id>/codex/claims/<uuid:claim_id>/retract/": (302, 405, 405, 405, 405),
@@ -624,6 +642,13 @@ PAGE_POSTS: dict[str, dict] = {
     "/books/<uuid:book_id>/codex/claims/<uuid:claim_id>/supersede/": {"value": "the keeper", "rationale": "Mine."},
     "/books/<uuid:book_id>/codex/claims/<uuid:claim_id>/retract/": {"rationale": "Not canon after all."},
     "/books/<uuid:book_id>/codex/facts/": {"subject": "The keeper", "predicate": "is", "value": "tired", "rationale": "Mine."},
+    "/books/<uuid:book_id>/codex/entries/": {"name": "Hale", "kind": "person", "aliases": "the inspector"},
+    "/books/<uuid:book_id>/chapters/": {"title": "The Tide"},
+    "/books/<uuid:book_id>/chapters/<int:number>/": {"text": "Mara rang the bell twice."},
+    "/books/<uuid:book_id>/chapters/<int:number>/findings/<uuid:finding_id>/settle/": {
+        "resolution": "intentional",
+        "rationale": "Hale is a passer-by.",
+    },
 }
 PAGE_POST_EXPECTED: dict[str, tuple[int, ...]] = {
     "/keys/<uuid:key_id>/revoke/": (302, 404, 404, 404, 302),
@@ -649,6 +674,10 @@ PAGE_POST_EXPECTED: dict[str, tuple[int, ...]] = {
     "/books/<uuid:book_id>/codex/claims/<uuid:claim_id>/retract/": (302, 404, 404, 403, 409),
     # The author states a fact herself: canon by her own verdict in the same act (tests/test_codex_state_fact.py).
     "/books/<uuid:book_id>/codex/facts/": (302, 404, 404, 403, 302),
+    "/books/<uuid:book_id>/codex/entries/": (302, 404, 404, 403, 302),
+    "/books/<uuid:book_id>/chapters/": (302, 404, 404, 403, 302),
+    "/books/<uuid:book_id>/chapters/<int:number>/": (302, 404, 404, 403, 302),
+    "/books/<uuid:book_id>/chapters/<int:number>/findings/<uuid:finding_id>/settle/": (302, 404, 404, 403, 302),
 }
 
 

@@ -40,6 +40,7 @@ from discovery.loop.models import (
 )
 from discovery.models import (
     ContextDossier,
+    ContinuityFinding,
     DiscoverySession,
     Handoff,
     KnowledgeClaim,
@@ -92,6 +93,12 @@ MCP_EXPECTED: dict[str, tuple] = {
     "agent_run_queue": SOL_ONLY,
     "book_search": EVERY_ROLE,
     "codex_read": EVERY_ROLE,
+    "codex_entries_read": EVERY_ROLE,
+    "chapter_text_read": EVERY_ROLE,
+    "continuity_findings_read": EVERY_ROLE,
+    # Luna's check files its findings; no tool writes the text or settles a finding (the author's).
+    "continuity_findings_file": (404, 404, OK, 403, 403),
+    "chapter_check": SOL_ONLY,
     "research_propose": EVERY_ROLE,
     "research_propose_from_url": EVERY_ROLE,
     "loop_candidate_add": EVERY_ROLE,
@@ -244,6 +251,25 @@ def arguments(tool: str, ids: dict, caller: str) -> dict:
         "agent_run_queue": {"book_id": book, "task": "next-question"},
         "book_search": {"book_id": book, "q": "lamp"},
         "codex_read": {"book_id": book, "as_of_chapter": 1},
+        "codex_entries_read": {"book_id": book},
+        "chapter_text_read": {"book_id": book, "number": 1},
+        "continuity_findings_read": {"book_id": book, "chapter": 1},
+        "continuity_findings_file": {
+            "book_id": book,
+            "number": 1,
+            "revision": 1,
+            "findings": [
+                {
+                    "kind": "not-in-canon",
+                    "key": "name:bell",
+                    "span_start": 14,
+                    "span_end": 18,
+                    "quote": "bell",
+                    "message": f"{caller}: a name no entry knows.",
+                }
+            ],
+        },
+        "chapter_check": {"book_id": book, "number": 1},
         "research_propose": {
             "book_id": book,
             "url": "https://example.org/lighthouses",
@@ -407,6 +433,23 @@ def written(tool: str, body: dict, role: str, ids: dict) -> None:
         assert {"mode", "results", "withheld"} <= set(body)
     elif tool == "codex_read":
         assert (body["book_id"], body["as_of_chapter"]) == (book, 1)
+    elif tool == "codex_entries_read":
+        assert [e["name"] for e in body["items"]] == ["Mara"]
+    elif tool == "chapter_text_read":
+        assert (body["chapter"], body["revision"], body["text"]) == (1, 1, "Mara rang the bell.")
+    elif tool == "continuity_findings_read":
+        assert body["items"] == [] and body["count"] == 0
+    elif tool == "continuity_findings_file":
+        finding = ContinuityFinding.objects.get(pk=body["filed"][0]["id"])
+        assert (finding.kind, finding.quote, finding.status) == ("not-in-canon", "bell", "open")
+    elif tool == "chapter_check":
+        run = AgentRun.objects.get(pk=body["id"])
+        assert (run.task, run.role, run.status, run.input) == (
+            "continuity",
+            "luna",
+            "queued",
+            {"chapter": 1, "revision": 1},
+        )
     elif tool == "research_propose":
         item = ResearchItem.objects.get(pk=body["id"])
         assert (item.proposed_by, item.status, item.title) == (role, "pending", f"{role}: lighthouse keeping")

@@ -14,7 +14,7 @@ from novelgraph.core.schemas import ERRORS
 
 from .schemas import AgentRunIn, AgentRunOut, RunOutputOut
 from .selectors import agent_run_get, run_outputs, run_readable, runs_for
-from .services import agent_run_start
+from .services import agent_run_start, continuity_check_queue
 
 router = Router(tags=["agents"])
 
@@ -24,6 +24,14 @@ def runs_start(request: HttpRequest, book_id: uuid.UUID, payload: AgentRunIn):
     """Queue one role's task (next-question: Sol; guidance, contradictions: Luna; thrusts, charter:
     Terra). The author or Sol (discovery:write). 202: the run is queued; a worker runs it."""
     run = agent_run_start(access=book_access(principal_of(request), book_id), payload=payload)
+    return Status(202, run)
+
+
+@router.post("/books/{book_id}/chapters/{number}/check", response={202: AgentRunOut, **ERRORS})
+def chapter_check(request: HttpRequest, book_id: uuid.UUID, number: int):
+    """Queue Luna's continuity check of the chapter's latest revision (the author, or Sol). 202: the run is
+    queued; its findings are listed at GET /books/{book_id}/continuity?chapter={number}."""
+    run = continuity_check_queue(access=book_access(principal_of(request), book_id), number=number)
     return Status(202, run)
 
 

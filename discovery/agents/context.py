@@ -21,7 +21,7 @@ from discovery.models import (
     ThrustCandidate,
     Turn,
 )
-from discovery.selectors import book_bases, current_session, observation_rows, readable_bases
+from discovery.selectors import book_bases, current_session, manuscript_for_check, observation_rows, readable_bases
 from library.curated import genres_of
 from library.services import library_search
 from novelgraph.core.auth import Principal
@@ -371,10 +371,11 @@ LOOKUPS = {
     AgentTask.CANON_REVIEW: ("handoff", "charter", "confirmed_observations", "proposed_claims", "loop"),
     AgentTask.TRUST_REVIEW: ("handoff", "charter", "loop"),
     AgentTask.BRIEF: ("handoff", "charter", "thrusts", "trace", "loop"),
+    AgentTask.CONTINUITY: ("manuscript",),
 }
 LOOKUP_CAP = {"library": Cap.LITERARY_READ, "proposed_claims": Cap.BOOK_READ}
-# What a run as of a chapter still looks up: the work handed to it and the craft library.
-PLACED_LOOKUPS = ("handoff", "library")
+# What a run as of a chapter still looks up: the work handed to it, the craft library, the chapter it checks.
+PLACED_LOOKUPS = ("handoff", "library", "manuscript")
 
 
 def looked_up(access: BookAccess, run: AgentRun) -> dict:
@@ -396,6 +397,7 @@ def looked_up(access: BookAccess, run: AgentRun) -> dict:
         "charter": lambda: _charter(book),
         "trace": lambda: _trace(book),
         "library": lambda: library_hits(access, handoff["decision"] if handoff else ""),
+        "manuscript": lambda: manuscript_for_check(book, run.input or {}),
     }
     extras: dict = {"current_question": session.current_question if session else ""}
     as_of_chapter = (run.input or {}).get("as_of_chapter")

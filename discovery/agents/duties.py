@@ -10,14 +10,28 @@ from novelgraph.core.duties import ToolSpec, read_tool, register_tools
 
 from .schemas import AgentRunIn, AgentRunOut, RunOutputOut
 from .selectors import agent_run_get, run_outputs, run_readable, runs_for
-from .services import agent_run_start
+from .services import agent_run_start, continuity_check_queue
 
 
 def agent_run_queue(principal: Principal, args, payload: AgentRunIn):
     return agent_run_start(access=book_access(principal, args.book_id), payload=payload)
 
 
+def chapter_check(principal: Principal, args, _payload):
+    return continuity_check_queue(access=book_access(principal, args.book_id), number=args.number)
+
+
 TOOLS = (
+    ToolSpec(
+        name="chapter_check",
+        route="POST /books/{book_id}/chapters/{number}/check",
+        description="Queue Luna's continuity check of the chapter's latest revision against canon in time; its "
+        "findings are listed by continuity_findings_read. It settles nothing.",
+        needs=(Cap.DISCOVERY_WRITE,),
+        run=chapter_check,
+        out=AgentRunOut,
+        path=("book_id", "number"),
+    ),
     ToolSpec(
         name="agent_run_queue",
         route="POST /books/{book_id}/agent-runs",

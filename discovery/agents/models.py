@@ -27,6 +27,7 @@ class AgentTask(models.TextChoices):
     CANON_REVIEW = "canon-review", "the canon-integrity review"
     TRUST_REVIEW = "trust-review", "the reader-trust review"
     BRIEF = "brief", "the decision brief"
+    CONTINUITY = "continuity", "the continuity check of a chapter"
 
 
 # Which role does each task: the role's capabilities are the whole of what the run may do.
@@ -40,6 +41,7 @@ TASK_ROLE: dict[str, str] = {
     AgentTask.CANON_REVIEW: AgentRole.TERRA,
     AgentTask.TRUST_REVIEW: AgentRole.LUNA,
     AgentTask.BRIEF: AgentRole.TERRA,
+    AgentTask.CONTINUITY: AgentRole.LUNA,
 }
 
 
@@ -154,6 +156,7 @@ class OutputType(models.TextChoices):
     TRACE = "trace", "Traceability node"
     ROUND = "round", "Round"
     CLAIM = "claim", "Proposed canon claim"
+    FINDING = "finding", "Continuity finding"
 
 
 # How each kind of output is counted in a sentence: (one, several).
@@ -172,6 +175,7 @@ OUTPUT_NAMES = {
     OutputType.TRACE: ("traceability node", "traceability nodes"),
     OutputType.ROUND: ("round closed", "rounds closed"),
     OutputType.CLAIM: ("proposed claim", "proposed claims"),
+    OutputType.FINDING: ("continuity finding", "continuity findings"),
 }
 
 

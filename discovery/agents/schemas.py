@@ -22,6 +22,7 @@ from discovery.schemas import (
     CharterIn,
     ClaimIn,
     EntryIn,
+    FindingItem,
     HandoffIn,
     HandoffResultIn,
     ObservationIn,
@@ -259,6 +260,13 @@ class BriefPlan(Schema):
         return self
 
 
+class ContinuityPlan(Schema):
+    """Luna: what the continuity check of one chapter's revision found (nothing, for a clean chapter)."""
+
+    findings: list[FindingItem] = Field(default_factory=list, max_length=1_000)
+    notes: list[NOTE] = Field(default_factory=list, max_length=MAX_PLAN_ITEMS)
+
+
 PLANS: dict[str, type[Schema]] = {
     AgentTask.NEXT_QUESTION: SolPlan,
     AgentTask.GUIDANCE: GuidancePlan,
@@ -269,4 +277,5 @@ PLANS: dict[str, type[Schema]] = {
     AgentTask.CANON_REVIEW: ReviewPlan,
     AgentTask.TRUST_REVIEW: ReviewPlan,
     AgentTask.BRIEF: BriefPlan,
+    AgentTask.CONTINUITY: ContinuityPlan,
 }

@@ -35,8 +35,8 @@ from discovery.loop.services import (
 )
 from discovery.loop.services.base import refuse_when_paused
 from discovery.models import Book, Handoff, ScratchpadEntry, Turn
-from discovery.schemas import HandoffIn, HandoffResultIn
-from discovery.selectors import current_session
+from discovery.schemas import FindingsIn, HandoffIn, HandoffResultIn
+from discovery.selectors import current_session, latest_revision
 from discovery.services import (
     charter_propose,
     claim_propose,
@@ -50,6 +50,7 @@ from discovery.services import (
     scratchpad_append,
     thrust_propose,
 )
+from discovery.services.manuscript import chapter_get, findings_record
 from novelgraph.core.db import lock_row, retried
 from novelgraph.core.errors import Conflict, DomainError, Invalid, NotFound
 from novelgraph.core.schemas import field_of, first_text_fault
@@ -63,6 +64,7 @@ from .schemas import (
     AgentRunIn,
     BriefPlan,
     CharterPlan,
+    ContinuityPlan,
     ContradictionsPlan,
     ExtractPlan,
     GuidancePlan,
@@ -93,7 +95,9 @@ def _open_handoff(access: BookAccess, handoff_id: Any, role: str, task: str) -> 
     return handoff
 
 
-def agent_run_start(*, access: BookAccess, payload: AgentRunIn, parent: AgentRun | None = None) -> AgentRun:
+def agent_run_start(
+    *, access: BookAccess, payload: AgentRunIn, parent: AgentRun | None = None, task_input: dict | None = None
+) -> AgentRun:
     """Queue one role's task for the book and its background task, in one transaction.
 
     Needs discovery:write (the author, or Sol handing work on). The book needs a discovery session
@@ -110,10 +114,16 @@ def agent_run_start(*, access: BookAccess, payload: AgentRunIn, parent: AgentRun
         raise Invalid("topic: only the guidance task takes a topic", field="topic")
     # A deadlock that still happens is tried again here, in the request (not inside a run's transaction,
     # where the run's own retry takes the whole transaction again).
-    return retried(lambda: _queue(access, payload, parent, role=role, provider=provider, model=model))
+    if payload.task == AgentTask.CONTINUITY and not task_input:
+        raise Invalid("task: queue the continuity check from its chapter (.../chapters/{number}/check)", field="task")
+    return retried(
+        lambda: _queue(access, payload, parent, role=role, provider=provider, model=model, given=task_input)
+    )
 
 
-def _queue(access: BookAccess, payload: AgentRunIn, parent: AgentRun | None, *, role, provider, model) -> AgentRun:
+def _queue(
+    access: BookAccess, payload: AgentRunIn, parent: AgentRun | None, *, role, provider, model, given=None
+) -> AgentRun:
     book = access.book
     with transaction.atomic():
         lock_row(Book, book.pk)  # one lock order (novelgraph.core.db.lock_row): the book first
@@ -141,6 +151,7 @@ def _queue(access: BookAccess, payload: AgentRunIn, parent: AgentRun | None, *, 
                 ),
             )
             task_input = {"handoff_id": str(handoff.pk), "topic": payload.topic}
+        task_input.update(given or {})
         as_of_chapter = payload.as_of_chapter or (parent.input.get("as_of_chapter") if parent else None)
         if as_of_chapter is not None:
             task_input["as_of_chapter"] = as_of_chapter  # work handed on stays as of the same chapter
@@ -603,7 +614,30 @@ def apply_brief(access: BookAccess, run: AgentRun, plan: BriefPlan) -> tuple[Out
     return outputs + _answer_handoff(access, run, plan.result), notes
 
 
+def apply_continuity(access: BookAccess, run: AgentRun, plan: ContinuityPlan) -> tuple[Outputs, list[str]]:
+    """The check's findings on the revision it was queued for; each quote must be that revision's text at its
+    offsets (a model's misquote is refused, and nothing is written)."""
+    payload = FindingsIn(revision=run.input["revision"], findings=plan.findings)
+    made = findings_record(access=access, number=run.input["chapter"], payload=payload)
+    return [(OutputType.FINDING, f.pk) for f in made], []
+
+
+def continuity_check_queue(*, access: BookAccess, number: int) -> AgentRun:
+    """Queue Luna's continuity check of the chapter's latest revision (the author, or Sol handing it on)."""
+    access.require(Cap.DISCOVERY_WRITE)
+    chapter = chapter_get(access, number)
+    revision = latest_revision(access.book, chapter.number)
+    if revision is None:
+        raise Conflict("this chapter has no text yet; store its text first", code="no_text")
+    return agent_run_start(
+        access=access,
+        payload=AgentRunIn(task=AgentTask.CONTINUITY),
+        task_input={"chapter": chapter.number, "revision": revision.number},
+    )
+
+
 APPLY = {
+    AgentTask.CONTINUITY: apply_continuity,
     AgentTask.NEXT_QUESTION: apply_sol,
     AgentTask.GUIDANCE: apply_guidance,
     AgentTask.CONTRADICTIONS: apply_contradictions,

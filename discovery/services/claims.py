@@ -18,7 +18,7 @@ from novelgraph.core.errors import Conflict, Forbidden, Invalid, NotFound
 from novelgraph.core.words import inline
 
 from ..access import BookAccess, Cap, book_access, books_visible_to
-from ..models import KnowledgeBase, KnowledgeClaim, RevealKind
+from ..models import CodexEntry, KnowledgeBase, KnowledgeClaim, RevealKind
 from ..refs import validate_source_refs
 from ..schemas import ClaimIn, StoryRecordIn
 from ..selectors import SCOPE_READ_CAP, book_bases, session_get
@@ -95,6 +95,7 @@ def claim_propose(*, access: BookAccess, base: KnowledgeBase, payload: ClaimIn) 
     return KnowledgeClaim.objects.create(
         base=base,
         subject=payload.subject,
+        entry=entry_for_subject(access.book, payload.subject),
         predicate=payload.predicate,
         value=payload.value,
         provenance=payload.provenance,
@@ -104,6 +105,17 @@ def claim_propose(*, access: BookAccess, base: KnowledgeBase, payload: ClaimIn) 
         revises=revises,
         **story,
     )
+
+
+def entry_for_subject(book, subject: str) -> CodexEntry:
+    """The entry a claim's subject names (by name or alias, case folded), made (unsorted) when none does."""
+    folded = " ".join(subject.split()).casefold()
+    for entry in CodexEntry.objects.filter(book=book):
+        if any(n.casefold() == folded for n in entry.names):
+            return entry
+    entry, _ = CodexEntry.objects.get_or_create(book=book, name=" ".join(subject.split())[:300] or subject)
+    return entry
+
 
 
 def _claim_in_book(access: BookAccess, claim_id: Any, *, field: str) -> KnowledgeClaim:

@@ -317,6 +317,15 @@ PERSON_ONLY: dict[str, Cap | str] = {
     "PATCH /books/{book_id}": "the book's author changes her book (title, premise, genre)",
     "POST /books/{book_id}/editors": "the book's author invites an editor",
     "DELETE /books/{book_id}/editors/{user_id}": "the book's author removes an editor",
+    # The manuscript (issue 28) is the author's: her chapters, their text, her codex entries, how she settles
+    # a continuity finding (agents propose entries and canon changes through the approval flow instead).
+    "POST /books/{book_id}/chapters": "the author adds her chapters",
+    "PATCH /books/{book_id}/chapters/{number}": "the author retitles and moves her chapters",
+    "PUT /books/{book_id}/chapters/{number}/text": "the author writes her chapter's text",
+    "POST /books/{book_id}/manuscript": "the author uploads her manuscript",
+    "POST /books/{book_id}/codex/entries": "the author keeps the codex's entries",
+    "PATCH /books/{book_id}/codex/entries/{entry_id}": "the author keeps the codex's entries",
+    "POST /books/{book_id}/continuity/{finding_id}/settle": "the author settles a continuity finding",
 }
 
 # The reads an agent key may make over REST that no tool mirrors, each with why. A new GET route is either a
@@ -334,6 +343,10 @@ READS_WITHOUT_TOOL: dict[str, str] = {
     "GET /books/{book_id}/decision-log/verify": _REDACTED,
     "GET /books/{book_id}/decision-log/export": "a file download (JSON Lines streamed for an outside verifier), "
     "not a JSON answer",
+    "GET /books/{book_id}/chapters/{number}/revisions": "not yet a tool: the chapter's revisions (chapter_text_read "
+    "reads any one revision)",
+    "GET /books/{book_id}/chapters/{number}/compare": "not yet a tool: two revisions compared (chapter_text_read "
+    "reads each)",
     "GET /books/{book_id}/loop/export": "a file download (a zip of the loop's state files), not a JSON answer; "
     "the same state is read through the loop's read tools",
 }

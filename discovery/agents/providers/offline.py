@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from discovery.continuity import Claim, Entry, check_chapter, lowercase_words
 from discovery.story_rules import chapter_cues
 
 from .base import Reply
@@ -1274,7 +1275,29 @@ def terra_brief(context: dict) -> dict:
     return plan
 
 
+def luna_continuity(context: dict) -> dict:
+    """Luna's continuity check of one chapter's revision: the deterministic rules of discovery.continuity."""
+    manuscript = context.get("manuscript") or {}
+    text, number = manuscript.get("text"), manuscript.get("chapter")
+    if text is None or number is None:
+        return {"findings": [], "notes": ["That revision's text is not there to check."]}
+    others = {int(n): t for n, t in (manuscript.get("others") or {}).items()}
+    entries = [Entry(e["id"], e["name"], tuple(e["aliases"])) for e in manuscript.get("entries", [])]
+    claims = [Claim(**c) for c in manuscript.get("claims", [])]
+    found = check_chapter(
+        number=number,
+        text=text,
+        entries=entries,
+        claims=claims,
+        earlier={n: t for n, t in others.items() if n < number},
+        known_lower=lowercase_words([text, *others.values()]),
+    )
+    said = f"{len(found)} finding(s)" if found else "nothing: the chapter agrees with canon"
+    return {"findings": found, "notes": [f"Checked chapter {number} (revision {manuscript.get('revision')}): {said}."]}
+
+
 RULES = {
+    "continuity": luna_continuity,
     "extract": luna_extract,
     "canon-review": terra_canon_review,
     "trust-review": luna_trust_review,

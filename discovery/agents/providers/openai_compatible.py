@@ -75,6 +75,13 @@ TASK_BRIEF = {
         "traceability nodes and edges that link the premise through the thrust and the charter's fields to "
         "Chapter 1's spec and Chapter 1 (nodes already in the context's trace are kept as they are)."
     ),
+    "continuity": (
+        "Check the chapter's text (manuscript.text, chapter manuscript.chapter) against the canon in "
+        "manuscript.claims and the entries' names and aliases: a fact stated before the chapter the reader may see "
+        "it (reveal-too-early), a reveal whose decisive evidence no earlier chapter shows (evidence-not-shown), an "
+        "entry acting outside the chapters canon allows (out-of-time), a name no entry knows (not-in-canon). Each "
+        "finding quotes the text exactly, with its character offsets; a clean chapter gives no finding."
+    ),
 }
 
 

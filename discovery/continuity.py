@@ -1,0 +1,456 @@
+"""The continuity check's offline rules (issue 28): one chapter's text against canon in time, by the codex's
+entries and aliases and the claims' story records. Pure functions of their input, deterministic.
+
+- ``reveal-too-early``: a fact the reader may not see before chapter R (a secret, a reveal, anything first
+  shown later) is stated in an earlier chapter: its value and a name of its subject's entry in one sentence.
+- ``evidence-not-shown``: in a reveal's chapter, a piece of its decisive evidence that no earlier chapter's
+  text shows (its value and a name of its entry in one sentence).
+- ``out-of-time``: an entry acts (outside dialogue, its name followed by a verb) in a chapter outside the
+  chapters where its existence claim ("is alive", "exists"...) holds.
+- ``not-in-canon``: a capitalised name no entry or alias knows. Sentence-initial words, dialogue, headings and
+  ordinary capitalised words (a stop list, and any word the manuscript also writes in lower case) are not names.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+EXISTENCE_PREDICATES = {"is alive", "alive", "lives", "is living", "exists", "is present", "is in the story"}
+
+ORDINARY = {
+    *[
+        "I",
+        "Mr",
+        "Mrs",
+        "Ms",
+        "Miss",
+        "Dr",
+        "Sir",
+        "Madam",
+        "Lord",
+        "Lady",
+        "Father",
+        "Mother",
+        "Brother",
+        "Sister",
+        "Saint",
+        "St",
+        "Captain",
+        "Inspector",
+        "Uncle",
+        "Aunt",
+    ],
+    *["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"],
+    *[
+        "January",
+        "February",
+        "March",
+        "April",
+        "May",
+        "June",
+        "July",
+        "August",
+        "September",
+        "October",
+        "November",
+        "December",
+    ],
+    *["God", "Christmas", "Easter", "English", "French", "German", "Latin", "OK", "Chapter", "Part", "Book"],
+    *[
+        "The",
+        "A",
+        "An",
+        "And",
+        "But",
+        "Or",
+        "If",
+        "When",
+        "Then",
+        "He",
+        "She",
+        "It",
+        "They",
+        "We",
+        "You",
+        "His",
+        "Her",
+        "Its",
+        "Their",
+        "Our",
+        "My",
+        "Your",
+    ],
+}
+# Words that end a title run: the title itself is ordinary, the name after it is what counts.
+TITLES = {
+    "Mr",
+    "Mrs",
+    "Ms",
+    "Miss",
+    "Dr",
+    "Sir",
+    "Lord",
+    "Lady",
+    "Father",
+    "Mother",
+    "Brother",
+    "Sister",
+    "Saint",
+    "St",
+    "Captain",
+    "Inspector",
+    "Uncle",
+    "Aunt",
+}
+# A verb right after a name: the entry acts. Past tenses in -ed, present in -s, and the common irregulars.
+IRREGULAR = set(
+    [
+        "said",
+        "says",
+        "came",
+        "comes",
+        "went",
+        "goes",
+        "took",
+        "takes",
+        "stood",
+        "stands",
+        "sat",
+        "sits",
+        "ran",
+        "runs",
+        "spoke",
+        "speaks",
+        "saw",
+        "sees",
+        "knew",
+        "knows",
+        "told",
+        "tells",
+        "rang",
+        "rings",
+        "held",
+        "holds",
+        "made",
+        "makes",
+        "left",
+        "leaves",
+        "found",
+        "finds",
+        "gave",
+        "gives",
+        "looked",
+        "smiled",
+        "nodded",
+        "laughed",
+        "walked",
+        "turned",
+        "opened",
+        "closed",
+        "wrote",
+        "writes",
+        "read",
+        "reads",
+        "heard",
+        "hears",
+        "felt",
+        "feels",
+        "kept",
+        "keeps",
+        "brought",
+        "brings",
+        "began",
+        "begins",
+        "drew",
+        "draws",
+        "fell",
+        "falls",
+        "rose",
+        "rises",
+        "stepped",
+        "answered",
+        "asked",
+        "whispered",
+        "shouted",
+        "climbed",
+        "lit",
+        "lights",
+    ]
+)
+NOT_ACTING = {"was", "is", "has", "had", "does", "as", "its", "this", "his", "yes", "us", "always", "perhaps"}
+
+WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*")
+CAPITALISED = re.compile(r"\b[A-Z][a-z]+(?:['’-][A-Za-z]+)?(?:\s+[A-Z][a-z]+(?:['’-][A-Za-z]+)?)*\b")
+SENTENCE_END = re.compile(r"[.!?…]+[\"”’)\]]*(?=\s)|\n")
+DIALOGUE = re.compile(r"“[^”]*”|\"[^\"\n]*\"")
+
+
+@dataclass(frozen=True)
+class Entry:
+    id: str
+    name: str
+    aliases: tuple[str, ...] = ()
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return (self.name, *self.aliases)
+
+
+@dataclass(frozen=True)
+class Claim:
+    id: str
+    entry_id: str | None
+    predicate: str
+    value: object
+    true_from_chapter: int | None = None
+    true_until_chapter: int | None = None
+    known_by: str = "reader"
+    first_shown_chapter: int | None = None
+    reveal: str = "none"
+    decisive: bool = False
+    evidence_for_id: str | None = None
+
+
+def sentences(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each sentence, stripped of surrounding space; a line break also ends one (headings)."""
+    spans, position = [], 0
+
+    def add(start: int, end: int) -> None:
+        piece = text[start:end]
+        lead = len(piece) - len(piece.lstrip())
+        if piece.strip():
+            spans.append((start + lead, start + lead + len(piece.strip())))
+
+    for match in SENTENCE_END.finditer(text):
+        add(position, match.start() if match.group(0) == "\n" else match.end())
+        position = match.end()
+    add(position, len(text))
+    return spans
+
+
+def _name_pattern(name: str) -> re.Pattern:
+    flags = 0 if name[:1].isupper() else re.IGNORECASE
+    return re.compile(r"(?<![\w'’-])" + re.escape(name).replace(r"\ ", r"\s+") + r"(?![\w-])", flags)
+
+
+def _value_text(value: object) -> str | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, str | int | float):
+        text = " ".join(str(value).split())
+        return text if len(text) >= 2 else None
+    return None
+
+
+class Scanner:
+    """The entries' names as patterns, compiled once per check."""
+
+    def __init__(self, entries: Iterable[Entry]):
+        self.entries = {e.id: e for e in entries}
+        self.patterns = {e.id: [_name_pattern(n) for n in e.names if n.strip()] for e in self.entries.values()}
+
+    def mentions(self, entry_id: str | None, text: str, start: int = 0, end: int | None = None) -> list[re.Match]:
+        end = len(text) if end is None else end
+        found = []
+        for pattern in self.patterns.get(entry_id, []):
+            found.extend(pattern.finditer(text, start, end))
+        return sorted(found, key=lambda m: m.start())
+
+    def states(self, claim: Claim, text: str, span: tuple[int, int]) -> bool:
+        """Whether the sentence ``span`` names the claim's entry and says its value."""
+        value = _value_text(claim.value)
+        if value is None or not self.mentions(claim.entry_id, text, *span):
+            return False
+        return _name_pattern(value.lower()).search(text, *span) is not None
+
+
+def _finding(kind, key, text, span, *, claims=(), entries=(), message) -> dict:
+    return {
+        "kind": kind,
+        "key": key,
+        "span_start": span[0],
+        "span_end": span[1],
+        "quote": text[span[0] : span[1]],
+        "claim_ids": [str(c) for c in claims],
+        "entry_ids": [str(e) for e in entries],
+        "message": message,
+    }
+
+
+def _hidden_until(claim: Claim) -> float | None:
+    """The first chapter the reader may see this fact, when it is held back at all."""
+    if claim.first_shown_chapter is not None:
+        return claim.first_shown_chapter
+    if claim.known_by == "nobody":
+        return float("inf")
+    return None
+
+
+def _in_dialogue(text: str) -> list[tuple[int, int]]:
+    return [(m.start(), m.end()) for m in DIALOGUE.finditer(text)]
+
+
+def _inside(position: int, spans: list[tuple[int, int]]) -> bool:
+    return any(a <= position < b for a, b in spans)
+
+
+def check_chapter(
+    *,
+    number: int,
+    text: str,
+    entries: list[Entry],
+    claims: list[Claim],
+    earlier: dict[int, str],
+    known_lower: set[str] | None = None,
+) -> list[dict]:
+    """Every finding of chapter ``number``'s ``text`` (``earlier``: the text of each chapter before it)."""
+    scan = Scanner(entries)
+    spans = sentences(text)
+    names = {e.id: e.name for e in entries}
+    found: list[dict] = []
+
+    # reveal-too-early
+    for claim in claims:
+        until = _hidden_until(claim)
+        if until is None or number >= until or claim.entry_id is None:
+            continue
+        for span in spans:
+            if scan.states(claim, text, span):
+                when = "is never shown yet" if until == float("inf") else f"is first shown in chapter {until}"
+                found.append(
+                    _finding(
+                        "reveal-too-early",
+                        f"reveal:{claim.id}",
+                        text,
+                        span,
+                        claims=[claim.id],
+                        entries=[claim.entry_id],
+                        message=f"This states that {names[claim.entry_id]} {claim.predicate} {claim.value}, "
+                        f"which the reader {when}; this is chapter {number}.",
+                    )
+                )
+                break
+
+    # evidence-not-shown
+    by_id = {c.id: c for c in claims}
+    for reveal in claims:
+        if reveal.reveal == "none" or reveal.first_shown_chapter != number:
+            continue
+        shown_at = next((s for s in spans if scan.states(reveal, text, s)), None)
+        if shown_at is None and reveal.entry_id is not None:
+            first = scan.mentions(reveal.entry_id, text)
+            shown_at = next((s for s in spans if first and s[0] <= first[0].start() < s[1]), None)
+        shown_at = shown_at or (spans[0] if spans else (0, 0))
+        for evidence in claims:
+            if evidence.evidence_for_id != reveal.id or not evidence.decisive or evidence.id not in by_id:
+                continue
+            if any(scan.states(evidence, t, s) for n, t in earlier.items() if n < number for s in sentences(t)):
+                continue
+            who = names.get(evidence.entry_id, "its subject")
+            found.append(
+                _finding(
+                    "evidence-not-shown",
+                    f"evidence:{evidence.id}",
+                    text,
+                    shown_at,
+                    claims=[reveal.id, evidence.id],
+                    entries=[e for e in (evidence.entry_id,) if e],
+                    message=f"The reveal here needs its decisive evidence ({who} {evidence.predicate} "
+                    f"{evidence.value}), which no chapter before {number} shows.",
+                )
+            )
+
+    # out-of-time
+    dialogue = _in_dialogue(text)
+    for claim in claims:
+        if claim.predicate.strip().casefold() not in EXISTENCE_PREDICATES or claim.entry_id is None:
+            continue
+        low, high = claim.true_from_chapter or 1, claim.true_until_chapter or float("inf")
+        if low <= number <= high:
+            continue
+        for mention in scan.mentions(claim.entry_id, text):
+            if _inside(mention.start(), dialogue):
+                continue
+            after = WORD.match(text, _skip_space(text, mention.end()))
+            if after is None or not _acts(after.group(0)):
+                continue
+            span = next((s for s in spans if s[0] <= mention.start() < s[1]), (mention.start(), after.end()))
+            bound = f"after chapter {high}" if number > high else f"before chapter {low}"
+            window = f"until chapter {high}" if number > high else f"from chapter {low}"
+            found.append(
+                _finding(
+                    "out-of-time",
+                    f"time:{claim.id}",
+                    text,
+                    span,
+                    claims=[claim.id],
+                    entries=[claim.entry_id],
+                    message=f"{names[claim.entry_id]} acts here, in chapter {number}, but canon says "
+                    f"{names[claim.entry_id]} {claim.predicate} only {window} (this is {bound}).",
+                )
+            )
+            break
+
+    # not-in-canon
+    known = {n.casefold() for e in entries for n in e.names}
+    known |= {w.casefold() for e in entries for n in e.names for w in n.split() if w[:1].isupper()}
+    ordinary = known_lower if known_lower is not None else lowercase_words([text])
+    starts = {a for a, _b in spans}
+    reported: set[str] = set()
+    for match in CAPITALISED.finditer(text):
+        line_start = text.rfind("\n", 0, match.start()) + 1
+        if text[line_start : line_start + 1] == "#" or _inside(match.start(), dialogue):
+            continue
+        words = [(m.start(), m.group(0)) for m in re.finditer(r"\S+", match.group(0))]
+        words = [(match.start() + off, w) for off, w in words]
+        if _sentence_initial(text, words[0][0], starts):
+            words = words[1:]
+        while words and (words[0][1] in TITLES or words[0][1] in ORDINARY):
+            words = words[1:]
+        if not words:
+            continue
+        name = " ".join(w for _p, w in words)
+        folded = name.casefold()
+        if folded in known or folded in reported:
+            continue
+        if all(w.casefold() in known or w in ORDINARY or w.lower() in ordinary for _p, w in words):
+            continue
+        reported.add(folded)
+        start, end = words[0][0], words[-1][0] + len(words[-1][1])
+        found.append(
+            _finding(
+                "not-in-canon",
+                f"name:{folded}",
+                text,
+                (start, end),
+                message=f"“{name}” is named here, and no codex entry or alias knows it. Add it as an entry?",
+            )
+        )
+    return sorted(found, key=lambda f: (f["span_start"], f["kind"]))
+
+
+def _skip_space(text: str, position: int) -> int:
+    while position < len(text) and text[position] in " \t":
+        position += 1
+    return position
+
+
+def _acts(word: str) -> bool:
+    word = word.lower()
+    if word in NOT_ACTING or word.endswith(("'s", "’s")):
+        return False
+    return word in IRREGULAR or (len(word) > 3 and (word.endswith("ed") or word.endswith("s")))
+
+
+def _sentence_initial(text: str, position: int, starts: set[int]) -> bool:
+    if position in starts:
+        return True
+    before = text[:position].rstrip(" \t\"“‘'*_(")
+    return not before or before[-1] in ".!?…:\n" or before.endswith("—")
+
+
+def lowercase_words(texts: Iterable[str]) -> set[str]:
+    """The words the manuscript writes in lower case somewhere: capitalised elsewhere, they are ordinary words."""
+    return {w for text in texts for w in WORD.findall(text) if w.islower()}
