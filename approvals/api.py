@@ -7,11 +7,11 @@ from django.http import HttpRequest, StreamingHttpResponse
 from ninja import Query, Router
 from ninja.pagination import paginate
 
-from discovery.access import Cap, book_access, books_visible_to, principal_capabilities
 from novelgraph.core.auth import principal_of
 from novelgraph.core.schemas import ERRORS
 
 from .models import Approval, DecisionList
+from .reads import approval_detail_read, approvals_read, log_access
 from .schemas import (
     WITHHELD,
     ApprovalDetailOut,
@@ -24,17 +24,13 @@ from .schemas import (
 )
 from .selectors import (
     approval_get,
-    approval_view,
-    approvals_visible,
     decision_list,
     decision_log_export_lines,
     decision_log_for,
     decision_log_verify,
     superseded_versions,
-    withheld_subjects,
 )
 from .services import approval_decide
-from .subjects import handler_of
 
 router = Router(tags=["approvals"])
 
@@ -45,11 +41,8 @@ router = Router(tags=["approvals"])
 @paginate
 def approval_list(request: HttpRequest, filters: Query[ApprovalFilter]):
     """Approvals of the books the caller may read, newest first (`?book_id=&status=`)."""
-    principal = principal_of(request)
-    access = book_access(principal, filters.book_id, Cap.BOOK_READ) if filters.book_id else None
-    approvals = approvals_visible(principal, access=access, status=filters.status)
-    books = [access.book] if access else books_visible_to(principal)
-    setattr(request, WITHHELD, withheld_subjects(principal, principal_capabilities(principal), books))
+    approvals, withheld = approvals_read(principal_of(request), filters.book_id, filters.status)
+    setattr(request, WITHHELD, withheld)
     return approvals
 
 
@@ -58,22 +51,8 @@ def approval_detail(request: HttpRequest, approval_id: uuid.UUID):
     """The proposal, who requested it, its source refs resolved, the impact preview, and whether it is current.
 
     A subject the caller's role may not read is withheld (and says so)."""
-    access, approval = approval_get(principal_of(request), approval_id)
-    setattr(request, WITHHELD, withheld_subjects(access.principal, access.caps, [access.book]))
-    view = approval_view(access, approval)
-    out = ApprovalOut.from_orm(view.approval, context={"request": request}).dict()
-    # A loop card's impact preview is capped like GET .../loop/cascade-preview, with the same link to the rest.
-    handler = handler_of(approval.kind)
-    impact = handler.impact_page(access.book.pk, view.impact) if handler and handler.impact_page else view.impact
-    proposal = {**view.proposal, "impact": impact} if "impact" in view.proposal else view.proposal
-    out.update(
-        verdicts=view.verdicts,
-        current=view.current,
-        proposal=proposal,
-        source_refs=view.source_refs,
-        impact=impact,
-        log_entry=LogEntryOut.from_orm(view.log_entry, context={"request": request}).dict() if view.log_entry else None,
-    )
+    out, withheld = approval_detail_read(principal_of(request), approval_id)
+    setattr(request, WITHHELD, withheld)  # the response schema validates the answer again
     return out
 
 
@@ -116,8 +95,8 @@ def approval_verdict(request: HttpRequest, approval_id: uuid.UUID, payload: Verd
 
 
 def _log_access(request: HttpRequest, book_id: uuid.UUID):
-    access = book_access(principal_of(request), book_id, Cap.BOOK_READ)
-    setattr(request, WITHHELD, withheld_subjects(access.principal, access.caps, [access.book]))
+    access, withheld = log_access(principal_of(request), book_id)
+    setattr(request, WITHHELD, withheld)
     return access
 
 

@@ -12,8 +12,13 @@ class ApprovalsConfig(AppConfig):
 
         from novelgraph.core.db import guard_tables_after_migrate, register_append_only
 
-        from . import checks  # noqa: F401  (registers the decision log's system check)
+        from . import (
+            checks,  # noqa: F401  (registers the decision log's system check)
+            duties,
+        )
 
+        # What agents may read of approvals and the log through MCP (the roof's server reads the kernel's registry).
+        duties.register()
         # The decision log refuses UPDATE and DELETE; the guard is back after every migrate and flush.
         register_append_only(*APPEND_ONLY)
         post_migrate.connect(

@@ -1,8 +1,9 @@
 """The approvals API's schemas: approvals, verdicts and decision-log entries.
 
 Output schemas withhold what the caller's role may not read: a route that serves such
-objects records on the request the subjects to withhold (``WITHHELD``), and the resolvers
-below show the withheld line instead of the subject's words.
+objects records on the request the subjects to withhold (``WITHHELD``); an MCP tool, which has
+no request, passes them as the ``withheld`` context (``approvals/reads.py`` computes them for
+both). The resolvers below show the withheld line instead of the subject's words.
 """
 
 import uuid
@@ -22,8 +23,10 @@ WITHHELD = "novelgraph_withheld"
 
 
 def _withheld(context, obj) -> str | None:
-    request = (context or {}).get("request")
-    withheld = getattr(request, WITHHELD, None) or {}
+    context = context or {}
+    withheld = context.get("withheld")
+    if withheld is None:
+        withheld = getattr(context.get("request"), WITHHELD, None) or {}
     subject_type = obj.get("subject_type") if isinstance(obj, dict) else obj.subject_type
     subject_id = obj.get("subject_id") if isinstance(obj, dict) else obj.subject_id
     return withheld_line(withheld, subject_type, str(subject_id))

@@ -23,7 +23,8 @@ from django.db import transaction
 from django.test import Client
 
 from approvals.models import Approval
-from discovery.access import capabilities_of
+from approvals.services import approval_decide
+from discovery.access import book_access, capabilities_of
 from discovery.agents.models import AgentRun
 from discovery.loop.models import (
     BlackboardArtifact,
@@ -43,7 +44,9 @@ from discovery.models import (
     ContinuityFinding,
     DiscoverySession,
     Handoff,
+    KnowledgeBase,
     KnowledgeClaim,
+    KnowledgeLink,
     Observation,
     ScratchpadEntry,
     SessionQuestion,
@@ -51,11 +54,14 @@ from discovery.models import (
     ThrustCandidate,
     Turn,
 )
+from discovery.services import claim_request_approval
 from library.models import KnowledgeSource, ResearchItem
+from novelgraph.core.auth import principal_for_key, principal_for_user
 from novelgraph.core.duties import TOOLS_BY_NAME, tools
+from novelgraph.core.services import api_key_create
 
 from .discovery_support import charter_body, thrust_body
-from .factories import AgentRunFactory, ContextDossierFactory, ObservationFactory
+from .factories import AgentRunFactory, ContextDossierFactory, KnowledgeClaimFactory, ObservationFactory
 from .mcp_support import agent_keys, build_mcp_scene, call, outcome, tool_names
 
 pytestmark = pytest.mark.django_db
@@ -137,6 +143,9 @@ MCP_EXPECTED: dict[str, tuple] = {
         "loop_cascade_preview", "loop_cascade_affected", "loop_cascade_stale", "loop_cascade_stale_artifacts",
         "loop_reruns", "loop_rerun_artifacts", "loop_constraints", "loop_cards", "agent_runs", "agent_run_read",
         "agent_run_written", "research_list",
+        # The approvals' and the log's reads, withheld for the caller's role as their routes withhold them.
+        "approvals_list", "approval_read", "approval_list_items", "approval_superseded_versions",
+        "decision_log_read", "decision_log_verify",
     )},
     # Who the key is and its books; the curated library (no book): every key reads them.
     **{name: (OK, OK, OK, OK, OK) for name in ("whoami", "books_list", "library_sources", "library_source",
@@ -156,6 +165,8 @@ def read_arguments(tool: str, ids: dict, caller: str) -> dict:
     args = {name: given.get(name, ids.get(name)) for name in path}
     if tool.startswith("loop_cascade"):
         args["node"] = "t-luna"  # a trace node of the scene
+    if tool == "approvals_list":
+        args["book_id"] = ids["book_id"]  # the scene's book (another key's books are refused, as REST refuses them)
     return args
 
 
@@ -169,6 +180,18 @@ def read_scene(author, book, ids: dict) -> dict:
     for role, task in (("luna", "contradictions"), ("terra", "thrusts"), ("sol", "next-question")):
         extra[f"dossier_{role}"] = str(ContextDossierFactory(book=book, agent_role=role).pk)
         extra[f"run_{role}"] = str(AgentRunFactory(book=book, role=role, task=task).pk)
+    # Two decided promotions: a book claim's (the approval the approval reads name) and a series claim's, which
+    # Luna reads only as withheld (in the approvals' list and in the log), through the tool as through REST.
+    sol = book_access(principal_for_key(api_key_create(owner=author, role="sol")[1]), book)
+    as_author = book_access(principal_for_user(author), book)
+    series, _ = KnowledgeBase.objects.get_or_create(scope="series", owner_id=str(book.series_id))
+    KnowledgeLink.objects.get_or_create(book=book, base=series, relation="series-canon")
+    book_base = KnowledgeBase.objects.get(scope="book", owner_id=str(book.pk))
+    for base, subject in ((series, "Ines"), (book_base, "The lamp")):
+        claim = KnowledgeClaimFactory(base=base, subject=subject, predicate="is", value=f"{subject}'s secret")
+        approval = claim_request_approval(access=sol, claim_id=claim.pk)
+        approval_decide(access=as_author, approval_id=approval.pk, verdict="approve", rationale="It holds.")
+    extra |= {"approval_id": str(approval.pk), "name": "contradictions"}
     return {**ids, **extra}
 
 
@@ -520,6 +543,16 @@ def written(tool: str, body: dict, role: str, ids: dict) -> None:
     elif tool == "loop_missing":
         assert body["started"] is True and body["gate"] == LoopMeta.objects.get(book_id=book).gate
         assert body["missing"] and all(item["what"] and item["reason"] for item in body["missing"])
+    elif tool in {"approvals_list", "decision_log_read"}:
+        # The series promotion is withheld from Luna (she lacks series:read), and only from her.
+        key = "summary" if tool == "approvals_list" else "rationale"
+        hidden = [item for item in body["items"] if item[key].startswith("withheld: series canon")]
+        assert len(hidden) == (1 if role == "luna" else 0) and body["count"] == 2, (tool, role, body)
+        assert ("Ines's secret" in json.dumps(body)) == (role != "luna")
+    elif tool == "approval_read":
+        assert (body["id"], body["status"], body["log_entry"]["decision"]) == (ids["approval_id"], "decided", "approve")
+    elif tool == "decision_log_verify":
+        assert body["ok"] is True and body["entries"] == 2, body
     elif tool in READS:
         pass  # checked against its REST route's body, and that it wrote nothing (the test below)
     else:  # pragma: no cover - a new tool needs its check here

@@ -71,6 +71,12 @@ EVERY_ROLE_TOOLS = {
 # Issue 27: a read tool for each GET route an agent may call (every role reads them on its own books).
 READ_TOOLS = {
     "agent_run_read",
+    "approval_list_items",
+    "approval_read",
+    "approval_superseded_versions",
+    "approvals_list",
+    "decision_log_read",
+    "decision_log_verify",
     "agent_run_written",
     "agent_runs",
     "author_constraints",

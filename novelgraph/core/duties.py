@@ -76,6 +76,16 @@ def arguments_of(name: str, payload: type[BaseModel] | None, *path: str, many: b
 
 Run = Callable[[Principal, Any, Any], Any]
 
+
+@dataclass(frozen=True)
+class Answer:
+    """What a tool's ``run`` returns when its output schema needs more than the rows: ``context``, which the
+    schema's resolvers read (what the route carries on its request: the subjects the caller's role may not
+    read, for the approvals' and the log's answers)."""
+
+    value: Any
+    context: dict[str, Any]
+
 # The coordinator's duties (Sol's, and the author's): what writing the discovery record needs.
 CONTROLLER: tuple[Cap, ...] = (Cap.DISCOVERY_WRITE,)
 
@@ -145,18 +155,21 @@ class ToolSpec:
         args = self.arguments.model_validate(arguments)
         payload = self.payload.model_validate(arguments) if self.payload else None
         result = self.run(principal, args, payload)
+        context = None
+        if isinstance(result, Answer):
+            result, context = result.value, result.context
         if self.many:
             rows = result
             count = rows.count() if hasattr(rows, "count") and not isinstance(rows, list) else len(rows)
             # Each row through the route's own schema (its resolvers included), then the page around them.
-            page = [self._row(row) for row in rows[args.offset : args.offset + args.limit]]
+            page = [self._row(row, context) for row in rows[args.offset : args.offset + args.limit]]
             return {"items": page, "count": count, "limit": args.limit, "offset": args.offset}
-        return self.out.from_orm(result).model_dump(mode="json")
+        return self.out.from_orm(result, context=context).model_dump(mode="json")
 
-    def _row(self, row: Any) -> Any:
+    def _row(self, row: Any, context: dict | None = None) -> Any:
         # A row of a list the REST route answers as plain JSON (``list[dict]``, ``list[str]``) is itself.
         if isinstance(self.out, type) and issubclass(self.out, BaseModel):
-            return self.out.from_orm(row).model_dump(mode="json")
+            return self.out.from_orm(row, context=context).model_dump(mode="json")
         return TypeAdapter(self.out).dump_python(row, mode="json")
 
     def offered_to(self, role: str | None) -> bool:
@@ -330,19 +343,10 @@ PERSON_ONLY: dict[str, Cap | str] = {
 
 # The reads an agent key may make over REST that no tool mirrors, each with why. A new GET route is either a
 # tool's or listed here, so a gap is visible, not silent.
-_REDACTED = (
-    "not yet a tool: the approvals' and the log's answers withhold what the role may not read through the "
-    "request (the output schema reads the withheld subjects off it); a tool needs that context passed in"
-)
 READS_WITHOUT_TOOL: dict[str, str] = {
-    "GET /approvals": _REDACTED,
-    "GET /approvals/{approval_id}": _REDACTED,
-    "GET /approvals/{approval_id}/lists/{name}": _REDACTED,
-    "GET /approvals/{approval_id}/superseded-versions": _REDACTED,
-    "GET /books/{book_id}/decision-log": _REDACTED,
-    "GET /books/{book_id}/decision-log/verify": _REDACTED,
     "GET /books/{book_id}/decision-log/export": "a file download (JSON Lines streamed for an outside verifier), "
-    "not a JSON answer",
+    "not a JSON answer; the same entries, withheld as the route withholds them, are read through the "
+    "decision_log_read tool, and the chain is checked through decision_log_verify",
     "GET /books/{book_id}/chapters/{number}/revisions": "not yet a tool: the chapter's revisions (chapter_text_read "
     "reads any one revision)",
     "GET /books/{book_id}/chapters/{number}/compare": "not yet a tool: two revisions compared (chapter_text_read "
