@@ -63,6 +63,11 @@ DECISION_LOG_FIRST_ROUND_KEY = first_round_key(SECRET_KEY)
 # directory (a subdirectory per database), sealed with the key (approvals/anchor.py).
 DECISION_LOG_ANCHOR_DIR = Path(os.environ.get("NOVELGRAPH_ANCHOR_DIR", VAR_DIR / "decision-log-anchors"))
 
+# Where `manage.py loop_export` writes a book's loop as files (seed 002's sidecar): this setting, else
+# VAR_DIR/discovery when VAR_DIR exists, else the nearest folder above the working directory holding a
+# `.novelgraph-discovery` marker file, else VAR_DIR/discovery (discovery/loop/services/sidecar.py).
+NOVELGRAPH_DISCOVERY_ROOT = os.environ.get("NOVELGRAPH_DISCOVERY_ROOT", "")
+
 INSTALLED_APPS = [
     "django.contrib.admin",
     "django.contrib.auth",

@@ -32,6 +32,7 @@ from .services import candidate_select, gate_request, question_resolve
 from .services.base import reader_book
 from .services.cards import g15_thrusts
 from .services.plan import WRITABLE_LIFECYCLE
+from .services.sidecar import sidecar_folder
 from .svg import plan_tree_svg, trace_svg
 
 
@@ -74,6 +75,8 @@ def _loop_context(access: BookAccess) -> dict:
         ],
         "plan_svg": plan_tree_svg(nodes),
         "trace_svg": trace_svg(trace_nodes, trace_edges, report),
+        # Where `manage.py loop_export` writes this book's loop as files (seed 002's sidecar); not created here.
+        "sidecar_folder": str(sidecar_folder(book)),
         "lint": report.as_dict(),
         "questions": questions,
         "for_author": [q for q in questions if q.target_discipline == "author"],

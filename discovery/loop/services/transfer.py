@@ -96,23 +96,31 @@ def _member(name: str) -> zipfile.ZipInfo:
     return info
 
 
+def loop_files(*, book: Book) -> dict[str, bytes]:
+    """The loop's files in the seed's layout, by path under the discovery root (``<book-slug>/...``), in a fixed
+    order: the state files, then the committed artifacts beside ``_state``. The zip and the folder hold these."""
+    state = loop_state(book)
+    files: dict[str, bytes] = {}
+    for name in STATE_FILES:
+        files[f"{book.slug}/_state/{name}.json"] = _dump(state[name])
+    for artifact in state["blackboard"]["artifacts"]:
+        # Only what the author ratified is committed: a proposed brief stays in the blackboard's state.
+        if artifact["type"] in COMMITTED_TYPES and artifact["status"] == "ratified":
+            files[f"{book.slug}/{artifact['id']}.json"] = _dump(artifact)
+    charter = StoryCharter.objects.filter(book=book, status="approved").order_by("-version").first()
+    if charter is not None:
+        files[f"{book.slug}/charter.json"] = _dump(
+            {"schema_version": SCHEMA_VERSION, "version": charter.version, "content": charter.content}
+        )
+    return files
+
+
 def loop_export(*, book: Book) -> bytes:
     """The zip of the book's loop (state files plus committed artifacts)."""
-    state = loop_state(book)
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name in STATE_FILES:
-            archive.writestr(_member(f"{book.slug}/_state/{name}.json"), _dump(state[name]))
-        for artifact in state["blackboard"]["artifacts"]:
-            # Only what the author ratified is committed: a proposed brief stays in the blackboard's state.
-            if artifact["type"] in COMMITTED_TYPES and artifact["status"] == "ratified":
-                archive.writestr(_member(f"{book.slug}/{artifact['id']}.json"), _dump(artifact))
-        charter = StoryCharter.objects.filter(book=book, status="approved").order_by("-version").first()
-        if charter is not None:
-            archive.writestr(
-                _member(f"{book.slug}/charter.json"),
-                _dump({"schema_version": SCHEMA_VERSION, "version": charter.version, "content": charter.content}),
-            )
+        for name, content in loop_files(book=book).items():
+            archive.writestr(_member(name), content)
     return buffer.getvalue()
 
 
@@ -171,6 +179,16 @@ def _created(objs_and_times: list[tuple], model) -> None:
         model.objects.bulk_update(objs, ["created_at"])
 
 
+MAX_STATE_FILE = 50 * 1024 * 1024
+
+
+def _parse_state(filename: str, raw: bytes) -> dict:
+    try:
+        return json.loads(raw.decode())
+    except (ValueError, UnicodeDecodeError):
+        raise Invalid(f"{filename} is not JSON", field="file") from None
+
+
 def _read_zip(data: bytes) -> dict[str, dict]:
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
@@ -182,14 +200,24 @@ def _read_zip(data: bytes) -> dict[str, dict]:
         if len(parts) == 3 and parts[1] == "_state" and parts[2].endswith(".json"):
             name = parts[2][: -len(".json")]
             if name in STATE_FILES:
-                if info.file_size > 50 * 1024 * 1024:
+                if info.file_size > MAX_STATE_FILE:
                     raise Invalid(f"{info.filename} is too large", field="file")
-                try:
-                    files[name] = json.loads(archive.read(info).decode())
-                except (ValueError, UnicodeDecodeError):
-                    raise Invalid(f"{info.filename} is not JSON", field="file") from None
+                files[name] = _parse_state(info.filename, archive.read(info))
     if not files:
         raise Invalid("no <book-slug>/_state/*.json files in the zip", field="file")
+    return files
+
+
+def read_state_files(raw: dict[str, bytes]) -> dict[str, dict]:
+    """The state documents from ``{name: bytes}`` (a folder's ``_state/<name>.json``), read like the zip's."""
+    files = {}
+    for name in STATE_FILES:
+        if name in raw:
+            if len(raw[name]) > MAX_STATE_FILE:
+                raise Invalid(f"_state/{name}.json is too large", field="file")
+            files[name] = _parse_state(f"_state/{name}.json", raw[name])
+    if not files:
+        raise Invalid("no _state/*.json files in the folder", field="file")
     return files
 
 
@@ -250,7 +278,7 @@ def _require_unstarted(book: Book, meta: LoopMeta) -> None:
 LOOP_DECISIONS = ("loop-option-card", "loop-question")
 
 
-def loop_import(*, access: BookAccess, data: bytes) -> dict:
+def loop_import(*, access: BookAccess, data: bytes | None = None, files: dict[str, dict] | None = None) -> dict:
     """The author imports an exported loop into her book's loop that has not started (see the module doc).
 
     Everything lands as proposed material: ratified slots come in proposed, ratified plan nodes converging,
@@ -262,7 +290,12 @@ def loop_import(*, access: BookAccess, data: bytes) -> dict:
     access.require(Cap.DISCOVERY_READ)
     access.require_author()
     book = access.book
-    files = _read_zip(data)
+    if files is None:
+        files = _read_zip(data)
+        digest = hashlib.sha256(data).hexdigest()
+    else:
+        # A folder (``read_state_files``): the digest is over its state documents, canonically serialised.
+        digest = hashlib.sha256(_dump(files)).hexdigest()
     for name, content in files.items():
         if not isinstance(content, dict):
             raise Invalid(f"{name}.json must hold an object", field=f"file:{name}")
@@ -474,7 +507,7 @@ def loop_import(*, access: BookAccess, data: bytes) -> dict:
                 # keeps the first 200 and says how many there were.
                 "downgraded": downgraded[:200],
                 "downgraded_count": len(downgraded),
-                "digest": hashlib.sha256(data).hexdigest(),
+                "digest": digest,
             },
         )
     return {
