@@ -38,12 +38,16 @@ from .access import Cap, book_access, books_visible_to
 from .history import ClaimVersions, claim_decisions, claim_history
 from .manuscript_api import (
     CodexEntryOut,
+    CompareFilter,
+    CompareOut,
     FindingFilter,
     FindingOut,
     FindingsFiledOut,
     RevisionFilter,
     RevisionOut,
     chapter_text_read,
+    revision_compare,
+    revisions_read,
 )
 from .record_search import book_record_search
 from .schemas import (
@@ -216,6 +220,15 @@ def codex_entries_read(principal: Principal, args, _payload):
 
 def chapter_text_get(principal: Principal, args, filters: RevisionFilter):
     return chapter_text_read(book_access(principal, args.book_id, Cap.BOOK_READ), args.number, filters.revision)
+
+
+def chapter_revisions_get(principal: Principal, args, _payload):
+    return revisions_read(book_access(principal, args.book_id, Cap.BOOK_READ), args.number)
+
+
+def chapter_compare_get(principal: Principal, args, filters: CompareFilter):
+    access = book_access(principal, args.book_id, Cap.BOOK_READ)
+    return revision_compare(access, args.number, filters.older, filters.newer)
 
 
 def continuity_read(principal: Principal, args, filters: FindingFilter):
@@ -422,6 +435,29 @@ TOOLS: tuple[ToolSpec, ...] = (
         run=chapter_text_get,
         out=RevisionOut,
         payload=RevisionFilter,
+        path=("book_id", "number"),
+        read_only=True,
+    ),
+    ToolSpec(
+        name="chapter_revisions_read",
+        route="GET /books/{book_id}/chapters/{number}/revisions",
+        description="A chapter's revisions, oldest first, each with its number and word count (not its text: "
+        "chapter_text_read reads one).",
+        needs=(Cap.BOOK_READ,),
+        run=chapter_revisions_get,
+        out=RevisionOut,
+        path=("book_id", "number"),
+        read_only=True,
+        many=True,
+    ),
+    ToolSpec(
+        name="chapter_compare",
+        route="GET /books/{book_id}/chapters/{number}/compare",
+        description="Two revisions of a chapter compared: the words added and removed, and the lines' diff.",
+        needs=(Cap.BOOK_READ,),
+        run=chapter_compare_get,
+        out=CompareOut,
+        payload=CompareFilter,
         path=("book_id", "number"),
         read_only=True,
     ),

@@ -1,8 +1,6 @@
 """The manuscript's routes (issue 28): codex entries, chapters, chapter text and its revisions, the continuity
 check's findings and how the author settles them. Luna's check itself is queued through the agents' routes."""
 
-from __future__ import annotations
-
 import difflib
 import uuid
 from datetime import datetime
@@ -10,6 +8,7 @@ from typing import Any, Literal
 
 from django.http import HttpRequest
 from ninja import Field, File, Query, Router, Schema, UploadedFile
+from ninja.pagination import paginate
 from ninja.responses import Status
 
 from novelgraph.core.auth import principal_of
@@ -57,6 +56,7 @@ class CodexEntryOut(Schema):
 
 
 @router.get("/books/{book_id}/codex/entries", response={200: list[CodexEntryOut], **ERRORS}, summary="Codex entries")
+@paginate
 def entries_list(request: HttpRequest, book_id: uuid.UUID):
     return codex_entries(_access(request, book_id, Cap.BOOK_READ).book)
 
@@ -166,6 +166,11 @@ class FindingsFiledOut(Schema):
     filed: list[FindingOut]
 
 
+class CompareFilter(Schema):
+    older: int = Field(ge=1, description="the earlier revision's number")
+    newer: int = Field(ge=1, description="the later revision's number")
+
+
 class CompareOut(Schema):
     chapter: int
     older: int
@@ -210,17 +215,22 @@ def chapter_text_read(access: BookAccess, number: int, revision: int | None):
     return manuscript.revision_get(access, number, revision)
 
 
+def revisions_read(access: BookAccess, number: int) -> list:
+    """The chapter's revisions, oldest first, without their text (the route and the chapter_revisions tool)."""
+    rows = chapter_revisions(manuscript.chapter_get(access, number))
+    for row in rows:
+        row.text = None
+    return rows
+
+
 @router.get(
     "/books/{book_id}/chapters/{number}/revisions",
     response={200: list[RevisionOut], **ERRORS},
     summary="The chapter's revisions, oldest first (without their text)",
 )
+@paginate
 def chapter_revisions_list(request: HttpRequest, book_id: uuid.UUID, number: int):
-    access = _access(request, book_id, Cap.BOOK_READ)
-    rows = chapter_revisions(manuscript.chapter_get(access, number))
-    for row in rows:
-        row.text = None
-    return rows
+    return revisions_read(_access(request, book_id, Cap.BOOK_READ), number)
 
 
 def revision_compare(access: BookAccess, number: int, older: int, newer: int) -> dict[str, Any]:
@@ -252,8 +262,8 @@ def revision_compare(access: BookAccess, number: int, older: int, newer: int) ->
     response={200: CompareOut, **ERRORS},
     summary="Compare two revisions of a chapter",
 )
-def chapter_compare(request: HttpRequest, book_id: uuid.UUID, number: int, older: int, newer: int):
-    return revision_compare(_access(request, book_id, Cap.BOOK_READ), number, older, newer)
+def chapter_compare(request: HttpRequest, book_id: uuid.UUID, number: int, filters: Query[CompareFilter]):
+    return revision_compare(_access(request, book_id, Cap.BOOK_READ), number, filters.older, filters.newer)
 
 
 @router.post(
@@ -296,6 +306,7 @@ def continuity_file(request: HttpRequest, book_id: uuid.UUID, number: int, paylo
     response={200: list[FindingOut], **ERRORS},
     summary="The continuity check's findings (by `chapter`, `status`)",
 )
+@paginate
 def continuity_list(request: HttpRequest, book_id: uuid.UUID, filters: Query[FindingFilter]):
     access = _access(request, book_id, Cap.BOOK_READ)
     return continuity_findings(access.book, chapter=filters.chapter, status=filters.status)

@@ -130,7 +130,7 @@ def checked(author_api, sol_api, book):
 
 def test_the_check_finds_each_planted_error_and_nothing_else(author_api, luna_api, book, checked):
     claims = checked
-    findings = author_api.get(f"/books/{book.pk}/continuity").json()
+    findings = author_api.get(f"/books/{book.pk}/continuity").json()["items"]
     got = {(f["chapter"], f["kind"], f["quote"]) for f in findings}
     assert got == {(chapter, kind, quote) for chapter, (kind, quote) in PLANTED.items()}
     assert len(findings) == len(PLANTED)
@@ -145,17 +145,17 @@ def test_the_check_finds_each_planted_error_and_nothing_else(author_api, luna_ap
     assert by_kind["evidence-not-shown"]["claim_ids"] == [claims["killer"], claims["clock"]]
     assert "Add it as an entry" in by_kind["not-in-canon"]["message"]
     # The clean chapter (1) and chapter 3 give nothing; the list filters by chapter; Luna reads it too.
-    assert author_api.get(f"/books/{book.pk}/continuity", chapter=1).json() == []
-    assert [f["kind"] for f in luna_api.get(f"/books/{book.pk}/continuity", chapter=5).json()] == ["out-of-time"]
+    assert author_api.get(f"/books/{book.pk}/continuity", chapter=1).json()["items"] == []
+    assert [f["kind"] for f in luna_api.get(f"/books/{book.pk}/continuity", chapter=5).json()["items"]] == ["out-of-time"]
     # Checking again files nothing new.
     check(author_api, book, 2)
-    assert len(author_api.get(f"/books/{book.pk}/continuity").json()) == len(PLANTED)
+    assert len(author_api.get(f"/books/{book.pk}/continuity").json()["items"]) == len(PLANTED)
 
 
 def test_the_author_settles_findings_three_ways(author_api, sol_api, luna_api, book, checked):
     claims = checked
     url = f"/books/{book.pk}/continuity"
-    findings = {f["kind"]: f for f in author_api.get(url).json()}
+    findings = {f["kind"]: f for f in author_api.get(url).json()["items"]}
     # Only the author settles.
     early = findings["reveal-too-early"]
     assert (
@@ -166,7 +166,7 @@ def test_the_author_settles_findings_three_ways(author_api, sol_api, luna_api, b
     assert fixed.status_code == 200 and fixed.json()["status"] == "open"
     author_api.put(f"/books/{book.pk}/chapters/2/text", {"text": "Mara mended nets all morning. She said nothing."})
     check(author_api, book, 2)
-    assert [f["status"] for f in author_api.get(url, chapter=2).json()] == ["fixed"]
+    assert [f["status"] for f in author_api.get(url, chapter=2).json()["items"]] == ["fixed"]
     # Intentional, with a rationale, which the decision log keeps.
     hale = findings["not-in-canon"]
     blank = author_api.post(f"{url}/{hale['id']}/settle", {"resolution": "intentional"})

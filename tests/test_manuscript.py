@@ -42,7 +42,7 @@ def test_the_author_keeps_codex_entries_and_claims_name_their_entry(author_api, 
     by_alias = propose(sol_api, book, "the chaplain", "hears", "the confession")
     propose(sol_api, book, "Greyhaven", "is", "a harbour town")
     assert str(KnowledgeClaim.objects.get(pk=by_alias).entry_id) == entry["id"]
-    listed = {e["name"]: e for e in author_api.get(url).json()}
+    listed = {e["name"]: e for e in author_api.get(url).json()["items"]}
     assert listed["Father Aubrey"]["claim_ids"] == [by_alias]
     assert listed["Greyhaven"]["kind"] == "unsorted"
     # The author sorts and renames it; a taken name is a 422 naming the field; others may not write.
@@ -89,7 +89,7 @@ def test_chapter_text_is_stored_as_append_only_revisions_and_compared(author_api
         author_api.put(f"{url}/text", {"text": "The bell rang three times at dawn, and Mara woke."}).json()["revision"]
         == 2
     )  # the same text stores nothing new
-    assert [r["words"] for r in author_api.get(f"{url}/revisions").json()] == [6, 10]
+    assert [r["words"] for r in author_api.get(f"{url}/revisions").json()["items"]] == [6, 10]
     assert author_api.get(f"{url}/text").json()["text"].startswith("The bell rang three")
     assert luna_api.get(f"{url}/text", revision=1).json()["text"] == "The bell rang twice at dawn."
     compared = author_api.get(f"{url}/compare", older=1, newer=2).json()

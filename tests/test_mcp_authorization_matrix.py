@@ -101,6 +101,8 @@ MCP_EXPECTED: dict[str, tuple] = {
     "codex_read": EVERY_ROLE,
     "codex_entries_read": EVERY_ROLE,
     "chapter_text_read": EVERY_ROLE,
+    "chapter_revisions_read": EVERY_ROLE,
+    "chapter_compare": EVERY_ROLE,
     "continuity_findings_read": EVERY_ROLE,
     # Luna's check files its findings; no tool writes the text or settles a finding (the author's).
     "continuity_findings_file": (404, 404, OK, 403, 403),
@@ -162,9 +164,12 @@ def read_arguments(tool: str, ids: dict, caller: str) -> dict:
     """A read's arguments: its route's path parameters from the scene (a dossier or run of the caller's role)."""
     path = TOOLS_BY_NAME[tool].path
     given = {"dossier_id": ids[f"dossier_{caller}"], "run_id": ids[f"run_{caller}"], "rerun_id": ids["rerun_luna"]}
+    given["number"] = 1  # the scene's chapter
     args = {name: given.get(name, ids.get(name)) for name in path}
     if tool.startswith("loop_cascade"):
         args["node"] = "t-luna"  # a trace node of the scene
+    if tool == "chapter_compare":
+        args |= {"older": 1, "newer": 1}  # the scene's chapter 1 has one revision
     if tool == "approvals_list":
         args["book_id"] = ids["book_id"]  # the scene's book (another key's books are refused, as REST refuses them)
     return args

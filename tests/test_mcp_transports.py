@@ -44,6 +44,8 @@ EVERY_ROLE_TOOLS = {
     "book_search",
     "codex_read",
     "research_propose",
+    "research_propose_from_url",
+    "continuity_findings_file",
     "loop_candidate_add",
     "loop_question_raise",
     "loop_question_resolve",
@@ -125,6 +127,12 @@ READ_TOOLS = {
     "session_thrusts",
     "session_turns",
     "whoami",
+    # The manuscript's reads (issue 28).
+    "codex_entries_read",
+    "chapter_text_read",
+    "chapter_revisions_read",
+    "chapter_compare",
+    "continuity_findings_read",
 }
 EVERY_ROLE_TOOLS |= READ_TOOLS
 EXPECTED_TOOLS = {
@@ -151,6 +159,7 @@ EXPECTED_TOOLS = {
         "loop_question_route",
         "loop_question_surface",
         "loop_trace_settings",
+        "chapter_check",
     },
 }
 ROLES = ("luna", "terra", "sol")

@@ -347,10 +347,6 @@ READS_WITHOUT_TOOL: dict[str, str] = {
     "GET /books/{book_id}/decision-log/export": "a file download (JSON Lines streamed for an outside verifier), "
     "not a JSON answer; the same entries, withheld as the route withholds them, are read through the "
     "decision_log_read tool, and the chain is checked through decision_log_verify",
-    "GET /books/{book_id}/chapters/{number}/revisions": "not yet a tool: the chapter's revisions (chapter_text_read "
-    "reads any one revision)",
-    "GET /books/{book_id}/chapters/{number}/compare": "not yet a tool: two revisions compared (chapter_text_read "
-    "reads each)",
     "GET /books/{book_id}/loop/export": "a file download (a zip of the loop's state files), not a JSON answer; "
     "the same state is read through the loop's read tools",
 }
