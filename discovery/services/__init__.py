@@ -27,7 +27,7 @@ from .handoffs import handoff_create, handoff_return
 from .knowledge import ensure_knowledge_bases
 from .observations import observation_extract, observation_history, observation_resolve, observations_confirm_turn
 from .scratchpad import scratchpad_append
-from .sessions import discovery_start, question_set, thrust_propose, turn_add
+from .sessions import discovery_start, question_close, question_set, thrust_propose, turn_add
 
 __all__ = [
     "author_constraints",
@@ -60,6 +60,7 @@ __all__ = [
     "observation_history",
     "observation_resolve",
     "observations_confirm_turn",
+    "question_close",
     "question_set",
     "scratchpad_append",
     "series_create",

@@ -282,7 +282,6 @@ DEMO_STOPS_AT_G2 = (
 )
 
 
-@pytest.mark.xfail(strict=True, raises=pytest.fail.Exception, reason=DEMO_STOPS_AT_G2)
 def test_the_demo_book_reaches_hand_off_in_the_browser(page, screenshot, seeded, worker, offline):
     """From where ``manage.py demo`` leaves it (G1.5, a charter, two canon claims and a research item waiting),
     she does what the book asks of her, in the order it asks: decide what waits (oldest first), confirm what
