@@ -83,7 +83,9 @@ def test_the_demo_book_reaches_hand_off_with_the_agents_inside(settings):
 
         last = list(AgentRun.objects.filter(book=book).order_by("-created_at").values_list("task", "status", "notes"))
         pytest.fail(
-            "nothing left for her to do:\n" + "\n".join(steps) + f"\n{meta.gate} {meta.status} {g2_reasons(book)}\n"
+            "nothing left for her to do:\n"
+            + "\n".join(steps)
+            + f"\n{meta.gate} {meta.status} {g2_reasons(book)}\n"
             + "\n".join(map(str, last[:8]))
         )
     assert LoopMeta.objects.get(book=book).status == "handed-off", "\n".join(steps)
@@ -97,3 +99,106 @@ def test_the_demo_book_reaches_hand_off_with_the_agents_inside(settings):
     charters = StoryCharter.objects.filter(book=book).count()
     assert charters <= 3, (charters, steps)
     print("\n" + "\n".join(steps))
+
+
+# --- The rules behind it, in the offline provider (pure functions of a run's context) ----------------------
+
+
+def _sol_context(**over) -> dict:
+    base = {
+        "book": {"title": "T", "premise": "P", "genre_pack": "mystery"},
+        "dossier": {"scratchpad": [], "claims": [], "observations": []},
+        "turns": [{"id": "t1", "role": "author", "ordinal": 1, "content": "x", "created_at": "2"}],
+        "questions": [{"question": "Q", "source_refs": [], "created_at": "1"}],
+        "charters": [],
+        "thrusts": [],
+        "handoffs": [],
+        "loop": {},
+    }
+    return {**base, **over}
+
+
+def test_a_contradiction_written_twice_is_asked_about_once():
+    from discovery.agents.providers.offline import sol_next_question
+
+    said = "Turn 1 wants an unreliable narrator; turn 3 makes her the victim."
+    entries = [
+        {"id": "e1", "kind": "contradiction", "content": said, "sequence": 1},
+        {"id": "e2", "kind": "contradiction", "content": said + " ", "sequence": 2},
+    ]
+    asked = {"question": "Luna found a contradiction", "source_refs": [{"type": "entry", "id": "e1"}]}
+    plan = sol_next_question(
+        _sol_context(
+            dossier={"scratchpad": entries, "claims": [], "observations": []}, questions=[{**asked, "created_at": "1"}]
+        )
+    )
+    assert plan["question"] is None or "unreliable narrator" not in plan["question"]["question"]
+
+
+def test_sol_closes_his_question_only_when_he_has_nothing_more_to_ask():
+    from discovery.agents.providers.offline import CHARTER_FIELDS, sol_next_question
+
+    everything = [{"question": q, "source_refs": [], "created_at": "1"} for _, _, _, q in CHARTER_FIELDS]
+    plan = sol_next_question(_sol_context(questions=everything))
+    assert plan["question"] is None and plan["done_asking"] is True
+    waiting = [{**q, "created_at": "3"} for q in everything]  # asked after her last turn: she has not answered
+    assert sol_next_question(_sol_context(questions=waiting))["done_asking"] is False
+    plan = sol_next_question(_sol_context(questions=everything[:1]))
+    assert plan["question"] is not None and plan["done_asking"] is False
+
+
+def test_terras_canon_review_resolves_the_questions_routed_to_its_lens_citing_the_admitted_research():
+    from discovery.agents.providers.offline import terra_canon_review
+
+    plan = terra_canon_review(
+        {
+            "charter": {"version": 1, "content": {"main_thrust": "M"}, "source_refs": []},
+            "dossier": {"claims": [], "scratchpad": []},
+            "lens_questions": [
+                {"id": "q1", "kind": "question", "question": "Is the tide table consistent?", "raised_by": "luna"},
+                {"id": "q2", "kind": "value-conflict", "question": "Which value holds?", "raised_by": "luna"},
+            ],
+            "research_decisions": [{"sequence": 7, "rationale": "A primary source."}],
+        }
+    )
+    assert [(q["question_id"], q["cites"]) for q in plan["questions"]] == [("q1", "decision:7")], "a conflict is hers"
+    assert any(f["text"].startswith("Open question: Is the tide") for f in plan["review"]["findings"])
+
+
+def test_terras_brief_links_an_orphan_from_the_root_and_into_chapter_1():
+    from discovery.agents.providers.offline import terra_brief
+
+    orphan = {
+        "node_id": "subplot-harbour",
+        "kind": "subplot",
+        "message": "subplot-harbour has no producer and is not a chapter and has no consumer",
+        "root": "premise",
+        "leaf_kind": "chapter",
+    }
+    plan = terra_brief(
+        {
+            "book": {"title": "T", "premise": "P", "genre_pack": "mystery"},
+            "charter": {"version": 1, "content": {}},
+            "dossier": {"claims": []},
+            "thrusts": [],
+            "trace": [{"node_id": "premise", "kind": "premise"}, {"node_id": "subplot-harbour", "kind": "subplot"}],
+            "orphans": [orphan],
+        }
+    )
+    edges = {(e["from_id"], e["to_id"]) for e in plan["edges"]}
+    assert {("premise", "subplot-harbour"), ("subplot-harbour", "chapter-1")} <= edges
+
+
+def test_a_confirmation_that_changes_no_charter_field_asks_for_no_new_version():
+    from discovery.agents.providers.offline import _charter_would_change, terra_charter
+
+    context = _sol_context(
+        thrusts=[],
+        confirmed_observations=[{"id": "o1", "key": "protagonist name", "value": "Mara", "created_at": "5"}],
+    )
+    drafted = {k: v for k, v in terra_charter(context)["charter"].items() if k != "source_refs"}
+    same = {**context, "charters": [{"status": "approved", "version": 2, "fields": drafted, "created_at": "4"}]}
+    assert _charter_would_change(same) is False
+    other = {**drafted, "central_conflict": "Something she never said."}
+    changed = {**context, "charters": [{"status": "approved", "version": 2, "fields": other, "created_at": "4"}]}
+    assert _charter_would_change(changed) is True
