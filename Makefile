@@ -1,8 +1,10 @@
-# NovelGraph: `make run` serves the app on 127.0.0.1:8000; `make test` runs every test.
+# NovelGraph: `make run` serves the app on 127.0.0.1:8000 (`make run PORT=8001` serves elsewhere); `make test` runs every test.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# The port `make run` serves on (the logins and the demo's book page it prints name it too).
+PORT ?= 8000
 
 .PHONY: run worker test fuzz setup migrate bench lint browser-deps clean
 
@@ -21,13 +23,13 @@ migrate: setup
 # books yet, ensure the local author (a plain author) and a staff account, print the three logins, serve (ASGI: the site, the API and
 # the MCP server's streamable HTTP at /mcp); the agents' worker runs beside the server and stops with it.
 run: migrate
-	$(PY) manage.py demo --if-empty
-	$(PY) manage.py ensure_local_author
+	NOVELGRAPH_LOCAL_URL=http://127.0.0.1:$(PORT) $(PY) manage.py demo --if-empty
+	NOVELGRAPH_LOCAL_URL=http://127.0.0.1:$(PORT) $(PY) manage.py ensure_local_author
 	@echo "Agents: a worker (python manage.py db_worker) runs Sol's, Terra's and Luna's runs beside the server."
 	$(PY) manage.py agent_runs_reap --verbosity 0
 	$(PY) manage.py db_worker --no-reload --verbosity 0 & worker=$$!; \
 	trap 'kill $$worker 2>/dev/null' EXIT INT TERM; \
-	$(PY) -m uvicorn novelgraph.asgi:application --host 127.0.0.1 --port 8000
+	$(PY) -m uvicorn novelgraph.asgi:application --host 127.0.0.1 --port $(PORT)
 
 # The agents' worker alone (run as many as you like against one PostgreSQL database).
 worker: migrate

@@ -14,6 +14,7 @@ from discovery.access import BookAccess
 from discovery.selectors import approval_conflicts
 from novelgraph.core.pagination import page_at, page_offset, page_url
 from novelgraph.core.runs import produced_by
+from novelgraph.core.words import short_title
 
 from .models import Approval, Verdict
 from .selectors import approval_view
@@ -40,9 +41,9 @@ def decision_context(access: BookAccess, approval: Approval, query, *, sidebar: 
     context = {
         "view": view,
         # What the decision is about, by its name (never its id).
-        "subject_name": view.proposal.get("title")
-        or (view.proposal.get("card") or {}).get("summary")
-        or approval.summary,
+        "subject_name": short_title(
+            view.proposal.get("title") or (view.proposal.get("card") or {}).get("summary") or approval.summary
+        ),
         "card_fields": words.get("card_fields") or {},
         # What a verdict would change, asked before it is recorded (abandon), and the extend form's boxes.
         "previews": words.get("previews") or {},

@@ -28,6 +28,7 @@ from .canon_record import canon_picker, canon_verify
 from .chain import Verification, seal_keys, verify_rows
 from .models import Approval, DecisionList, DecisionListItem, DecisionLogEntry, Verdict
 from .subjects import approval_is_current, handler_of
+from .waiting import waiting_for
 
 # What verification reads of each entry (approvals.chain.verify_rows), in sequence order: its predecessor's hash
 # (a column generated from its text), its stored text (the only copy of what it says), its hash and its seal.
@@ -422,3 +423,17 @@ def inbox_for(
 def pending_count_for(user) -> int:
     """How many decisions wait for this person as an author (the nav badge)."""
     return Approval.objects.filter(book__owner=user, status=Approval.Status.PENDING).count()
+
+
+def inbox_waiting(principal: Principal, *, book_id: Any = None) -> dict:
+    """What else waits beside the decisions, in the one inbox: each registered section (observations to confirm,
+    questions routed to the author) over the person's books, and whether she is the author of any of them (an
+    editor's inbox says what waits for the author, not "for you")."""
+    books = books_visible_to(principal)
+    if book_id is not None:
+        books = books.filter(pk=book_id)
+    user = principal.user
+    return {
+        "sections": waiting_for(books, user),
+        "author_of_any": Book.objects.filter(owner=user).exists(),
+    }

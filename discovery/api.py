@@ -11,17 +11,17 @@ from ninja.pagination import paginate
 from ninja.responses import Status
 
 from novelgraph.core.auth import principal_of
-from novelgraph.core.pagination import rest_link
 from novelgraph.core.schemas import ERRORS
 
 from . import services
-from .access import BookAccess, Cap, book_access, books_visible_to, first_visible_book_ids, principal_capabilities
+from .access import BookAccess, Cap, book_access, books_visible_to
 from .history import ClaimVersions, claim_decisions, claim_history
 from .record_search import book_record_search
 from .schemas import (
     ApprovalRefOut,
     AsOfFilter,
     BookDetailOut,
+    BookEditIn,
     BookIn,
     BookObservationOut,
     BookOut,
@@ -83,23 +83,20 @@ from .schemas import (
     turn_out,
 )
 from .selectors import (
-    VIEW_PAGE,
     book_bases,
     book_chapters,
     book_charters,
     book_sessions,
     book_thrusts,
     book_turns,
-    bounded,
     charter_get,
     claim_conflicts,
     codex_capped,
     codex_view,
-    discovery_view,
+    discovery_view_out,
     dossier_get,
     handoff_get,
     observation_get,
-    observation_rows,
     readable_bases,
     scratchpad_for,
     session_get,
@@ -108,6 +105,7 @@ from .selectors import (
     session_turns,
     turn_get,
 )
+from .selectors import whoami as whoami_of
 
 router = Router(tags=["discovery"])
 
@@ -126,16 +124,7 @@ def _session_access(request: HttpRequest, session_id, *caps: Cap):
 
 @router.get("/me", response={200: WhoAmI, **ERRORS}, summary="Who the caller is and what its role may do")
 def whoami(request: HttpRequest):
-    principal = principal_of(request)
-    ids, more = first_visible_book_ids(principal)
-    return {
-        "username": principal.user.get_username(),
-        "role": principal.key_role,
-        "capabilities": sorted(c.value for c in principal_capabilities(principal)),
-        # A page of ids, in the order of ``GET /books``; the rest is that paged route (``next``).
-        "book_ids": [str(pk) for pk in ids],
-        "next": {"book_ids": rest_link("books") if more else None},
-    }
+    return whoami_of(principal_of(request))
 
 
 # --- Series and books ---------------------------------------------------------
@@ -164,6 +153,17 @@ def book_detail(request: HttpRequest, book_id: uuid.UUID):
     book.role = access.role
     book.capabilities = sorted(c.value for c in access.caps)
     return book
+
+
+@router.patch(
+    "/books/{book_id}",
+    response={200: BookOut, **ERRORS},
+    summary="Change the book's title, premise or genre (its author, as a person)",
+)
+def book_edit(request: HttpRequest, book_id: uuid.UUID, payload: BookEditIn):
+    """A field left out stays as it is. A new premise after G0 passed reopens G0: without ``reopen: true`` the
+    answer is a 409 ``reopens_g0`` whose ``impact`` says what the premise feeds; with it, the loop goes back to G0."""
+    return services.book_edit(access=_access(request, book_id, Cap.BOOK_READ), payload=payload)
 
 
 @router.get(
@@ -220,24 +220,7 @@ def discovery_start(request: HttpRequest, book_id: uuid.UUID):
     summary="The discovery view: session, turns, observations, thrusts, scratchpad, charters, knowledge bases",
 )
 def discovery_get(request: HttpRequest, book_id: uuid.UUID):
-    view = discovery_view(_access(request, book_id, Cap.DISCOVERY_READ))
-    limit = view["limit"]
-    # The view reads the book's sessions as one record, so the rest of each collection is the book's own
-    # paged route (across its sessions, in the view's order).
-    routes = {
-        "sessions": f"books/{book_id}/sessions",
-        "turns": f"books/{book_id}/turns",
-        "observations": f"books/{book_id}/observations",
-        "thrusts": f"books/{book_id}/thrusts",
-        "scratchpad": f"books/{book_id}/scratchpad",
-        "charters": f"books/{book_id}/charters",
-        "knowledge_bases": f"books/{book_id}/knowledge-bases",
-    }
-    view["next"] = {
-        name: rest_link(route, page=limit) if route and view["more"][name] else None
-        for name, route in routes.items()
-    }
-    return view
+    return discovery_view_out(_access(request, book_id, Cap.DISCOVERY_READ))
 
 
 @router.get(
@@ -446,14 +429,6 @@ def thrust_propose(request: HttpRequest, session_id: uuid.UUID, payload: ThrustI
 # --- Observations ---------------------------------------------------------------------
 
 
-def _observation_out(observation) -> dict:
-    """The observation with the first page of its history; ``next.revisions`` pages the rest."""
-    row = observation_rows(type(observation).objects.filter(pk=observation.pk))[0]
-    revisions, more = bounded(services.observation_history(observation), VIEW_PAGE)
-    link = rest_link(f"observations/{observation.pk}/revisions")
-    return {**row, "revisions": revisions, "next": {"revisions": link if more else None}}
-
-
 @router.post(
     "/turns/{turn_id}/observations",
     response={201: ObservationOut, **ERRORS},
@@ -471,14 +446,14 @@ def observation_extract(request: HttpRequest, turn_id: uuid.UUID, payload: Obser
     "/observations/{observation_id}/resolve",
     response={200: ObservationDetailOut, **ERRORS},
     summary="The author confirms, corrects or retires an observation (append-only history)",
-    description="action: confirm | correct (with value) | retire. A correction keeps the old value in the "
-    "observation's history; a retired observation leaves the unresolved set.",
+    description="action: confirm | correct (with value) | retire (with rationale, the reason). A correction keeps "
+    "the old value in the observation's history; a retired observation leaves the unresolved set.",
 )
 def observation_resolve(request: HttpRequest, observation_id: uuid.UUID, payload: ObservationResolveIn):
     observation = observation_get(observation_id)
     access = book_access(principal_of(request), observation.session.book, missing="observation")
     observation, _ = services.observation_resolve(access=access, observation=observation, payload=payload)
-    return _observation_out(observation)
+    return services.observation_detail(observation)
 
 
 @router.get(
@@ -489,7 +464,7 @@ def observation_resolve(request: HttpRequest, observation_id: uuid.UUID, payload
 def observation_detail(request: HttpRequest, observation_id: uuid.UUID):
     observation = observation_get(observation_id)
     book_access(principal_of(request), observation.session.book, Cap.DISCOVERY_READ, missing="observation")
-    return _observation_out(observation)
+    return services.observation_detail(observation)
 
 
 @router.get(

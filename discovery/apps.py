@@ -17,9 +17,11 @@ class DiscoveryConfig(AppConfig):
 
         from approvals.canon_record import register_canon_kind
         from approvals.subjects import register_subject_handler
+        from approvals.waiting import register_waiting
         from novelgraph.core.db import guard_tables_after_migrate, register_append_only
 
         from . import duties
+        from .selectors import observations_waiting
         from .services.charters import CHARTER_CANON, CHARTER_HANDLER
         from .services.knowledge import ensure_literary_base_after_migrate
         from .services.subjects import CLAIM_CANON, CLAIM_HANDLER
@@ -30,6 +32,8 @@ class DiscoveryConfig(AppConfig):
         register_subject_handler(CLAIM_HANDLER)
         register_canon_kind(CHARTER_CANON)
         register_canon_kind(CLAIM_CANON)
+        # What waits for the author beside her decisions, in the one inbox.
+        register_waiting(observations_waiting)
         # What agents may do and read through MCP (the roof's server reads the kernel's registry).
         duties.register()
         # The scratchpad and dossier snapshots refuse UPDATE and DELETE; after every migrate and

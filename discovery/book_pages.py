@@ -7,7 +7,7 @@ from __future__ import annotations
 from itertools import chain
 from typing import Any
 
-from django.db.models import Count
+from django.db.models import Count, Q
 from django.urls import reverse
 
 from approvals.models import Approval, DecisionLogEntry
@@ -134,8 +134,13 @@ def opening_chapter(book: Book) -> Chapter | None:
 
 
 def conversation_turns(book: Book) -> list[Turn]:
-    """Every turn of the book's sessions, in the conversation's order."""
-    return list(Turn.objects.filter(session__book=book).order_by("session__created_at", "session_id", "ordinal"))
+    """Every turn of the book's sessions, in the conversation's order, each with ``waiting``: how many of its
+    observations still wait for the author's act (one query)."""
+    return list(
+        Turn.objects.filter(session__book=book)
+        .annotate(waiting=Count("observations", filter=Q(observations__status=Observation.Status.WORKING)))
+        .order_by("session__created_at", "session_id", "ordinal")
+    )
 
 
 def book_observation_get(book: Book, observation_id: Any) -> Observation:

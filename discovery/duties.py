@@ -21,44 +21,97 @@ from __future__ import annotations
 from pydantic import ValidationError as PydanticValidationError
 
 from novelgraph.core.auth import Principal
-from novelgraph.core.duties import CONTROLLER, SCHEME, ResourceKind, ToolSpec, register_resources, register_tools
+from novelgraph.core.duties import (
+    CONTROLLER,
+    SCHEME,
+    ResourceKind,
+    ToolSpec,
+    read_tool,
+    register_resources,
+    register_tools,
+)
 from novelgraph.core.errors import Invalid, NotFound
 
 from . import services
 from .access import Cap, book_access, books_visible_to
+from .history import ClaimVersions, claim_decisions, claim_history
 from .record_search import book_record_search
 from .schemas import (
     ApprovalRefOut,
     AsOfFilter,
+    BookDetailOut,
+    BookObservationOut,
+    BookOut,
+    CanonClaimOut,
+    CanonPageClaimOut,
+    ChapterOut,
     CharterCreatedOut,
     CharterIn,
+    ClaimDecisionLogOut,
+    ClaimHistoryOut,
     ClaimIn,
     ClaimOut,
     ClaimStoryIn,
+    ClaimVersionOut,
     CodexOut,
+    ConflictOut,
+    DiscoveryViewOut,
     DossierOut,
     EntryIn,
     EntryOut,
     HandoffIn,
     HandoffOut,
     HandoffResultIn,
+    ObservationDetailOut,
+    ObservationFilter,
     ObservationIn,
     ObservationOut,
+    ObservationRevisionOut,
     QuestionClosedOut,
     QuestionSetIn,
     RecordSearchOut,
     RecordSearchParams,
     RequestApprovalIn,
+    ScratchpadFilter,
+    SessionOut,
     SessionQuestionOut,
     StartOut,
     ThrustIn,
     ThrustOut,
     TurnIn,
     TurnOut,
+    ViewBase,
+    ViewCharter,
+    ViewTurn,
+    WhoAmI,
     handoff_out,
     turn_out,
 )
-from .selectors import codex_capped, current_session, handoff_get, handoffs_open_to, session_get, turn_get
+from .selectors import (
+    book_bases,
+    book_chapters,
+    book_charters,
+    book_sessions,
+    book_thrusts,
+    book_turns,
+    claim_conflicts,
+    codex_capped,
+    codex_view,
+    current_session,
+    discovery_view_out,
+    dossier_get,
+    handoff_get,
+    handoffs_open_to,
+    observation_get,
+    readable_bases,
+    scratchpad_for,
+    session_get,
+    session_observations,
+    session_thrusts,
+    session_turns,
+    turn_get,
+    whoami,
+)
 
 # --- The calls: each resolves access as its REST route does, then calls the same service ---------
 
@@ -334,6 +387,383 @@ TOOLS: tuple[ToolSpec, ...] = (
 )
 
 
+# --- Reads: each GET route an agent may call, through the selector or service the route calls ----------
+
+
+def _book_reading(principal: Principal, args, cap: Cap = Cap.DISCOVERY_READ):
+    return book_access(principal, args.book_id, cap)
+
+
+def _session_reading(principal: Principal, args, cap: Cap = Cap.DISCOVERY_READ):
+    session = session_get(args.session_id)
+    book_access(principal, session.book, cap, missing="session")
+    return session
+
+
+def _observation_reading(principal: Principal, args):
+    observation = observation_get(args.observation_id)
+    book_access(principal, observation.session.book, Cap.DISCOVERY_READ, missing="observation")
+    return observation
+
+
+def _handoff_reading(principal: Principal, args):
+    handoff = handoff_get(args.handoff_id)
+    book_access(principal, handoff.book, Cap.DISCOVERY_READ, missing="handoff")
+    return handoff
+
+
+def book_detail(principal: Principal, args, _params):
+    access = _book_reading(principal, args, Cap.BOOK_READ)
+    book = access.book
+    book.role = access.role
+    book.capabilities = sorted(c.value for c in access.caps)
+    return book
+
+
+def _codex_part(principal: Principal, args, filters: AsOfFilter) -> dict:
+    return codex_view(_book_reading(principal, args, Cap.BOOK_READ), filters.as_of_chapter)
+
+
+def dossier_detail(principal: Principal, args, _params):
+    dossier = dossier_get(args.dossier_id)
+    return services.dossier_readable(book_access(principal, dossier.book, missing="dossier"), dossier)
+
+
+def claim_conflicts_read(principal: Principal, args, _params):
+    access = _book_reading(principal, args, Cap.BOOK_READ)
+    return claim_conflicts(access, services.claim_for_book(access, args.claim_id))
+
+
+_BOOK = ("book_id",)
+_SESSION = ("session_id",)
+_READ = (Cap.DISCOVERY_READ,)
+_BOOK_READ = (Cap.BOOK_READ,)
+
+
+READS: tuple[ToolSpec, ...] = (
+    read_tool(
+        "whoami",
+        "GET /me",
+        "Who your key is: its role, what the role may do and the books it may touch.",
+        lambda p, _a, _q: whoami(p),
+        WhoAmI,
+        needs=_BOOK_READ,
+    ),
+    read_tool(
+        "books_list",
+        "GET /books",
+        "The books your key may touch, by title, paged.",
+        lambda p, _a, _q: books_visible_to(p).order_by("title", "id"),
+        BookOut,
+        needs=_BOOK_READ,
+        many=True,
+    ),
+    read_tool(
+        "book_read",
+        "GET /books/{book_id}",
+        "One book, with your role on it and what the role may do.",
+        book_detail,
+        BookDetailOut,
+        _BOOK,
+        _BOOK_READ,
+    ),
+    read_tool(
+        "book_chapters",
+        "GET /books/{book_id}/chapters",
+        "The book's chapters, in order (Chapter 1 exists after the G3 hand-off), paged.",
+        lambda p, a, _q: book_chapters(_book_reading(p, a, Cap.BOOK_READ).book),
+        ChapterOut,
+        _BOOK,
+        _BOOK_READ,
+        many=True,
+    ),
+    read_tool(
+        "discovery_read",
+        "GET /books/{book_id}/discovery",
+        "The discovery view: sessions, turns, observations, thrusts, scratchpad, charters and knowledge bases "
+        "(a first page of each, with the paged tool for the rest).",
+        lambda p, a, _q: discovery_view_out(_book_reading(p, a)),
+        DiscoveryViewOut,
+        _BOOK,
+    ),
+    read_tool(
+        "book_sessions",
+        "GET /books/{book_id}/sessions",
+        "The book's discovery sessions, oldest first, paged.",
+        lambda p, a, _q: book_sessions(_book_reading(p, a).book),
+        SessionOut,
+        _BOOK,
+        many=True,
+    ),
+    read_tool(
+        "book_turns",
+        "GET /books/{book_id}/turns",
+        "The book's turns across its sessions (session by session, by ordinal), paged.",
+        lambda p, a, _q: book_turns(_book_reading(p, a).book),
+        ViewTurn,
+        _BOOK,
+        many=True,
+    ),
+    read_tool(
+        "book_thrusts",
+        "GET /books/{book_id}/thrusts",
+        "The book's thrust candidates across its sessions, in creation order, paged.",
+        lambda p, a, _q: book_thrusts(_book_reading(p, a).book),
+        ThrustOut,
+        _BOOK,
+        many=True,
+    ),
+    read_tool(
+        "book_scratchpad",
+        "GET /books/{book_id}/scratchpad",
+        "The book's scratchpad across its sessions, in creation order, paged (filter by kind or role).",
+        lambda p, a, f: scratchpad_for(
+            book=_book_reading(p, a, Cap.SCRATCHPAD_READ).book, kind=f.kind, agent_role=f.agent_role
+        ),
+        EntryOut,
+        _BOOK,
+        (Cap.SCRATCHPAD_READ,),
+        ScratchpadFilter,
+        many=True,
+    ),
+    read_tool(
+        "book_observations",
+        "GET /books/{book_id}/observations",
+        "The book's observations across its sessions, oldest first, paged (status=working: the unresolved).",
+        lambda p, a, f: services.book_observations(_book_reading(p, a).book, status=f.status),
+        BookObservationOut,
+        _BOOK,
+        payload=ObservationFilter,
+        many=True,
+    ),
+    read_tool(
+        "book_charters",
+        "GET /books/{book_id}/charters",
+        "The book's Story Charter versions, newest first, paged.",
+        lambda p, a, _q: book_charters(_book_reading(p, a).book),
+        ViewCharter,
+        _BOOK,
+        many=True,
+    ),
+    read_tool(
+        "canon_list",
+        "GET /books/{book_id}/canon",
+        "The approved claims of the canon bases your role may read, oldest first, paged (a dossier's rest).",
+        lambda p, a, _q: services.canon_claims(
+            readable_bases(book_bases((acc := _book_reading(p, a, Cap.BOOK_READ)).book), acc.caps)[0]
+        ),
+        CanonPageClaimOut,
+        _BOOK,
+        _BOOK_READ,
+        many=True,
+    ),
+    read_tool(
+        "author_constraints",
+        "GET /books/{book_id}/author-constraints",
+        "Every constraint the author recorded (the charter's, each approve-with-constraint and steer), with the "
+        "decision that set it, paged.",
+        lambda p, a, _q: services.author_constraints(_book_reading(p, a, Cap.BOOK_READ).book),
+        dict,
+        _BOOK,
+        _BOOK_READ,
+        many=True,
+    ),
+    read_tool(
+        "knowledge_bases",
+        "GET /books/{book_id}/knowledge-bases",
+        "The knowledge bases the book uses that your role may read, with their relation, paged.",
+        lambda p, a, _q: readable_bases(book_bases((acc := _book_reading(p, a)).book), acc.caps)[0],
+        ViewBase,
+        _BOOK,
+        many=True,
+    ),
+    read_tool(
+        "session_turns",
+        "GET /sessions/{session_id}/turns",
+        "The session's turns by ordinal, paged.",
+        lambda p, a, _q: session_turns(_session_reading(p, a)),
+        ViewTurn,
+        _SESSION,
+        many=True,
+    ),
+    read_tool(
+        "session_observations",
+        "GET /sessions/{session_id}/observations",
+        "The session's observations in creation order, paged.",
+        lambda p, a, _q: session_observations(_session_reading(p, a)),
+        ObservationOut,
+        _SESSION,
+        many=True,
+    ),
+    read_tool(
+        "session_thrusts",
+        "GET /sessions/{session_id}/thrusts",
+        "The session's thrust candidates in creation order, paged.",
+        lambda p, a, _q: session_thrusts(_session_reading(p, a)),
+        ThrustOut,
+        _SESSION,
+        many=True,
+    ),
+    read_tool(
+        "session_scratchpad",
+        "GET /sessions/{session_id}/scratchpad",
+        "The session's scratchpad in creation order, paged (filter by kind or role).",
+        lambda p, a, f: scratchpad_for(
+            session=_session_reading(p, a, Cap.SCRATCHPAD_READ), kind=f.kind, agent_role=f.agent_role
+        ),
+        EntryOut,
+        _SESSION,
+        (Cap.SCRATCHPAD_READ,),
+        ScratchpadFilter,
+        many=True,
+    ),
+    read_tool(
+        "session_questions",
+        "GET /sessions/{session_id}/questions",
+        "Every question put to the author in the session, oldest first, paged.",
+        lambda p, a, _q: _session_reading(p, a).questions.order_by("sequence"),
+        SessionQuestionOut,
+        _SESSION,
+        many=True,
+    ),
+    read_tool(
+        "observation_read",
+        "GET /observations/{observation_id}",
+        "One observation, its current value and the first page of its history.",
+        lambda p, a, _q: services.observation_detail(_observation_reading(p, a)),
+        ObservationDetailOut,
+        ("observation_id",),
+    ),
+    read_tool(
+        "observation_revisions",
+        "GET /observations/{observation_id}/revisions",
+        "An observation's history, oldest first, paged.",
+        lambda p, a, _q: services.observation_history(_observation_reading(p, a)),
+        ObservationRevisionOut,
+        ("observation_id",),
+        many=True,
+    ),
+    read_tool(
+        "claim_conflicts",
+        "GET /books/{book_id}/claims/{claim_id}/conflicts",
+        "The approved canon a proposed claim contradicts, both sides named, paged.",
+        claim_conflicts_read,
+        ConflictOut,
+        ("book_id", "claim_id"),
+        _BOOK_READ,
+        many=True,
+    ),
+    read_tool(
+        "dossiers_list",
+        "GET /books/{book_id}/dossiers",
+        "Your role's dossiers of the book, newest first, paged.",
+        lambda p, a, _q: services.dossiers_for(_book_reading(p, a, Cap.BOOK_READ)),
+        DossierOut,
+        _BOOK,
+        _BOOK_READ,
+        many=True,
+    ),
+    read_tool(
+        "dossier_read",
+        "GET /dossiers/{dossier_id}",
+        "One dossier snapshot of your role.",
+        dossier_detail,
+        DossierOut,
+        ("dossier_id",),
+        _BOOK_READ,
+    ),
+    read_tool(
+        "codex_chapters",
+        "GET /books/{book_id}/codex/chapters",
+        "The codex's chapters (as of a chapter), paged.",
+        lambda p, a, f: _codex_part(p, a, f)["chapters"],
+        dict,
+        _BOOK,
+        _BOOK_READ,
+        AsOfFilter,
+        many=True,
+    ),
+    read_tool(
+        "codex_claims",
+        "GET /books/{book_id}/codex/claims",
+        "The codex's claims (as of a chapter), paged.",
+        lambda p, a, f: _codex_part(p, a, f)["claims"],
+        CanonClaimOut,
+        _BOOK,
+        _BOOK_READ,
+        AsOfFilter,
+        many=True,
+    ),
+    read_tool(
+        "codex_withheld",
+        "GET /books/{book_id}/codex/withheld",
+        "What the codex withholds from your role (as of a chapter), paged.",
+        lambda p, a, f: _codex_part(p, a, f)["withheld"],
+        str,
+        _BOOK,
+        _BOOK_READ,
+        AsOfFilter,
+        many=True,
+    ),
+    read_tool(
+        "codex_findings",
+        "GET /books/{book_id}/codex/findings",
+        "The fair-play findings of the codex's reveals (as of a chapter), paged.",
+        lambda p, a, f: _codex_part(p, a, f)["fair_play"]["findings"],
+        dict,
+        _BOOK,
+        _BOOK_READ,
+        AsOfFilter,
+        many=True,
+    ),
+    read_tool(
+        "claim_history",
+        "GET /books/{book_id}/codex/claims/{claim_id}/history",
+        "One claim's history: every version, its sources and each decision with its rationale.",
+        lambda p, a, _q: claim_history(_book_reading(p, a, Cap.BOOK_READ), a.claim_id),
+        ClaimHistoryOut,
+        ("book_id", "claim_id"),
+        _BOOK_READ,
+    ),
+    read_tool(
+        "claim_versions",
+        "GET /books/{book_id}/codex/claims/{claim_id}/versions",
+        "Every version of a claim, oldest first, paged.",
+        lambda p, a, _q: ClaimVersions(_book_reading(p, a, Cap.BOOK_READ), a.claim_id),
+        ClaimVersionOut,
+        ("book_id", "claim_id"),
+        _BOOK_READ,
+        many=True,
+    ),
+    read_tool(
+        "claim_decisions",
+        "GET /books/{book_id}/codex/claims/{claim_id}/decisions",
+        "Every decision naming a version of a claim, oldest first, paged.",
+        lambda p, a, _q: claim_decisions(_book_reading(p, a, Cap.BOOK_READ), a.claim_id),
+        ClaimDecisionLogOut,
+        ("book_id", "claim_id"),
+        _BOOK_READ,
+        many=True,
+    ),
+    read_tool(
+        "handoff_read",
+        "GET /handoffs/{handoff_id}",
+        "One handoff and its result.",
+        lambda p, a, _q: handoff_out(_handoff_reading(p, a)),
+        HandoffOut,
+        ("handoff_id",),
+    ),
+    read_tool(
+        "handoff_result_entries",
+        "GET /handoffs/{handoff_id}/result-entries",
+        "The entries a handoff's result wrote, in order, paged.",
+        lambda p, a, _q: _handoff_reading(p, a).result_entries.order_by("sequence", "id"),
+        EntryOut,
+        ("handoff_id",),
+        many=True,
+    ),
+)
+
 # --- What an agent reads -------------------------------------------------------------------------
 
 
@@ -436,5 +866,5 @@ def _books_listed(principal: Principal):
 
 
 def register() -> None:
-    register_tools(*TOOLS)
+    register_tools(*TOOLS, *READS)
     register_resources(*RESOURCES, books_of=_books_listed)

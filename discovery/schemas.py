@@ -68,6 +68,19 @@ class BookIn(Schema):
     planned_order: int | None = Field(None, ge=0, le=10_000)
 
 
+class BookEditIn(Schema):
+    """What the author changes of her book; a field left out stays as it is."""
+
+    title: Text(limit(Book, "title")) | None = None
+    premise: Text(limit(Book, "premise"), required=False) | None = None
+    genre_pack: Text(limit(Book, "genre_pack"), required=False) | None = None
+    reopen: bool = Field(
+        False,
+        description="a new premise after G0 passed reopens G0: without this the answer is a 409 "
+        "(reopens_g0) carrying the impact, so she sees it first",
+    )
+
+
 # The genre packs an author picks from when she starts a book (the API takes any text).
 GENRE_PACKS: tuple[tuple[str, str], ...] = (
     ("mystery", "Mystery"),
@@ -311,6 +324,12 @@ class ClaimSupersedeForm(Schema):
     """The codex page's form: the new value as text and the rationale."""
 
     value: Text(LONG_TEXT)
+    rationale: Text(LONG_TEXT)
+
+
+class FactStateForm(Schema):
+    """The codex page's "State a fact": the author's rationale beside her claim (the claim itself is a ``ClaimIn``)."""
+
     rationale: Text(LONG_TEXT)
 
 
@@ -630,6 +649,7 @@ class CanonClaimOut(Schema):
 class FairPlayOut(Schema):
     ok: bool | None = Field(description="null as of a chapter: fair play is judged on the whole book")
     findings: list[dict]
+    reveals: int = Field(0, description="the reveals (solution or twist) in canon: with none, nothing to check yet")
 
 
 class CodexOut(Schema):

@@ -11,11 +11,13 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db.models import Model, OuterRef, Q, QuerySet, Subquery
+from django.urls import reverse
 
 from novelgraph.core.errors import NotFound
 from novelgraph.core.pagination import page_at, rest_link
+from novelgraph.core.words import label_of
 
-from .access import BookAccess, Cap
+from .access import BookAccess, Cap, first_visible_book_ids, principal_capabilities
 from .models import (
     Book,
     Chapter,
@@ -27,6 +29,8 @@ from .models import (
     KnowledgeLink,
     Observation,
     ObservationRevision,
+    RevealKind,
+    ObservationStatus,
     ScratchpadEntry,
     StoryCharter,
     ThrustCandidate,
@@ -243,8 +247,10 @@ def session_thrusts(session: DiscoverySession):
 
 def book_sessions(book: Book):
     """The book's discovery sessions, oldest first."""
-    return DiscoverySession.objects.filter(book=book).order_by("created_at", "id").values(
-        "id", "status", "current_question", "created_at"
+    return (
+        DiscoverySession.objects.filter(book=book)
+        .order_by("created_at", "id")
+        .values("id", "status", "current_question", "created_at")
     )
 
 
@@ -319,6 +325,36 @@ def observation_row(row: dict) -> dict:
     stated."""
     corrected = row.pop("corrected", None)
     return {**row, "stated_value": row["value"], "value": corrected or row["value"]}
+
+
+def observations_waiting_for(user, *, limit: int = VIEW_PAGE) -> tuple[list[dict], int]:
+    """What waits for the author's act among her observations: the first ``limit`` still ``working`` in the books
+    she owns (open sessions only), oldest first, grouped by turn (``{"book", "turn", "observations"}``), and how
+    many wait in all. Three queries, each bounded."""
+    waiting = Observation.objects.filter(
+        session__book__owner=user, status=Observation.Status.WORKING, session__status__in=OPEN_SESSION_STATUSES
+    )
+    total = waiting.count()
+    rows = [observation_row(row) for row in observations_annotated(waiting)[:limit]] if total else []
+    turns = {
+        t["id"]: t
+        for t in Turn.objects.filter(pk__in={r["turn_id"] for r in rows}).values(
+            "id", "ordinal", "content", "session__book_id", "session__book__title"
+        )
+    }
+    groups: list[dict] = []
+    for row in rows:
+        turn = turns[row["turn_id"]]
+        if not groups or groups[-1]["turn"]["id"] != turn["id"]:
+            groups.append(
+                {
+                    "book": {"pk": turn["session__book_id"], "title": turn["session__book__title"]},
+                    "turn": {"id": turn["id"], "ordinal": turn["ordinal"], "content": turn["content"]},
+                    "observations": [],
+                }
+            )
+        groups[-1]["observations"].append(row)
+    return groups, total
 
 
 def observation_rows(queryset) -> list[dict]:
@@ -590,7 +626,12 @@ def codex_view(access: BookAccess, as_of_chapter: int | None = None, *, retracte
         "retracted": retracted,
         "retracted_more": retracted_more,
         "withheld": withheld,
-        "fair_play": {"ok": (not findings) if as_of_chapter is None else None, "findings": findings},
+        "fair_play": {
+            "ok": (not findings) if as_of_chapter is None else None,
+            "findings": findings,
+            # With no reveal (solution or twist) in canon, fair play has nothing to check yet.
+            "reveals": sum(1 for row in rows if row.get("reveal", RevealKind.NONE) != RevealKind.NONE),
+        },
     }
 
 
@@ -690,4 +731,67 @@ def codex_capped(access: BookAccess, as_of_chapter: int | None) -> dict:
     for key in ("chapters", "claims", "withheld"):
         view[key] = view[key][:VIEW_PAGE]
     view["fair_play"] = {**view["fair_play"], "findings": view["fair_play"]["findings"][:VIEW_PAGE]}
+    return view
+
+
+def observations_waiting(books, user, limit: int) -> dict:
+    """The inbox's section of observations waiting to be confirmed: one item per turn they were drawn from
+    (newest first), its observations in words, with "Confirm all from this turn" and the turn on the book page.
+    Three queries whatever the number of turns."""
+    working = Observation.objects.filter(session__book__in=books.values("pk"), status=ObservationStatus.WORKING)
+    turns_qs = Turn.objects.filter(pk__in=working.values("turn_id")).select_related("session__book")
+    total = turns_qs.count()
+    turns = list(turns_qs.order_by("-created_at", "-id")[:limit])
+    by_turn: dict = {}
+    for obs in (
+        working.filter(turn__in=[t.pk for t in turns]).order_by("created_at", "id").only("turn_id", "key", "value")
+    ):
+        by_turn.setdefault(obs.turn_id, []).append(obs)
+    items = []
+    for turn in turns:
+        book = turn.session.book
+        found = by_turn.get(turn.pk, [])
+        items.append(
+            {
+                "book": book,
+                "text": "; ".join(f"{label_of(o.key)}: {o.value[:120]}" for o in found[:5])
+                + (f"; and {len(found) - 5} more" if len(found) > 5 else ""),
+                "note": f"from turn {turn.ordinal} ({len(found)} to confirm)",
+                "href": f"{reverse('discovery:book', args=[book.pk])}#turn-{turn.pk}",
+                "action_label": "See the turn",
+                "confirm_url": reverse("discovery:turn_confirm", args=[book.pk, turn.pk]),
+            }
+        )
+    return {"key": "observations", "title": "Observations to confirm", "items": items, "total": total}
+def whoami(principal) -> dict:
+    """Who the caller is and what its role may do (``GET /me`` and the ``whoami`` tool)."""
+    ids, more = first_visible_book_ids(principal)
+    return {
+        "username": principal.user.get_username(),
+        "role": principal.key_role,
+        "capabilities": sorted(c.value for c in principal_capabilities(principal)),
+        # A page of ids, in the order of ``GET /books``; the rest is that paged route (``next``).
+        "book_ids": [str(pk) for pk in ids],
+        "next": {"book_ids": rest_link("books") if more else None},
+    }
+
+
+def discovery_view_out(access: BookAccess) -> dict:
+    """The discovery view with a link per collection to the book's own paged route for the rest (across its
+    sessions, in the view's order): ``GET /books/{id}/discovery`` and the ``discovery_read`` tool."""
+    view = discovery_view(access)
+    limit = view["limit"]
+    book_id = access.book.pk
+    routes = {
+        "sessions": f"books/{book_id}/sessions",
+        "turns": f"books/{book_id}/turns",
+        "observations": f"books/{book_id}/observations",
+        "thrusts": f"books/{book_id}/thrusts",
+        "scratchpad": f"books/{book_id}/scratchpad",
+        "charters": f"books/{book_id}/charters",
+        "knowledge_bases": f"books/{book_id}/knowledge-bases",
+    }
+    view["next"] = {
+        name: rest_link(route, page=limit) if view["more"][name] else None for name, route in routes.items()
+    }
     return view

@@ -17,3 +17,8 @@ charter_decided = Signal()
 # The author (or an editor) acted on the book's discovery: a turn, a confirmation (``book``, ``user``, ``act``). The
 # agents take their next step from it (``discovery.agents``), when the book lets them act on their own.
 person_acted = Signal()
+# The author is changing her book's premise (``book``, before the change): each receiver answers the impact on
+# what it keeps (a dict; the loop: whether G0 reopens, and what the premise feeds). Reads only.
+premise_impact = Signal()
+# The author changed her book's premise (``book``, ``previous``, ``user``): the loop reopens G0.
+premise_changed = Signal()

@@ -14,6 +14,7 @@ or writes the database: selectors load the rows, and these functions decide
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from .models import CLAIM_STATEMENT, STORY_RECORD, KnownBy, RevealKind
@@ -221,3 +222,169 @@ def fair_play(rows: list[dict]) -> list[dict]:
             }
         )
     return findings
+
+
+# --- Chapter cues in the author's words ------------------------------------------------------------------------------
+# "shown in chapter four", "secret until chapter twelve", "dies in chapter 9": a sentence that places a fact on the
+# chapter axis carries its story record in its words. ``chapter_cues`` reads that record (the fields of
+# ``STORY_RECORD`` it can name); the sentence stays the observation's value, so a correction of the value corrects
+# the record with it.
+
+_UNITS = [
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
+]
+_TENS = ["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
+_ORDINAL_UNITS = [
+    "first",
+    "second",
+    "third",
+    "fourth",
+    "fifth",
+    "sixth",
+    "seventh",
+    "eighth",
+    "ninth",
+    "tenth",
+    "eleventh",
+    "twelfth",
+    "thirteenth",
+    "fourteenth",
+    "fifteenth",
+    "sixteenth",
+    "seventeenth",
+    "eighteenth",
+    "nineteenth",
+]
+_ORDINAL_TENS = ["twentieth", "thirtieth", "fortieth", "fiftieth", "sixtieth", "seventieth", "eightieth", "ninetieth"]
+NUMBER_WORDS: dict[str, int] = {word: n for n, word in enumerate(_UNITS, 1)}
+NUMBER_WORDS |= {word: n for n, word in enumerate(_ORDINAL_UNITS, 1)}
+for _t, (_tens, _ord) in enumerate(zip(_TENS, _ORDINAL_TENS, strict=True), 2):
+    NUMBER_WORDS[_tens] = NUMBER_WORDS[_ord] = _t * 10
+    for _u in range(1, 10):
+        for _sep in ("-", " "):
+            NUMBER_WORDS[f"{_tens}{_sep}{_UNITS[_u - 1]}"] = _t * 10 + _u
+            NUMBER_WORDS[f"{_tens}{_sep}{_ORDINAL_UNITS[_u - 1]}"] = _t * 10 + _u
+_WORD = "|".join(sorted((re.escape(w) for w in NUMBER_WORDS), key=len, reverse=True))
+_NUMBER = rf"(?:\d{{1,5}}(?:st|nd|rd|th)?|{_WORD})"
+# "chapter 9", "chapter twelve", "ch. 4", "the fourth chapter"
+CHAPTER = rf"(?:(?:chapter|ch\.?)\s+(?P<n>{_NUMBER})\b|the\s+(?P<m>{_NUMBER})\s+chapter\b)"
+
+
+def chapter_number(text: str) -> int | None:
+    """A chapter number written as digits ("9", "4th") or words ("twelve", "twenty-one", "fourth")."""
+    word = " ".join(text.lower().split())
+    if word[:1].isdigit():
+        return int(re.match(r"\d+", word).group())
+    return NUMBER_WORDS.get(word)
+
+
+def _cue(pattern: str) -> re.Pattern:
+    return re.compile(pattern.replace("CH", CHAPTER, 1), re.IGNORECASE)
+
+
+# Each cue: its pattern (CH: the chapter) and the story-record fields it names from that chapter number.
+CHAPTER_CUES: list[tuple[re.Pattern, str]] = [
+    # a secret: nobody knows it until the reader is shown it
+    (_cue(r"\b(?:kept\s+)?(?:a\s+)?(?:secret|hidden|concealed|unknown|unrevealed)(?:\s+from\s+(?:the\s+)?(?:reader|everyone))?"
+          r"\s+(?:until|till|before)\s+CH"), "secret"),
+    (_cue(r"\bnobody\s+knows(?:\s+(?:it|this|that))?\s+(?:until|till|before)\s+CH"), "secret"),
+    # an end: it holds up to that chapter
+    (_cue(r"\b(?:dies|is\s+killed|is\s+murdered|perishes|is\s+executed)\s+(?:in|at)\s+CH"), "dies"),
+    (_cue(r"\b(?:until|till|through|up\s+to)\s+(?:the\s+end\s+of\s+)?CH"), "until"),
+    # a start: it holds from that chapter
+    (_cue(r"\b(?:from|since|starting\s+(?:in|with|at)|beginning\s+(?:in|with|at)|as\s+of)\s+CH(?:\s+on(?:wards?)?)?"),
+     "from"),
+    (_cue(r"\bin\s+CH\s+on(?:wards?)?"), "from"),
+    # where the reader first sees it
+    (_cue(r"\b(?:(?:is|are|gets|get|will\s+be)\s+)?(?:first\s+)?(?:shown|seen|revealed|disclosed|introduced|exposed|"
+          r"uncovered|learned|learnt|discovered|found\s+out|comes\s+out|come\s+out|appears?)\s+(?:in|at|by|during)\s+CH"),
+     "shown"),
+    (_cue(r"\b(?:in|at)\s+CH,?\s+the\s+reader\s+(?:learns|sees|finds\s+out|discovers)"), "shown"),
+    (_cue(r"\b(?:in|at|during)\s+CH"), "shown"),
+]  # fmt: skip
+_KNOWN_ONLY = re.compile(
+    r"\b(?:known\s+only\s+to|only\s+known\s+to)\s+((?:[A-Z][\w'’-]+)(?:(?:\s*,\s*|\s+and\s+)[A-Z][\w'’-]+)*)"
+)
+
+
+def chapter_cues(text: str) -> dict:
+    """The story record a sentence names by its chapter cues, and where those words stand.
+
+    ``{"story": {...}, "spans": [(start, end), ...], "ends": bool}``: ``story`` holds only the fields named
+    (``first_shown_chapter``, ``known_by`` nobody with the chapter a secret is shown, ``true_from_chapter``,
+    ``true_until_chapter``, ``known_by`` characters with their names, ``reveal`` for a twist or solution shown in
+    a chapter); ``ends`` says a death cue ended the fact (someone "dies in chapter 9": alive until then). Each
+    span of the text is read by the first cue that matches it; an empty ``story`` means no cue."""
+    story: dict = {}
+    spans: list[tuple[int, int]] = []
+    ends = False
+    for pattern, meaning in CHAPTER_CUES:
+        for match in pattern.finditer(text or ""):
+            if any(match.start() < end and start < match.end() for start, end in spans):
+                continue
+            number = chapter_number(match.group("n") or match.group("m"))
+            if number is None or not 1 <= number <= 100_000:
+                continue
+            if meaning == "secret":
+                story.setdefault("known_by", KnownBy.NOBODY)
+                story.setdefault("first_shown_chapter", number)
+            elif meaning == "shown":
+                story.setdefault("first_shown_chapter", number)
+            elif meaning in ("until", "dies"):
+                story.setdefault("true_until_chapter", number)
+                ends = ends or meaning == "dies"
+            elif meaning == "from":
+                story.setdefault("true_from_chapter", number)
+            spans.append(match.span())
+    known = _KNOWN_ONLY.search(text or "")
+    if known and story.get("known_by") is None:
+        names = [n for n in re.split(r"\s*,\s*|\s+and\s+", known.group(1)) if n]
+        story["known_by"], story["known_by_characters"] = KnownBy.CHARACTERS, names
+        spans.append(known.span())
+    if story.get("first_shown_chapter") is not None:
+        words = set(re.findall(r"[a-z]+", (text or "").lower()))
+        if "twist" in words:
+            story["reveal"] = RevealKind.TWIST
+        elif words & {"solution", "solved", "solves", "culprit", "killer", "murderer"}:
+            story["reveal"] = RevealKind.SOLUTION
+    start, until = story.get("true_from_chapter"), story.get("true_until_chapter")
+    if start is not None and until is not None and until < start:
+        story.pop("true_until_chapter")  # "from chapter 5 ... until chapter 2": the words do not agree; keep the start
+    return {"story": story, "spans": sorted(spans), "ends": ends}
+
+
+def cue_words(story: dict) -> list[str]:
+    """The story record a cue named, in plain words for the author ("shown in chapter 4", "secret until chapter 12")."""
+    words = []
+    shown = story.get("first_shown_chapter")
+    if story.get("known_by") == KnownBy.NOBODY and shown is not None:
+        words.append(f"secret until chapter {shown}")
+    elif shown is not None:
+        words.append(f"first shown in chapter {shown}")
+    if story.get("true_from_chapter") is not None:
+        words.append(f"true from chapter {story['true_from_chapter']}")
+    if story.get("true_until_chapter") is not None:
+        words.append(f"true until chapter {story['true_until_chapter']}")
+    if story.get("known_by") == KnownBy.CHARACTERS:
+        words.append("known only to " + ", ".join(story.get("known_by_characters") or []))
+    if story.get("reveal", RevealKind.NONE) != RevealKind.NONE:
+        words.append(f"a reveal ({story['reveal']})")
+    return words

@@ -8,6 +8,7 @@ urlpatterns = [
     path("series/new/", views.series_new, name="series_new"),
     path("books/new/", views.book_new, name="book_new"),
     path("books/<uuid:book_id>/", views.book_detail, name="book"),
+    path("books/<uuid:book_id>/edit/", views.book_edit, name="book_edit"),
     path("books/<uuid:book_id>/charters/new/", views.charter_new, name="charter_new"),
     path("books/<uuid:book_id>/charters/compare/", views.charter_compare, name="charter_compare"),
     path("books/<uuid:book_id>/people/", views.book_people, name="people"),
@@ -24,6 +25,7 @@ urlpatterns = [
     ),
     path("books/<uuid:book_id>/dossiers/", views.dossiers, name="dossiers"),
     path("books/<uuid:book_id>/codex/", views.codex, name="codex"),
+    path("books/<uuid:book_id>/codex/facts/", views.codex_state, name="codex-state"),
     path("books/<uuid:book_id>/codex/claims/<uuid:claim_id>/", views.codex_claim, name="codex-claim"),
     path(
         "books/<uuid:book_id>/codex/claims/<uuid:claim_id>/supersede/",

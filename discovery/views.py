@@ -12,7 +12,7 @@ import uuid
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.db.models import Count, Q
+from django.db.models import Count, F, Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -50,6 +50,9 @@ from .book_pages import (
 from .history import claim_history
 from .models import (
     Book,
+    KnownBy,
+    Provenance,
+    RevealKind,
     ScratchpadEntryKind,
 )
 from .panels import book_panels
@@ -58,12 +61,15 @@ from .refs import resolve_source_refs
 from .schemas import (
     GENRE_PACKS,
     AsOfFilter,
+    BookEditIn,
     BookIn,
     CharterIn,
+    ClaimIn,
     ClaimRetractForm,
     ClaimSupersedeForm,
     DossierIn,
     EditorIn,
+    FactStateForm,
     ObservationResolveIn,
     RecordSearchParams,
     SeriesIn,
@@ -144,6 +150,7 @@ def home(request: HttpRequest) -> HttpResponse:
         books_visible_to(principal)
         .select_related("series", "owner")
         .annotate(pending=Count("approvals", filter=Q(approvals__status=Approval.Status.PENDING), distinct=True))
+        .annotate(discovery_status=F("loop__status"), discovery_gate=F("loop__gate"))  # the loop's, once started
         .order_by("series__title", "planned_order", "title")
     )
     for book in books:
@@ -250,6 +257,9 @@ def _render_book(
         {
             **view,
             "role": role,
+            # The missing items' buttons: an agent run (who may queue one), the hand-off (the author only).
+            "may_run": access.holds(Cap.DISCOVERY_WRITE) and not access.is_agent,
+            "may_hand_off": access.is_author,
             "pending": pending,
             "proposed_claims": proposed_claims,
             "research_counts": research,
@@ -267,6 +277,8 @@ def _render_book(
             and view["session"].status in OPEN_SESSION_STATUSES,
             "composer_url": reverse("discovery:turn_add", args=[book.pk]),
             "observation_error": observation_error,
+            "edit_form": {"title": book.title, "premise": book.premise, "genre_pack": book.genre_pack},
+            "edit_genres": _genre_choices(book.genre_pack),
         },
         status=status,
     )
@@ -291,6 +303,7 @@ def _render_scratchpad(
     *,
     composer_error: DomainError | None = None,
     draft: str = "",
+    stated: dict | None = None,
     status: int = 200,
 ) -> HttpResponse:
     book, role = access.book, access.role
@@ -315,6 +328,7 @@ def _render_scratchpad(
         "composer_error": composer_error,
         "composer_url": reverse("discovery:turn_add", args=[book.pk]),
         "draft": draft,
+        "stated": stated or {},
         "agents_ran": runs_worked_on(book),
     }
     # A filter click redraws the entries, a turn the conversation; without htmx, the page.
@@ -473,8 +487,71 @@ def codex_retract(request: HttpRequest, book_id: uuid.UUID, claim_id: uuid.UUID)
     return redirect(reverse("discovery:codex-claim", args=[access.book.pk, claim_id]))
 
 
+FACT_FIELDS = (
+    "subject",
+    "predicate",
+    "value",
+    "true_from_chapter",
+    "true_until_chapter",
+    "known_by",
+    "known_by_characters",
+    "first_shown_chapter",
+    "decisive",
+    "evidence_for",
+    "reveal",
+    "rationale",
+)
+
+
+def _fact_from_form(book: Book, form: dict[str, str]) -> dict:
+    """The "State a fact" form as a claim's input: blank chapters and choices are left out (the defaults), the
+    characters who know it are a comma-separated list, "decisive" a checkbox."""
+    data: dict = {
+        "scope": "book",
+        "scope_id": str(book.pk),
+        "provenance": Provenance.AUTHOR_STATED,
+        "subject": form["subject"],
+        "predicate": form["predicate"],
+        "value": form["value"],
+        "decisive": form["decisive"] in ("on", "true", "1"),
+    }
+    chosen = ("true_from_chapter", "true_until_chapter", "first_shown_chapter", "known_by", "evidence_for", "reveal")
+    for name in chosen:
+        if form[name].strip():
+            data[name] = form[name].strip()
+    names = [n.strip() for n in form["known_by_characters"].split(",") if n.strip()]
+    if names:
+        data["known_by_characters"] = names
+    return data
+
+
+@login_required
+@require_POST
+def codex_state(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
+    """The author states a fact from the codex (``services.claim_state``): her claim with its story record, made
+    canon by her verdict in the same act, logged with her rationale; an error shows inline in the form, with her
+    words kept, and nothing is recorded."""
+    access = page_access(request, book_id, Cap.BOOK_READ)
+    form = {name: request.POST.get(name, "") for name in FACT_FIELDS}
+    try:
+        payload = parse_form(ClaimIn, _fact_from_form(access.book, form))
+        rationale = parse_form(FactStateForm, {"rationale": form["rationale"]}).rationale
+        claim = services.claim_state(access=access, payload=payload, rationale=rationale)
+    except DomainError as exc:
+        error = {"message": exc.message, "field": exc.field or ""}
+        return _render_codex(request, access, state_error=error, fact_form=form, status=exc.status)
+    messages.success(request, "Your fact is canon; the decision is in the log with your rationale.")
+    return redirect(f"{reverse('discovery:codex', args=[access.book.pk])}#claim-{claim.pk}")
+
+
 def _render_codex(
-    request: HttpRequest, access: BookAccess, supersede_error: dict | None = None, status: int = 200
+    request: HttpRequest,
+    access: BookAccess,
+    supersede_error: dict | None = None,
+    status: int = 200,
+    *,
+    state_error: dict | None = None,
+    fact_form: dict | None = None,
 ) -> HttpResponse:
     book = access.book
     as_of_error = ""
@@ -507,6 +584,11 @@ def _render_codex(
             "timeline": timeline_svg(view["claims"], view["chapters"], view["fair_play"]["findings"], window),
             "may_change_canon": access.is_author and not as_of_chapter,
             "supersede_error": supersede_error,
+            "state_error": state_error,
+            "fact": fact_form or {},
+            "reveals": [c for c in view["claims"] if c.get("reveal", "none") != "none"],
+            "known_by_choices": KnownBy.choices,
+            "reveal_choices": RevealKind.choices,
         },
         status=422 if as_of_error else status,
     )
@@ -555,14 +637,21 @@ def turn_add(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
     """The composer: the author (or an editor) adds a turn through ``services.turn_add``; errors show inline."""
     access = page_access(request, book_id, Cap.BOOK_READ)
     content = request.POST.get("content", "")
+    stated = {name: request.POST.get(f"stated_{name}", "").strip() for name in ("key", "value")}
     session = current_session(access.book)
     try:
         if session is None:
             raise Conflict("discovery has not started for this book", code="no_session")
-        payload = parse_form(TurnIn, {"role": access.role, "content": content})
-        turn = services.turn_add(access=access, session=session, payload=payload)
+        # What she states herself beside her turn: an observation in her own words (author-stated).
+        observations = []
+        if stated["value"] or stated["key"]:
+            observations.append(
+                {"key": stated["key"] or "fact", "value": stated["value"], "provenance": Provenance.AUTHOR_STATED}
+            )
+        payload = parse_form(TurnIn, {"role": access.role, "content": content, "observations": observations})
+        turn = services.turn_add_stating(access=access, session=session, payload=payload)
     except DomainError as exc:
-        return _render_scratchpad(request, access, composer_error=exc, draft=content, status=exc.status)
+        return _render_scratchpad(request, access, composer_error=exc, draft=content, stated=stated, status=exc.status)
     if request.POST.get("next") == "book":  # answered from the book page, under the current question
         return redirect(f"{reverse('discovery:book', args=[access.book.pk])}#turn-{turn.pk}")
     if request.htmx:
@@ -582,6 +671,8 @@ def observation_resolve(request: HttpRequest, book_id: uuid.UUID, observation_id
     except DomainError as exc:
         error = {"id": str(observation.pk), "message": exc.message}
         return _render_book(request, access, observation_error=error, status=exc.status)
+    if request.POST.get("next") == "inbox":  # decided among what waits for her
+        return redirect(reverse("approvals:inbox") + "#observations-heading")
     return redirect(f"{reverse('discovery:book', args=[access.book.pk])}#observation-{observation.pk}")
 
 
@@ -595,6 +686,8 @@ def turn_confirm(request: HttpRequest, book_id: uuid.UUID, turn_id: uuid.UUID) -
         services.observations_confirm_turn(access=access, turn=turn)
     except DomainError as exc:
         return _render_book(request, access, observation_error={"id": "", "message": exc.message}, status=exc.status)
+    if request.POST.get("next") == "inbox":
+        return redirect(reverse("approvals:inbox") + "#observations-heading")
     return redirect(f"{reverse('discovery:book', args=[access.book.pk])}#turn-{turn.pk}")
 
 
@@ -685,6 +778,53 @@ def book_new(request: HttpRequest) -> HttpResponse:
         },
         status=error.status if error else 200,
     )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def book_edit(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
+    """The author changes her book's title, premise or genre through ``services.book_edit`` (the API's
+    ``PATCH /books/{id}``). A new premise after G0 passed reopens G0: the first post shows the impact (what the
+    premise feeds) and asks her to confirm; the confirmation saves it and takes the loop back to G0."""
+    access = page_access(request, book_id, Cap.BOOK_READ)
+    services.book_edit_allowed(access)
+    book = access.book
+    form = {"title": book.title, "premise": book.premise, "genre_pack": book.genre_pack}
+    if request.method == "GET":
+        return _book_edit_page(request, access, form)
+    sent = {name: request.POST[name] for name in form if name in request.POST}  # a field not sent stays as it is
+    form.update(sent)
+    data = {**sent, "reopen": request.POST.get("reopen") == "yes"}
+    try:
+        services.book_edit(access=access, payload=parse_form(BookEditIn, data))
+    except DomainError as exc:
+        if exc.code == "reopens_g0":
+            return _book_edit_page(request, access, form, impact=exc.extra.get("impact") or {}, status=200)
+        return _book_edit_page(request, access, form, error=exc, status=exc.status)
+    messages.success(request, "Your changes to the book are saved.")
+    return redirect("discovery:book", book_id=book.pk)
+
+
+def _book_edit_page(request, access: BookAccess, form: dict, *, impact=None, error=None, status: int = 200):
+    return render(
+        request,
+        "discovery/book_edit.html",
+        {
+            "book": access.book,
+            "role": access.role,
+            "form": form,
+            "impact": impact,
+            "error": error,
+            "genre_packs": _genre_choices(form.get("genre_pack", "")),
+        },
+        status=status,
+    )
+
+
+def _genre_choices(current: str) -> tuple[tuple[str, str], ...]:
+    """The genre packs to pick from, with the book's own when it is not one of them (the API takes any text)."""
+    known = {value for value, _ in GENRE_PACKS}
+    return GENRE_PACKS + (((current, current),) if current and current not in known else ())
 
 
 def _people_page(request: HttpRequest, access: BookAccess, *, error=None, username: str = "", status: int = 200):

@@ -2,14 +2,12 @@
 
 import uuid
 
-from django.conf import settings
 from django.http import HttpRequest
 from ninja import Query, Router, Status
 from ninja.pagination import paginate
 
 from discovery.access import Cap, book_access, principal_capabilities, refusal
 from novelgraph.core.auth import principal_of
-from novelgraph.core.pagination import rest_link
 from novelgraph.core.schemas import ERRORS
 
 from . import selectors, services
@@ -25,6 +23,7 @@ from .schemas import (
     SourceIn,
     SourceOut,
 )
+from .schemas import source_detail as source_detail_out
 
 router = Router(tags=["library"])
 
@@ -71,14 +70,7 @@ def source_create(request: HttpRequest, payload: SourceIn):
 def source_detail(request: HttpRequest, source_id: uuid.UUID):
     _require_read(request)
     source = selectors.source_get(source_id)
-    limit = settings.NINJA_PAGINATION_PER_PAGE
-    chunks = list(selectors.chunks_of(source)[: limit + 1])
-    more = rest_link(f"library/sources/{source.pk}/chunks", page=limit)
-    return SourceDetailOut(
-        **{f: getattr(source, f) for f in ("id", "title", "origin", "license_note", "version", "created_at")},
-        chunks=[ChunkOut.from_orm(chunk) for chunk in chunks[:limit]],
-        chunks_next=more if len(chunks) > limit else None,
-    )
+    return source_detail_out(source, selectors.chunks_of(source))
 
 
 @router.get(

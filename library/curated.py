@@ -355,7 +355,7 @@ ROMANCE = _shelf(
         (
             "The dark moment and the ending",
             ["ending", "payoff", "climax", "dark moment", "grand gesture", "reveal"],
-            "Near the end, the relationship should seem lost because of the very flaw or fear each lover has "
+            "Late in the book, the relationship should seem lost because of the very flaw or fear each lover has "
             "not yet faced. The resolution comes when one or both act against that fear: the confession, the "
             "choice of the other over safety, the reveal of what they hid. Pay off the small promises of the "
             "middle (a joke, a place, an object) in the final scenes, and give the reader time to enjoy the "

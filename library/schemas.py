@@ -8,11 +8,13 @@ from datetime import datetime
 from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
+from django.conf import settings
 from ninja import Field, Schema
 from pydantic import AfterValidator, TypeAdapter
 from pydantic import ValidationError as PydanticValidationError
 
 from novelgraph.core.errors import Invalid
+from novelgraph.core.pagination import rest_link
 from novelgraph.core.schemas import LONG_TEXT, Labels, Text, input_error, limit
 
 from .models import KnowledgeChunk, KnowledgeSource, ResearchItem
@@ -112,6 +114,19 @@ class SourceDetailOut(SourceOut):
 
     chunks: list[ChunkOut]
     chunks_next: str | None = None
+
+
+def source_detail(source: KnowledgeSource, chunks) -> SourceDetailOut:
+    """The source with the first page of ``chunks`` (its chunks in order), ``chunks_next`` linking to the rest
+    (``GET /library/sources/{id}`` and its tool)."""
+    limit = settings.NINJA_PAGINATION_PER_PAGE
+    first = list(chunks[: limit + 1])
+    more = rest_link(f"library/sources/{source.pk}/chunks", page=limit)
+    return SourceDetailOut(
+        **{f: getattr(source, f) for f in ("id", "title", "origin", "license_note", "version", "created_at")},
+        chunks=[ChunkOut.from_orm(chunk) for chunk in first[:limit]],
+        chunks_next=more if len(first) > limit else None,
+    )
 
 
 class ResearchIn(Schema):

@@ -256,6 +256,8 @@ API_EXPECTED: dict[str, tuple[int, ...]] = {
     "POST /series": (401, 401, 201, 201, 403, 403, 403, 403, 403, 403, 403, 201, 201),
     "POST /books": (401, 401, 201, 201, 403, 403, 403, 403, 403, 403, 403, 201, 201),
     "GET /books": (401, 401, 200, 200, 200, 200, 200, 200, 200, 200, 200, 200, 200),
+    # Only the author, as a person, changes her book (the scene's loop is at G0: a new premise reopens nothing).
+    "PATCH /books/{book_id}": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 200),
     "GET /books/{book_id}": (401, 401, 404, 404, 404, 404, 404, 404, 200, 200, 200, 200, 200),
     "POST /books/{book_id}/editors": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 422),
     "DELETE /books/{book_id}/editors/{user_id}": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 204),
@@ -337,6 +339,7 @@ API_EXPECTED: dict[str, tuple[int, ...]] = {
     "POST /books/{book_id}/loop/validation/{item_id}/status": (401, 401, 404, 404, 404, 404, 404, 404, 404, 403, 404, 403, 404),
     "POST /books/{book_id}/loop/trace/settings": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 200, 403, 200),
     "GET /books/{book_id}/loop/lint": (401, 401, 404, 404, 404, 404, 404, 404, 200, 200, 200, 200, 200),
+    "GET /books/{book_id}/loop/missing": (401, 401, 404, 404, 404, 404, 404, 404, 200, 200, 200, 200, 200),
     "GET /books/{book_id}/loop/lint/findings": (401, 401, 404, 404, 404, 404, 404, 404, 200, 200, 200, 200, 200),
     "GET /books/{book_id}/loop/cascade-preview": (401, 401, 422, 422, 422, 422, 422, 422, 422, 422, 422, 422, 422),
     "GET /books/{book_id}/loop/cascade-preview/affected": (401, 401, 422, 422, 422, 422, 422, 422, 422, 422, 422, 422, 422),
@@ -408,6 +411,7 @@ PAGE_EXPECTED: dict[str, tuple[int, ...]] = {
     "/books/<uuid:book_id>/agents/act/": (302, 405, 405, 405, 405),
     "/": (302, 200, 200, 200, 200),
     "/books/<uuid:book_id>/": (302, 404, 404, 200, 200),
+    "/books/<uuid:book_id>/edit/": (302, 404, 404, 403, 200),
     "/books/<uuid:book_id>/discovery/start/": (302, 405, 405, 405, 405),
     "/books/<uuid:book_id>/scratchpad/": (302, 404, 404, 200, 200),
     "/books/<uuid:book_id>/turns/": (302, 405, 405, 405, 405),
@@ -420,6 +424,7 @@ PAGE_EXPECTED: dict[str, tuple[int, ...]] = {
     "/books/<uuid:book_id>/codex/claims/<uuid:claim_id>/": (302, 404, 404, 200, 200),
     "/books/<uuid:book_id>/codex/claims/<uuid:claim_id>/supersede/": (302, 405, 405, 405, 405),
     "/books/<uuid:book_id>/codex/claims/<uuid:claim_id>/retract/": (302, 405, 405, 405, 405),
+    "/books/<uuid:book_id>/codex/facts/": (302, 405, 405, 405, 405),
     "/series/new/": (302, 200, 200, 200, 200),
     "/books/new/": (302, 200, 200, 200, 200),
     "/books/<uuid:book_id>/people/": (302, 404, 404, 200, 200),
@@ -589,6 +594,7 @@ def test_every_page_answers_each_person_as_expected(scene, author, editor, outsi
 PAGE_POSTS: dict[str, dict] = {
     "/keys/<uuid:key_id>/revoke/": {},
     "/books/<uuid:book_id>/discovery/start/": {},
+    "/books/<uuid:book_id>/edit/": {"genre_pack": "mystery"},
     "/books/<uuid:book_id>/turns/": {"content": "A turn from the page."},
     "/books/<uuid:book_id>/observations/<uuid:observation_id>/": {"action": "confirm"},
     "/books/<uuid:book_id>/dossiers/new/": {"agent_role": "luna"},
@@ -606,11 +612,13 @@ PAGE_POSTS: dict[str, dict] = {
     "/books/<uuid:book_id>/loop/questions/<uuid:question_id>/answer/": {"resolution": "Answered on the page."},
     "/books/<uuid:book_id>/codex/claims/<uuid:claim_id>/supersede/": {"value": "the keeper", "rationale": "Mine."},
     "/books/<uuid:book_id>/codex/claims/<uuid:claim_id>/retract/": {"rationale": "Not canon after all."},
+    "/books/<uuid:book_id>/codex/facts/": {"subject": "The keeper", "predicate": "is", "value": "tired", "rationale": "Mine."},
 }
 PAGE_POST_EXPECTED: dict[str, tuple[int, ...]] = {
     "/keys/<uuid:key_id>/revoke/": (302, 404, 404, 404, 302),
     "/books/<uuid:book_id>/research/<uuid:item_id>/decide/": (302, 404, 404, 403, 302),
     "/books/<uuid:book_id>/discovery/start/": (302, 404, 404, 403, 302),
+    "/books/<uuid:book_id>/edit/": (302, 404, 404, 403, 302),
     "/books/<uuid:book_id>/turns/": (302, 404, 404, 302, 302),
     "/books/<uuid:book_id>/observations/<uuid:observation_id>/": (302, 404, 404, 403, 302),
     "/books/<uuid:book_id>/dossiers/new/": (302, 404, 404, 403, 302),
@@ -626,6 +634,8 @@ PAGE_POST_EXPECTED: dict[str, tuple[int, ...]] = {
     # changes (tests/test_codex_supersede.py supersedes and retracts approved canon from these pages).
     "/books/<uuid:book_id>/codex/claims/<uuid:claim_id>/supersede/": (302, 404, 404, 403, 409),
     "/books/<uuid:book_id>/codex/claims/<uuid:claim_id>/retract/": (302, 404, 404, 403, 409),
+    # The author states a fact herself: canon by her own verdict in the same act (tests/test_codex_state_fact.py).
+    "/books/<uuid:book_id>/codex/facts/": (302, 404, 404, 403, 302),
 }
 
 

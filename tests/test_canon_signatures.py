@@ -94,7 +94,7 @@ def test_luna_cannot_sign_a_trace_node_with_another_name(name, book, author_api,
 
     assert forged.status_code == 403, forged.content
     assert forged.json()["field"] == "produced_by" and forged.json()["code"] == "not_your_name"
-    assert not TraceNode.objects.exists()
+    assert list(TraceNode.objects.values_list("node_id", flat=True)) == ["premise"], "only the loop's own root"
     # Nor can Terra then withdraw it as hers: there is nothing signed in her name.
     assert terra_api.post(url(book, "/trace/nodes/ch1/withdraw"), {}).status_code == 404
 
@@ -114,6 +114,7 @@ def test_a_trace_node_is_signed_by_its_caller_and_withdrawn_only_by_it(book, aut
     backed = luna_api.post(url(book, "/trace/nodes"), {"node_id": "l-c", "kind": "clue", "artifact": "clue-plan"})
     assert backed.status_code == 201 and backed.json()["produced_by"] == "luna"
     assert dict(TraceNode.objects.values_list("node_id", "produced_by")) == {
+        "premise": "",  # the root the loop drew when it started: nobody's until a lens draws it
         "l-a": "luna",
         "l-b": "reader-trust",
         "t-a": "terra",
@@ -194,7 +195,7 @@ def test_through_mcp_a_trace_node_is_signed_by_its_caller(author, book, author_a
     )  # fmt: skip
 
     assert (status, body["code"], body["field"]) == (403, "not_your_name", "produced_by"), body
-    assert not TraceNode.objects.exists()
+    assert not TraceNode.objects.filter(node_id="ch1").exists()
     unnamed = {"book_id": str(book.pk), "node_id": "ch1", "kind": "chapter"}
     status, body = outcome(call(luna, "loop_trace_node_add", unnamed))
     assert status == "ok" and body["produced_by"] == "luna", body

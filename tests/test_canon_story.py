@@ -214,7 +214,7 @@ def test_fair_play_reports_late_evidence_and_passes_once_it_moves_earlier(author
     entry = DecisionLogEntry.objects.filter(book=book, subject_id=moved["id"]).get()
     assert entry.detail["revised_claim"] == clue["id"]
     report = author_api.get(f"/books/{book.pk}/codex").json()["fair_play"]
-    assert report == {"ok": True, "findings": []}
+    assert report == {"ok": True, "findings": [], "reveals": 1}
 
 
 def test_a_reveal_without_decisive_evidence_is_reported(author_api, book, session):
@@ -498,7 +498,7 @@ def test_the_demo_mystery_carries_story_records_and_plays_fair_until_its_clue_co
     assert (letter["predicate"], letter["first_shown_chapter"]) == ("is found by", 1)
     assert (clue["decisive"], clue["evidence_for_id"], clue["first_shown_chapter"]) == (True, reveal["id"], 4)
     assert (reveal["first_shown_chapter"], reveal["known_by_characters"]) == (12, ["Ines"])
-    assert codex["fair_play"] == {"ok": True, "findings": []}
+    assert codex["fair_play"] == {"ok": True, "findings": [], "reveals": 1}
     page = browser.get(f"/books/{demo.pk}/codex/").content.decode()
     for claim in (letter, clue, reveal):
         assert f'id="tl-{claim["id"]}"' in page
@@ -528,7 +528,7 @@ def test_the_demo_mystery_carries_story_records_and_plays_fair_until_its_clue_co
     assert finding["evidence"][0]["first_shown_chapter"] == 13
     assert "FAIR-PLAY-002" in browser.get(f"/books/{demo.pk}/codex/").content.decode()
     revise_clue(late, 3)
-    assert api.get(f"/books/{demo.pk}/codex").json()["fair_play"] == {"ok": True, "findings": []}
+    assert api.get(f"/books/{demo.pk}/codex").json()["fair_play"] == {"ok": True, "findings": [], "reveals": 1}
     # As of chapter 5 a role is never given the solution.
     dossier = api.post(f"/books/{demo.pk}/dossiers", {"agent_role": "terra", "as_of_chapter": 5}).json()
     assert reveal["id"] not in str(dossier["content"]) and "Ines, Mara's sister" not in str(dossier["content"])

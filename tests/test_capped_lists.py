@@ -94,7 +94,7 @@ def test_lint_gives_a_page_of_findings_and_a_link_to_the_rest(author_api, book):
 
 
 def test_a_cascade_preview_gives_a_page_of_affected_slots_and_a_link_to_the_rest(author_api, book):
-    TraceNode.objects.create(book=book, node_id="premise", kind="premise")
+    assert TraceNode.objects.filter(book=book, node_id="premise").exists()  # the loop drew its root at start
     TraceNode.objects.bulk_create([TraceNode(book=book, node_id=f"ch-{n:03}", kind="chapter") for n in range(MORE)])
     TraceEdge.objects.bulk_create([TraceEdge(book=book, from_id="premise", to_id=f"ch-{n:03}") for n in range(MORE)])
     impact = author_api.get(url(book, "/cascade-preview"), node="premise").json()
@@ -108,7 +108,7 @@ def test_a_cascade_preview_gives_a_page_of_affected_slots_and_a_link_to_the_rest
 
 
 def test_a_small_cascade_preview_has_no_link(author_api, book):
-    TraceNode.objects.create(book=book, node_id="premise", kind="premise")
+    assert TraceNode.objects.filter(book=book, node_id="premise").exists()  # the loop drew its root at start
     TraceNode.objects.create(book=book, node_id="ch1", kind="chapter")
     TraceEdge.objects.create(book=book, from_id="premise", to_id="ch1")
     impact = author_api.get(url(book, "/cascade-preview"), node="premise").json()
@@ -178,7 +178,7 @@ def current_session_of(book):
 def test_an_approvals_impact_preview_is_capped_with_the_same_link(author_api, sol_api, book):
     from .loop_scenes import ask_gate
 
-    TraceNode.objects.create(book=book, node_id="premise", kind="premise")
+    assert TraceNode.objects.filter(book=book, node_id="premise").exists()  # the loop drew its root at start
     TraceNode.objects.bulk_create([TraceNode(book=book, node_id=f"ch-{n:03}", kind="chapter") for n in range(MORE)])
     TraceEdge.objects.bulk_create([TraceEdge(book=book, from_id="premise", to_id=f"ch-{n:03}") for n in range(MORE)])
     asked = ask_gate(sol_api, book, "G0", trace_seed="premise")
@@ -679,7 +679,7 @@ def test_a_tripped_breaker_logs_a_page_of_the_affected_nodes_the_count_and_where
 
     from .loop_scenes import ask_gate, decide
 
-    TraceNode.objects.create(book=book, node_id="premise", kind="premise")
+    assert TraceNode.objects.filter(book=book, node_id="premise").exists()  # the loop drew its root at start
     TraceNode.objects.bulk_create([TraceNode(book=book, node_id=f"ch-{n:03}", kind="chapter") for n in range(MORE)])
     TraceEdge.objects.bulk_create([TraceEdge(book=book, from_id="premise", to_id=f"ch-{n:03}") for n in range(MORE)])
     asked = ask_gate(sol_api, book, "G0", trace_seed="premise")
@@ -709,7 +709,7 @@ def test_a_confirmed_cascade_logs_a_page_of_its_stale_nodes_slots_and_reruns_and
 
     from .loop_scenes import ask_gate, decide
 
-    TraceNode.objects.create(book=book, node_id="premise", kind="premise")
+    assert TraceNode.objects.filter(book=book, node_id="premise").exists()  # the loop drew its root at start
     slots = BlackboardArtifact.objects.bulk_create(
         [
             BlackboardArtifact(book=book, slug=f"slot-{n:03}", type="beat", produced_by="luna", lens="reader-trust")
@@ -758,7 +758,7 @@ def test_a_confirmed_cascade_logs_a_page_of_its_stale_nodes_slots_and_reruns_and
 def test_a_small_confirmed_cascade_has_no_links(author_api, sol_api, book):
     from .loop_scenes import ask_gate, decide
 
-    TraceNode.objects.create(book=book, node_id="premise", kind="premise")
+    assert TraceNode.objects.filter(book=book, node_id="premise").exists()  # the loop drew its root at start
     TraceNode.objects.create(book=book, node_id="arc", kind="arc", produced_by="reader-trust")
     TraceNode.objects.bulk_create([TraceNode(book=book, node_id=f"x{n}", kind="note") for n in range(6)])
     TraceEdge.objects.create(book=book, from_id="premise", to_id="arc")

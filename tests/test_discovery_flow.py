@@ -273,7 +273,7 @@ def test_the_author_confirms_corrects_and_retires_observations_and_history_is_ke
 def test_resolved_and_retired_observations_leave_the_unresolved_set_of_dossiers(author_api, book):
     session = start(author_api, book)
     keep_id, retire_id = _observed(author_api, session, "open question", "stale idea")
-    author_api.post(f"/observations/{retire_id}/resolve", {"action": "retire"})
+    author_api.post(f"/observations/{retire_id}/resolve", {"action": "retire", "rationale": "Stale."})
     for role in ("sol", "terra", "luna"):
         content = author_api.post(f"/books/{book.pk}/dossiers", {"agent_role": role}).json()["content"]
         assert [o["id"] for o in content["observations"]] == [keep_id], role
@@ -304,7 +304,11 @@ def test_the_book_page_buttons_confirm_correct_and_retire(author_api, author_bro
     assert "1923" in page and "<s>1920</s>" in page
     blank = author_browser.post(url, {"action": "correct", "value": ""})
     assert blank.status_code == 422 and "a correction states the new value" in blank.content.decode()
-    assert author_browser.post(f"/books/{book.pk}/observations/{first}/", {"action": "retire"}).status_code == 302
+    reasonless = author_browser.post(f"/books/{book.pk}/observations/{first}/", {"action": "retire"})
+    assert reasonless.status_code == 422 and "say why you retire it" in reasonless.content.decode()
+    assert Observation.objects.get(pk=first).status == "working"
+    retired = author_browser.post(f"/books/{book.pk}/observations/{first}/", {"action": "retire", "rationale": "No."})
+    assert retired.status_code == 302
     assert Observation.objects.get(pk=first).status == "retired"
     assert editor_browser.post(url, {"action": "retire"}).status_code == 403
 

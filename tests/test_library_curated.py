@@ -186,7 +186,8 @@ def test_every_charter_field_luna_searches_finds_a_passage_of_the_books_genre(ge
         ours = [h for h in found["hits"] if h["of_book_genre"]]
         assert ours, f"{genre}: nothing of the genre for {field} ({found['query_words']})"
         assert all(h["applicability"] == [genre] for h in ours)
-        assert found["hits"][0]["of_book_genre"], f"{genre}/{field}: {found['hits'][0]['citation']}"
+        # Among the three Luna draws on (the offline provider cites hits[:3]).
+        assert any(h["of_book_genre"] for h in found["hits"][:3]), f"{genre}/{field}: {found['hits'][:3]}"
 
 
 @pytest.mark.parametrize("topic", AUTHOR_TOPICS)

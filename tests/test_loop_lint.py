@@ -42,7 +42,8 @@ def test_an_isolated_node_is_an_orphan_informational_by_default_and_a_failure_wh
 def test_a_non_leaf_without_consumer_is_an_orphan():
     report = run(nodes=[*N, {"id": "arc", "kind": "arc"}], edges=[*E, {"from": "premise", "to": "arc"}])
     assert _codes(report) == [("orphan", ("arc",))]
-    assert "no consumer" in report.findings[0]["message"]
+    assert "it leads to no chapter" in report.findings[0]["message"]
+    assert report.findings[0]["fix"].startswith("Link it to what it feeds")
 
 
 def test_a_dangling_edge_is_always_a_failure():

@@ -39,13 +39,13 @@ def test_the_loop_page_shows_the_stepper_the_card_the_pictures_and_the_questions
     assert r.status_code == 200
     html = r.content.decode()
     assert 'aria-current="step"' in html and "G0" in html and "G3" in html
-    assert "awaiting-human" in html
+    assert "Awaiting the author" in html
     assert f'href="/review/{card["approval_id"]}/"' in html
     assert html.count("<svg") >= 2
     assert '<title id="plan-tree-svg-title">Plan-tree</title>' in html
     assert '<title id="trace-svg-title">Traceability graph</title>' in html
     # The orphan is outlined and labelled, not told by colour alone.
-    assert re.search(r'class="loop-node tr-active lint-orphan".*?>orphan</text>', html, re.S)
+    assert re.search(r'class="loop-node tr-active lint-orphan".*?>not linked</text>', html, re.S)
     assert "Which &lt;tide&gt; table?" in html
     assert "<script" not in html.split("</head>")[1]
     assert 'style="' not in html and " onclick=" not in html

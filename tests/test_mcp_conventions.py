@@ -38,7 +38,7 @@ def test_a_read_and_a_propose_answer_with_structured_content_matching_their_outp
     ids = build_mcp_scene(author, book)
     read = call(luna_api.key, "loop_trace_nodes", {"book_id": ids["book_id"], "limit": 1})
     assert not read.is_error and read.structured_content["limit"] == 1
-    assert read.structured_content["count"] == 6 and len(read.structured_content["items"]) == 1
+    assert read.structured_content["count"] == 7 and len(read.structured_content["items"]) == 1
     assert json.loads(read.content[0].text) == read.structured_content
     status, body = outcome(
         call(

@@ -40,7 +40,7 @@ def test_every_tool_is_backed_by_a_rest_route_and_mirrors_it():
 def test_every_route_an_agent_may_call_has_a_tool():
     routes = operations()
     tooled = {tool.route for tool in tools()}
-    missing = sorted(r for r in routes - tooled - set(PERSON_ONLY) - READS_WITHOUT_TOOL)
+    missing = sorted(r for r in routes - tooled - set(PERSON_ONLY) - set(READS_WITHOUT_TOOL))
     assert missing == [], f"routes an agent role may call with no tool (add a ToolSpec, or list it): {missing}"
     writes_without_tool = sorted(r for r in READS_WITHOUT_TOOL if not r.startswith("GET "))
     assert writes_without_tool == [], "only reads may wait for a tool"
@@ -49,8 +49,10 @@ def test_every_route_an_agent_may_call_has_a_tool():
 def test_the_person_only_list_names_real_routes_no_agent_role_may_call():
     routes = operations()
     assert sorted(set(PERSON_ONLY) - routes) == [], "PERSON_ONLY names a route the API does not have"
-    assert sorted(READS_WITHOUT_TOOL - routes) == [], "READS_WITHOUT_TOOL names a route the API does not have"
+    assert sorted(set(READS_WITHOUT_TOOL) - routes) == [], "READS_WITHOUT_TOOL names a route the API does not have"
+    assert all(why.strip() for why in READS_WITHOUT_TOOL.values()), "each read without a tool says why"
     tooled = {tool.route for tool in tools()}
+    assert sorted(set(READS_WITHOUT_TOOL) & tooled) == [], "a listed read has a tool: take it off the list"
     assert sorted(set(PERSON_ONLY) & tooled) == [], "a person's route has a tool"
     for route, why in PERSON_ONLY.items():
         if isinstance(why, Cap):

@@ -409,5 +409,6 @@ def test_book_page_shows_where_the_loop_stands(author_browser, book):
     loop_ensure(book=book)
     html = author_browser.get(f"/books/{book.pk}/").content.decode()
     assert 'aria-current="step"><strong>G0</strong>' in html
-    assert "Loop status: <strong>working</strong>" in html
+    assert "Loop: <strong>Working</strong>" in html
+    assert "Still missing before G0 can pass" in html and "Ask Sol to raise G0" in html
     assert f'href="/books/{book.pk}/loop/"' in html

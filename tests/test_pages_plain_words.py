@@ -45,10 +45,10 @@ def test_a_charter_decision_names_its_subject_and_lists_the_promise(author_brows
 
 def test_a_gate_card_reads_as_fields_with_each_verdict_explained(author_browser, book, sol_api, author_api):
     assert author_api.post(f"/books/{book.pk}/discovery").status_code == 201  # the loop begins with it
-    card = ask_gate(sol_api, book, "G0", summary="the value seed").json()
+    card = ask_gate(sol_api, book, "G0", summary="Ratify the premise as the value seed").json()
     html = author_browser.get(f"/review/{card['approval_id']}/").content.decode()
     fields = html.split('data-testid="card-fields"', 1)[1].split("</dl>", 1)[0]
-    assert "<dt>What is asked</dt><dd>the value seed</dd>" in fields
+    assert "<dt>What is asked</dt><dd>Ratify the premise</dd>" in fields, "the method's own name said plainly"
     assert "<dt>Decisions requested</dt><dd>ratify the slots</dd>" in fields
     assert "<dt>Raised by</dt><dd>Sol</dd>" in fields
     assert "schema_version" not in html and "<pre>" not in html

@@ -17,6 +17,7 @@ from discovery.loop.models import (
     OpenQuestion,
     QuestionStatus,
     RerunStatus,
+    TraceEdge,
     TraceNode,
     TraceStatus,
 )
@@ -31,7 +32,7 @@ from discovery.models import (
     ThrustCandidate,
     Turn,
 )
-from discovery.selectors import book_bases, current_session, readable_bases
+from discovery.selectors import book_bases, current_session, observation_rows, readable_bases
 from library.curated import genres_of
 from library.services import library_search
 from novelgraph.core.auth import Principal
@@ -81,20 +82,20 @@ def library_hits(access: BookAccess, text: str) -> dict:
     words it matched), merged, ranked by how many words a chunk matched, then by score.
 
     The book's genre is preferred: when the book has one (``genre_pack``, e.g. "cozy mystery" ->
-    mystery), each word is searched a second time among that genre's passages (so the general ones
-    cannot crowd them out of a word's results), and in the ranking a passage of the book's genre
-    counts one word more, a passage written for another genre one word less (general passages
-    neither); at equal weight the book's genre comes first, then general passages. A book without a
-    genre prefers the general passages. Each hit says whether it is of the book's genre.
+    mystery), each word is searched in the whole library, among the general passages and among that
+    genre's (so no group crowds another out of a word's ten results). In the ranking a passage of the
+    book's genre counts one word more, a passage written for another genre one word less (general
+    passages neither); at equal weight the book's genre comes first, then general passages. A book
+    without a genre prefers the general passages. Each hit says whether it is of the book's genre.
     """
     words = query_words(text)
     genres = genres_of(access.book.genre_pack)
     found: dict[str, dict] = {}
     mode = ""
     for word in words:
-        responses = [library_search(principal=access.principal, query=word, limit=10)]
-        responses += [
-            library_search(principal=access.principal, query=word, limit=10, applicability=genre) for genre in genres
+        responses = [
+            library_search(principal=access.principal, query=word, limit=10, applicability=kept)
+            for kept in (None, "general", *genres)
         ]
         for response in responses:
             mode = response.mode
@@ -197,8 +198,18 @@ def _orphans(book) -> list[dict]:
             "node_id", "kind", "label", "produced_by"
         )
     }
+    edges = TraceEdge.objects.filter(book=book, active=True)
+    fed = set(edges.filter(to_id__in=names).values_list("to_id", flat=True))
+    feeding = set(edges.filter(from_id__in=names).values_list("from_id", flat=True))
     return [
-        {**rows[name], "message": f["message"], "root": report.root, "leaf_kind": report.leaf_kind}
+        {
+            **rows[name],
+            "message": f["message"],
+            "root": report.root,
+            "leaf_kind": report.leaf_kind,
+            "no_producer": name != report.root and name not in fed,
+            "no_consumer": rows[name]["kind"] != report.leaf_kind and name not in feeding,
+        }
         for f in report.findings
         if f["code"] == "orphan"
         for name in f.get("nodes") or []
@@ -237,11 +248,16 @@ def _questions(session) -> list[dict]:
 
 
 def _confirmed(book) -> list[dict]:
+    """The author's confirmed observations, each with its current value (her newest correction, else as stated)."""
     return [
-        {**row, "id": str(row["id"]), "created_at": _iso(row["created_at"])}
-        for row in Observation.objects.filter(session__book=book, status=Observation.Status.CONFIRMED)
-        .order_by("created_at")
-        .values("id", "key", "value", "provenance", "created_at")
+        {
+            "id": str(row["id"]),
+            "key": row["key"],
+            "value": row["value"],
+            "provenance": row["provenance"],
+            "created_at": _iso(row["created_at"]),
+        }
+        for row in observation_rows(Observation.objects.filter(session__book=book, status=Observation.Status.CONFIRMED))
     ]
 
 

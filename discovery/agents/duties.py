@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from discovery.access import Cap, book_access
 from novelgraph.core.auth import Principal
-from novelgraph.core.duties import ToolSpec, register_tools
+from novelgraph.core.duties import ToolSpec, read_tool, register_tools
 
-from .schemas import AgentRunIn, AgentRunOut
+from .schemas import AgentRunIn, AgentRunOut, RunOutputOut
+from .selectors import agent_run_get, run_outputs, run_readable, runs_for
 from .services import agent_run_start
 
 
@@ -31,5 +32,40 @@ TOOLS = (
 )
 
 
+def _run(principal: Principal, args):
+    run = agent_run_get(args.run_id)
+    return run_readable(book_access(principal, run.book, missing="run"), run)
+
+
+READS = (
+    read_tool(
+        "agent_runs",
+        "GET /books/{book_id}/agent-runs",
+        "The book's built-in agent runs, newest first: status, provider and model, the dossier, what each wrote.",
+        lambda p, a, _q: runs_for(book_access(p, a.book_id)),
+        AgentRunOut,
+        ("book_id",),
+        many=True,
+    ),
+    read_tool(
+        "agent_run_read",
+        "GET /agent-runs/{run_id}",
+        "One built-in agent run.",
+        lambda p, a, _q: _run(p, a),
+        AgentRunOut,
+        ("run_id",),
+    ),
+    read_tool(
+        "agent_run_written",
+        "GET /agent-runs/{run_id}/written",
+        "Everything a built-in agent run wrote, in order, paged.",
+        lambda p, a, _q: run_outputs(_run(p, a)),
+        RunOutputOut,
+        ("run_id",),
+        many=True,
+    ),
+)
+
+
 def register() -> None:
-    register_tools(*TOOLS)
+    register_tools(*TOOLS, *READS)

@@ -212,7 +212,9 @@ class CharterPlan(Schema):
 
 
 class ExtractedObservation(ObservationIn):
-    """One thing an author's turn speaks to (a charter field, a named person, place or thing), citing the turn."""
+    """One thing an author's turn speaks to (a charter field, a named person, place or thing, or a ``fact`` whose
+    sentence places it on the chapter axis: "secret until chapter twelve", "dies in chapter 9"), citing the turn.
+    A fact's value is her sentence, cue included: Sol reads its story record from those words."""
 
     turn_id: uuid.UUID
     provenance: Provenance = Provenance.AGENT_INFERRED

@@ -24,6 +24,7 @@ from novelgraph.core.schemas import ERRORS
 from . import selectors
 from . import services as loop
 from .models import RerunStatus
+from .requirements import gate_missing
 from .schemas import (
     ArtifactIn,
     ArtifactOut,
@@ -40,6 +41,7 @@ from .schemas import (
     LoopVerdictIn,
     LoopVerdictOut,
     MetaOut,
+    MissingOut,
     NodeIn,
     NodeOut,
     NodePatch,
@@ -98,6 +100,14 @@ def _view(book) -> dict:
 def loop_get(request: HttpRequest, book_id: uuid.UUID):
     """The loop: meta (round, cost, gate, status, bounds), the pending option card, saturation, roster."""
     return _view(_book(request, book_id))
+
+
+@router.get(f"{BASE}/missing", response={200: MissingOut, **ERRORS})
+def loop_missing(request: HttpRequest, book_id: uuid.UUID):
+    """What the loop's current gate still needs, each item in plain words with the gate's own reason and the
+    action that supplies it (the in-app run to queue, the hand-off, or the page to act on). The same rule the
+    gate is refused by; the book and loop pages show this list. Before the discovery starts: started false."""
+    return gate_missing(loop.base.reader_book(_access(request, book_id)))
 
 
 # --- Plan-tree ---------------------------------------------------------------

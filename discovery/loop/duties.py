@@ -14,28 +14,36 @@ tool decides: the author's verdict on a gate has no tool.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from ninja import Schema
 
 from approvals.models import Gate
 from discovery.access import Cap, book_access
+from discovery.selectors import MappedRows
 from novelgraph.core.auth import Principal
-from novelgraph.core.duties import CONTROLLER, ToolSpec, path_parameter, register_tools
+from novelgraph.core.duties import CONTROLLER, ToolSpec, path_parameter, read_tool, register_tools
 from novelgraph.core.errors import NotFound
 
 from . import selectors
 from . import services as loop
 from .api import BASE
+from .requirements import gate_missing
+from .models import RerunStatus
 from .schemas import (
     ArtifactIn,
     ArtifactOut,
     CandidateIn,
     CandidateOut,
+    CardOut,
     CostIn,
     GateIn,
     GateOut,
+    ImpactOut,
     LintOut,
     LoopOut,
     MetaOut,
+    MissingOut,
     NodeIn,
     NodeOut,
     NodePatch,
@@ -61,6 +69,7 @@ from .schemas import (
 )
 from .schemas import QuestionOut as LoopQuestionOut
 from .services.base import LENS_CAPS
+from .services.cascade import stale_node_row
 
 
 def loop_gate_request(principal: Principal, args, payload: GateIn):
@@ -98,6 +107,7 @@ def loop_question_surface(principal: Principal, args, _payload):
 
 def loop_trace_settings(principal: Principal, args, payload: TraceSettingsIn):
     return loop.trace_settings(access=book_access(principal, args.book_id), payload=payload)
+
 
 # --- Every lens (Sol, Terra, Luna): proposed material, questions, the graph, reviews ---------------
 
@@ -167,6 +177,10 @@ def loop_read(principal: Principal, args, _payload):
     more = view["more"]["queued_reruns"]
     view["next"] = {"queued_reruns": selectors.loop_link(book.pk, "reruns", status="queued") if more else None}
     return view
+
+
+def loop_missing(principal: Principal, args, _payload):
+    return gate_missing(loop.base.reader_book(_access(principal, args)))
 
 
 def loop_nodes(principal: Principal, args, _payload):
@@ -451,6 +465,18 @@ TOOLS: tuple[ToolSpec, ...] = (
         read_only=True,
     ),
     ToolSpec(
+        name="loop_missing",
+        route=f"GET {BASE}/missing",
+        description="What the loop's current gate still needs (the rule the gate is refused by), each item in "
+        "plain words with the gate's reason and the action that supplies it: the in-app task to run, the "
+        "hand-off, or the author's page to act on.",
+        needs=READ,
+        run=loop_missing,
+        out=MissingOut,
+        path=("book_id",),
+        read_only=True,
+    ),
+    ToolSpec(
         name="loop_nodes",
         route=f"GET {BASE}/nodes",
         description="The plan tree's nodes, paged.",
@@ -553,6 +579,146 @@ TOOLS: tuple[ToolSpec, ...] = (
 )
 
 
+# --- The rest of the loop's reads: each through the selector or service its GET route calls -----------
+
+
+class SeedParams(Schema):
+    """The cascade reads' query: the traceability node the cascade starts from."""
+
+    node: str
+
+
+class StaleParams(SeedParams):
+    lens: str | None = None
+
+
+class RerunFilter(Schema):
+    status: RerunStatus | None = None
+
+
+class ConstraintFilter(Schema):
+    kind: Literal["constraint", "steer"] | None = None
+
+
+def loop_rerun_artifacts(principal: Principal, args, _params):
+    rerun = selectors.reruns_of(_book(principal, args)).filter(pk=args.rerun_id).first()
+    if rerun is None:
+        raise NotFound("re-run not found")
+    return list(rerun.artifacts or [])
+
+
+def loop_constraints(principal: Principal, args, filters: ConstraintFilter):
+    recorded = list(selectors.loop_meta(_book(principal, args)).constraints or [])
+    return [c for c in recorded if c.get("kind") == filters.kind] if filters.kind else recorded
+
+
+def loop_reruns(principal: Principal, args, filters: RerunFilter):
+    reruns = selectors.reruns_of(_book(principal, args))
+    return reruns.filter(status=filters.status) if filters.status else reruns
+
+
+_B = ("book_id",)
+
+READS: tuple[ToolSpec, ...] = (
+    read_tool(
+        "loop_lint_findings",
+        f"GET {BASE}/lint/findings",
+        "Every finding of the traceability lint, paged, in the order loop_lint gives them.",
+        lambda p, a, q: loop.trace_lint(_book(p, a), strict=q.strict).findings,
+        dict,
+        _B,
+        READ,
+        LintParams,
+        many=True,
+    ),
+    read_tool(
+        "loop_cascade_preview",
+        f"GET {BASE}/cascade-preview",
+        "Impact before blast: what invalidating a traceability node would touch. Changes nothing.",
+        lambda p, a, q: selectors.impact_capped(a.book_id, loop.cascade_preview(book=_book(p, a), seed=q.node)),
+        ImpactOut,
+        _B,
+        READ,
+        SeedParams,
+    ),
+    read_tool(
+        "loop_cascade_affected",
+        f"GET {BASE}/cascade-preview/affected",
+        "Every slot invalidating a traceability node would touch, paged.",
+        lambda p, a, q: loop.cascade_preview(book=_book(p, a), seed=q.node)["affected"],
+        dict,
+        _B,
+        READ,
+        SeedParams,
+        many=True,
+    ),
+    read_tool(
+        "loop_cascade_stale",
+        f"GET {BASE}/cascade-stale",
+        "Every node a confirmed cascade from a node made stale (lens: those its re-run was queued for), paged.",
+        lambda p, a, q: MappedRows(loop.cascade_stale(book=_book(p, a), seed=q.node, lens=q.lens), stale_node_row),
+        dict,
+        _B,
+        READ,
+        StaleParams,
+        many=True,
+    ),
+    read_tool(
+        "loop_cascade_stale_artifacts",
+        f"GET {BASE}/cascade-stale/artifacts",
+        "Every slot bound to a node the cascade from a node made stale, by slug, paged.",
+        lambda p, a, q: loop.cascade_stale_artifacts(book=_book(p, a), seed=q.node),
+        str,
+        _B,
+        READ,
+        SeedParams,
+        many=True,
+    ),
+    read_tool(
+        "loop_reruns",
+        f"GET {BASE}/reruns",
+        "The loop's lens re-runs (queued, done), paged.",
+        loop_reruns,
+        RerunOut,
+        _B,
+        READ,
+        RerunFilter,
+        many=True,
+    ),
+    read_tool(
+        "loop_rerun_artifacts",
+        f"GET {BASE}/reruns/{{rerun_id}}/artifacts",
+        "Every slot a re-run's lens re-runs, paged.",
+        loop_rerun_artifacts,
+        str,
+        ("book_id", "rerun_id"),
+        READ,
+        many=True,
+    ),
+    read_tool(
+        "loop_constraints",
+        f"GET {BASE}/constraints",
+        "Every constraint and steer the author recorded in the loop, oldest first, paged.",
+        loop_constraints,
+        dict,
+        _B,
+        READ,
+        ConstraintFilter,
+        many=True,
+    ),
+    read_tool(
+        "loop_cards",
+        f"GET {BASE}/cards",
+        "The loop's option cards (what was put to the author at each gate), paged.",
+        lambda p, a, _q: selectors.cards_of(_book(p, a)),
+        CardOut,
+        _B,
+        READ,
+        many=True,
+    ),
+)
+
+
 def register() -> None:
     path_parameter("gate", Gate, "The gate asked for: G0, G1, G1.5, G2 or G3 (the loop's current gate).")
-    register_tools(*TOOLS)
+    register_tools(*TOOLS, *READS)

@@ -14,6 +14,9 @@ Findings, each node reported at most once:
 
 Orphans and unreachable nodes are informational by default and failures in strict
 mode; G2 runs strict.
+
+Each finding's ``message`` says in words what is wrong, naming the parts by their labels, and its ``fix``
+says how to mend it; ``code`` and ``nodes`` are for programs.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ from dataclasses import dataclass, field
 
 FAILURE = "failure"
 INFO = "info"
+# A finding's code in a word or two, where the page marks a node with it (the traceability picture).
+IN_WORDS = {"orphan": "not linked", "dangling": "missing", "cycle": "circle", "unreachable": "cut off"}
 
 
 @dataclass
@@ -123,6 +128,26 @@ def _reach(starts: list[str], succ: dict[str, list[str]]) -> set[str]:
     return seen
 
 
+def _namer(nodes: list[dict]):
+    """How a finding names a node: its label and its id (“Charter: protagonist” (charter-protagonist)), or the id."""
+    labels = {n["id"]: (n.get("label") or "").strip() for n in nodes}
+
+    def name(node_id: str) -> str:
+        label = labels.get(node_id)
+        return f"“{label}” ({node_id})" if label and label != node_id else f"'{node_id}'"
+
+    return name
+
+
+def _sentence(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def _names(name, node_ids) -> str:
+    shown = [name(n) for n in node_ids]
+    return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " and " + shown[-1]
+
+
 def lint(
     *,
     nodes: list[dict],
@@ -131,8 +156,9 @@ def lint(
     leaf_kind: str,
     strict: bool = False,
 ) -> LintReport:
-    """Lint a traceability graph. ``nodes``: [{id, kind}]; ``edges``: [{from, to}] (active only)."""
+    """Lint a traceability graph. ``nodes``: [{id, kind, label?}]; ``edges``: [{from, to}] (active only)."""
     report = LintReport(strict=strict, root=root, leaf_kind=leaf_kind)
+    name = _namer(nodes)
     soft = FAILURE if strict else INFO
     kinds = {n["id"]: n["kind"] for n in nodes}
     order = [n["id"] for n in nodes]
@@ -149,7 +175,10 @@ def lint(
                     "severity": FAILURE,
                     "edge": {"from": src, "to": dst},
                     "nodes": [end for end in (src, dst) if end in kinds],
-                    "message": f"edge {src} -> {dst} ends at no node: {', '.join(missing)}",
+                    "message": f"The link from {name(src)} to {name(dst)} points at "
+                    f"{_names(name, missing)}, which is not drawn (or was withdrawn).",
+                    "fix": f"Draw {_names(name, missing)} as a node, or withdraw the link from {name(src)} "
+                    f"to {name(dst)}.",
                 }
             )
             continue
@@ -161,7 +190,8 @@ def lint(
                     "self_edge": True,
                     "edge": {"from": src, "to": dst},
                     "nodes": [src],
-                    "message": f"self-edge on {src}",
+                    "message": f"{name(src)} is linked to itself.",
+                    "fix": f"Withdraw the link from {name(src)} to itself.",
                 }
             )
             continue
@@ -178,13 +208,22 @@ def lint(
                 "severity": FAILURE,
                 "self_edge": False,
                 "nodes": component,
-                "message": f"cycle through {', '.join(component)}",
+                "message": f"{_names(name, component)} lead back to one another in a circle, so none of them "
+                "traces back to the root.",
+                "fix": "Withdraw one of the links in the circle, so that each part grows from the one before it.",
             }
         )
 
     if root not in kinds:
         report.findings.append(
-            {"code": "unreachable", "severity": soft, "nodes": [], "message": f"the root {root!r} is not a node"}
+            {
+                "code": "unreachable",
+                "severity": soft,
+                "nodes": [],
+                "message": f"Nothing is drawn as the root ('{root}'), so no part of the book traces back to it.",
+                "fix": f"Draw the root node '{root}' (the premise), or name a node that is drawn as the root "
+                "in the traceability settings.",
+            }
         )
     from_root = _reach([root], succ) if root in kinds else set()
     leaves = [n for n in order if kinds[n] == leaf_kind]
@@ -195,22 +234,38 @@ def lint(
         no_producer = node != root and not pred.get(node)
         no_consumer = not is_leaf and not succ.get(node)
         if no_producer or no_consumer:
-            why = []
+            why, fix = [], []
             if no_producer:
-                why.append("has no producer")
+                why.append("nothing leads to it")
+                fix.append("link it from the part it grows out of (the root or a part that traces back to it)")
             if no_consumer:
-                why.append(f"is not a {leaf_kind} and has no consumer")
+                why.append(f"it leads to no {leaf_kind}")
+                fix.append(f"link it to what it feeds (a {leaf_kind}, or a part that leads to one)")
             report.findings.append(
-                {"code": "orphan", "severity": soft, "nodes": [node], "message": f"{node} {' and '.join(why)}"}
+                {
+                    "code": "orphan",
+                    "severity": soft,
+                    "nodes": [node],
+                    "message": f"{name(node)} is not connected: {' and '.join(why)}.",
+                    "fix": f"{_sentence(' and '.join(fix))}; or withdraw it if the book no longer needs it.",
+                }
             )
             continue
         if node not in from_root or node not in to_leaf:
-            why = []
+            why, fix = [], []
             if node not in from_root:
-                why.append("is not reachable from the root")
+                why.append(f"what leads to it does not trace back to the root ('{root}')")
+                fix.append("link the first part of its chain from the root or from a part that traces back to it")
             if node not in to_leaf:
-                why.append(f"cannot reach a {leaf_kind}")
+                why.append(f"what it feeds never reaches a {leaf_kind}")
+                fix.append(f"link the last part of its chain to a {leaf_kind}")
             report.findings.append(
-                {"code": "unreachable", "severity": soft, "nodes": [node], "message": f"{node} {' and '.join(why)}"}
+                {
+                    "code": "unreachable",
+                    "severity": soft,
+                    "nodes": [node],
+                    "message": f"{name(node)} is cut off: {' and '.join(why)}.",
+                    "fix": f"{_sentence(' and '.join(fix))}.",
+                }
             )
     return report

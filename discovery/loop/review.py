@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 from approvals.models import Approval, Verdict
 from novelgraph.core.errors import Invalid
-from novelgraph.core.words import AGENT_NAMES
+from novelgraph.core.words import AGENT_NAMES, plain
 
 LOOP_HELP: dict[str, str] = {
     Verdict.APPROVE: "The card's slots are ratified and the discovery moves to the next gate (after G3, the book "
@@ -72,7 +72,7 @@ def card_fields(card: dict | None) -> dict:
     fields = {
         "Kind": CARD_KINDS.get(card.get("kind"), card.get("kind")),
         "Gate": card.get("gate"),
-        "What is asked": card.get("summary"),
+        "What is asked": plain(card.get("summary")),
         "Decisions requested": card.get("decisions_requested"),
         "Recommended": card.get("recommended"),
         "Reversibility": (card.get("reversibility_class") or "").replace("-", " "),

@@ -33,6 +33,14 @@ ROSTER = [
 ]  # fmt: skip
 
 
+# What the discovery does without each optional lens (its degrade label, shown on the loop page's roster).
+DEGRADE = {
+    "research": "Absent: no literary library is loaded, so the reviews cite no craft passages",
+    "ux": "Absent: no reading-experience review; the discovery goes on without it",
+    "architecture": "Absent: no architecture review; the discovery goes on without it",
+}
+
+
 # What a lens must be able to read to do its review: the role the roster names must hold these capabilities.
 LENS_NEEDS = {"canon-integrity": ("series:read", "discovery:read")}
 

@@ -299,6 +299,36 @@ class TraceSettingsIn(Schema):
     leaf_kind: Slug(limit(LoopMeta, "leaf_kind")) | None = None
 
 
+class MissingActionOut(Schema):
+    kind: Literal["run", "hand-off", "link"] = Field(
+        description="run: queue the in-app task; hand-off: ask for G3 (the loop page's button); link: the place to act"
+    )
+    label: str
+    task: str = Field(description="run: the agents' task that supplies the item (POST /books/{id}/agents/runs)")
+    href: str = Field(description="link: the page where the author acts")
+
+
+class MissingItemOut(Schema):
+    code: str = Field(
+        description="charter, lens-review, lens-role, distinct-lenses, conflict, lint, round, "
+        "questions, brief, brief-metrics, brief-ratified, thrusts, decision, paused, rerun, ask-gate"
+    )
+    what: str = Field(description="the missing item in plain words")
+    reason: str = Field(description="the gate's own refusal text for it")
+    action: MissingActionOut | None = None
+    detail: dict = Field(default_factory=dict)
+
+
+class MissingOut(Schema):
+    gate: Gate | None = Field(description="the loop's current gate (null before the discovery starts)")
+    status: str | None
+    started: bool
+    missing: list[MissingItemOut] = Field(
+        description="what the current gate still needs, in order; empty once handed off (bounded by the roster "
+        "and the conflicts waiting for the author)"
+    )
+
+
 class LintOut(Schema):
     strict: bool
     ok: bool

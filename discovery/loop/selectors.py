@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.db.models import QuerySet
+from django.urls import reverse
 
 from approvals.chain import format_ts
 from approvals.models import Gate
@@ -10,6 +11,7 @@ from approvals.selectors import decision_log_for
 from discovery.models import Book, KnowledgeBase, Turn
 from discovery.selectors import VIEW_PAGE, bounded
 from novelgraph.core.pagination import rest_link
+from novelgraph.core.words import AGENT_NAMES
 
 from .lint import LintReport, lint
 from .models import (
@@ -33,6 +35,7 @@ from .models import (
     TraceStatus,
     ValidationPlanItem,
 )
+from .roster import DEGRADE
 from .serializers import (
     ARTIFACT,
     CARD,
@@ -92,6 +95,10 @@ def roster_status(book: Book) -> list[dict]:
                 "required": entry.required,
                 "required_at_gate": entry.required_at_gate,
                 "state": "present" if present else ("missing" if entry.required else "degraded (absent)"),
+                # In words: what the discovery does without an absent optional lens.
+                "degrade": ""
+                if present or entry.required
+                else DEGRADE.get(entry.slug, "Absent: the discovery goes on without its review"),
             }
         )
     return out
@@ -336,10 +343,10 @@ def lint_capped(book: Book, *, strict: bool) -> dict:
 def trace_lint(book: Book, *, strict: bool) -> LintReport:
     meta = LoopMeta.objects.get(book=book)
     nodes = [
-        {"id": node_id, "kind": kind}
-        for node_id, kind in TraceNode.objects.filter(book=book, status=TraceStatus.ACTIVE)
+        {"id": node_id, "kind": kind, "label": label}
+        for node_id, kind, label in TraceNode.objects.filter(book=book, status=TraceStatus.ACTIVE)
         .order_by("created_at", "node_id")
-        .values_list("node_id", "kind")
+        .values_list("node_id", "kind", "label")
     ]
     edges = [
         {"from": a, "to": b}
@@ -365,3 +372,28 @@ def saturation_check(book: Book) -> dict:
     elif meta.round_invalidated:
         reasons.append("the current round invalidated slots")
     return {"holds": not reasons, "reasons": reasons}
+
+
+def questions_waiting(books, user, limit: int) -> dict:
+    """The inbox's section of the loop's questions routed or surfaced to the author, oldest first, each with the
+    loop page's answer form. Two queries."""
+    asked = (
+        OpenQuestion.objects.filter(book__in=books.values("pk"), target_discipline="author")
+        .exclude(status=QuestionStatus.RESOLVED)
+        .select_related("book")
+        .order_by("created_at", "id")
+    )
+    total = asked.count()
+    items = [
+        {
+            "book": q.book,
+            "text": q.question,
+            "note": f"asked by {AGENT_NAMES.get(q.raised_by, q.raised_by)}"
+            + (f" ({q.get_kind_display().lower()})" if q.kind != "question" else ""),
+            "href": f"{reverse('loop:page', args=[q.book_id])}#question-{q.pk}",
+            "action_label": "Answer",
+            "confirm_url": "",
+        }
+        for q in asked[:limit]
+    ]
+    return {"key": "questions", "title": "Questions for the author", "items": items, "total": total}

@@ -14,7 +14,7 @@ from collections import defaultdict
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
-from .lint import LintReport
+from .lint import IN_WORDS, LintReport
 from .models import Lifecycle
 
 NODE_W, NODE_H, GAP_X, GAP_Y, PAD = 170, 52, 24, 46, 16
@@ -187,7 +187,8 @@ def trace_svg(nodes: list, edges: list, report: LintReport) -> SafeString:
         x, y = pos[n.node_id]
         finding = flagged.get(n.node_id)
         classes = f"loop-node tr-{n.status}" + (f" lint-{finding}" if finding else "")
-        tag = f" · {finding}" if finding else ""
+        flag = IN_WORDS.get(finding, finding) if finding else ""
+        tag = f" · {flag}" if finding else ""
         body.append(
             f'<g class="{classes}"><title>{escape(n.node_id)} ({escape(n.kind)}), {n.status}{tag}</title>'
             f'<rect x="{x}" y="{y}" width="{NODE_W}" height="{NODE_H}" rx="6"/>'
@@ -195,7 +196,7 @@ def trace_svg(nodes: list, edges: list, report: LintReport) -> SafeString:
             f'<text x="{x + 8}" y="{y + 40}" class="loop-sub">{escape(_clip(n.kind, 12 if finding else 20))}'
             f"{'' if n.status == 'active' else ' · ' + n.status}</text>"
             + (
-                f'<text x="{x + NODE_W - 8}" y="{y + 40}" class="loop-flag" text-anchor="end">{finding}</text>'
+                f'<text x="{x + NODE_W - 8}" y="{y + 40}" class="loop-flag" text-anchor="end">{flag}</text>'
                 if finding
                 else ""
             )
@@ -204,15 +205,15 @@ def trace_svg(nodes: list, edges: list, report: LintReport) -> SafeString:
     for ghost in ghosts:
         x, y = pos[ghost]
         body.append(
-            f'<g class="loop-node lint-dangling loop-ghost"><title>missing node {escape(ghost)}: a dangling edge ends '
-            f'here</title><rect x="{x}" y="{y}" width="{NODE_W}" height="{NODE_H}" rx="6"/>'
+            f'<g class="loop-node lint-dangling loop-ghost"><title>missing: {escape(ghost)} is not drawn, but a link '
+            f'points at it</title><rect x="{x}" y="{y}" width="{NODE_W}" height="{NODE_H}" rx="6"/>'
             f'<text x="{x + 8}" y="{y + 20}" class="loop-label">{escape(_clip(ghost))}</text>'
-            f'<text x="{x + 8}" y="{y + 40}" class="loop-flag">dangling: no such node</text></g>'
+            f'<text x="{x + 8}" y="{y + 40}" class="loop-flag">missing: not drawn</text></g>'
         )
     counts = report.as_dict()["counts"]
     desc = (
-        f"{len(nodes)} node(s) and {len(edges)} edge(s); lint: "
-        + ", ".join(f"{v} {k}" for k, v in counts.items())
-        + ("; passes" if report.ok else "; fails")
+        f"{len(nodes)} node(s) and {len(edges)} link(s); "
+        + ("everything is connected" if report.ok else "some parts are not connected: ")
+        + ("" if report.ok else ", ".join(f"{v} {IN_WORDS.get(k, k)}" for k, v in counts.items()))
     )
     return _frame("trace-svg", "Traceability graph", desc, width, height, body)

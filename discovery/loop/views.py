@@ -17,13 +17,15 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from discovery.access import BookAccess, page_access
+from discovery.access import BookAccess, Cap, page_access
+from discovery.selectors import VIEW_PAGE
 from novelgraph.core.errors import DomainError, Forbidden
 from novelgraph.core.pages import partial_or_page
 from novelgraph.core.schemas import parse_form
 
 from . import selectors
 from .models import CandidateStatus, QuestionStatus
+from .requirements import gate_missing
 from .schemas import GateIn, QuestionResolveIn, SelectIn
 from .selectors import trace_lint
 from .services import candidate_select, gate_request, question_resolve
@@ -52,6 +54,8 @@ def _loop_context(access: BookAccess) -> dict:
         if node.lifecycle in WRITABLE_LIFECYCLE
     ]
     card = view["pending_card"]
+    artifacts = list(selectors.artifacts_of(book)[:VIEW_PAGE])
+    constraints, constraints_total, constraints_more = selectors.meta_constraints_page(meta)
     recommended = str(((card.payload or {}).get("thrust") or {}).get("id", "")) if card else ""
     return {
         "book": book,
@@ -78,6 +82,19 @@ def _loop_context(access: BookAccess) -> dict:
         "error": "",
         "resolved_count": selectors.questions_of(book, "resolved").count(),
         "may_act": access.role == "author",
+        "may_run": access.holds(Cap.DISCOVERY_WRITE) and not access.is_agent,
+        # What the current gate still needs, with the action beside each item (the one rule the gate checks).
+        "missing": gate_missing(book),
+        # The blackboard: the decision brief, the scope boundary (slots and the constraints she recorded), the backlog.
+        "brief": next((a for a in artifacts if a.type == "decision-brief"), None),
+        "scope": [a for a in artifacts if a.type == "scope-boundary"],
+        "constraints": constraints,
+        "constraints_total": constraints_total,
+        "constraints_more": constraints_more,
+        "backlog": next((a for a in artifacts if a.type == "backlog"), None),
+        "other_slots": [a for a in artifacts if a.type not in ("decision-brief", "scope-boundary", "backlog")],
+        "reviews": list(selectors.reviews_of(book).select_related("lens")[:VIEW_PAGE]),
+        "validation": list(selectors.validation_plan_of(book)[:VIEW_PAGE]),
     }
 
 

@@ -1,7 +1,16 @@
 """Every write and rule of discovery (seed 000), with the reads a dossier is assembled from. Routes, pages, admin
 and commands call these."""
 
-from .books import book_agents_act_set, book_create, book_editor_add, book_editor_remove, series_create
+from .books import (
+    book_agents_act_set,
+    book_create,
+    book_edit,
+    book_edit_allowed,
+    book_editor_add,
+    book_editor_remove,
+    book_premise_impact,
+    series_create,
+)
 from .charters import charter_propose, charter_resolve
 from .claims import (
     claim_decide,
@@ -9,6 +18,7 @@ from .claims import (
     claim_propose,
     claim_request_approval,
     claim_retract,
+    claim_state,
     claim_story_set,
     claim_supersede,
     claim_target,
@@ -25,7 +35,14 @@ from .dossiers import (
 )
 from .handoffs import handoff_create, handoff_return
 from .knowledge import ensure_knowledge_bases
-from .observations import observation_extract, observation_history, observation_resolve, observations_confirm_turn
+from .observations import (
+    observation_detail,
+    observation_extract,
+    observation_history,
+    observation_resolve,
+    observations_confirm_turn,
+    turn_add_stating,
+)
 from .scratchpad import scratchpad_append
 from .sessions import discovery_start, question_close, question_set, thrust_propose, turn_add
 
@@ -33,9 +50,12 @@ __all__ = [
     "author_constraints",
     "book_agents_act_set",
     "book_create",
+    "book_edit",
+    "book_edit_allowed",
     "book_editor_add",
     "book_editor_remove",
     "book_observations",
+    "book_premise_impact",
     "canon_claims",
     "charter_propose",
     "charter_resolve",
@@ -44,6 +64,7 @@ __all__ = [
     "claim_propose",
     "claim_request_approval",
     "claim_retract",
+    "claim_state",
     "claim_story_set",
     "claim_supersede",
     "claim_target",
@@ -56,6 +77,7 @@ __all__ = [
     "ensure_knowledge_bases",
     "handoff_create",
     "handoff_return",
+    "observation_detail",
     "observation_extract",
     "observation_history",
     "observation_resolve",
@@ -66,4 +88,5 @@ __all__ = [
     "series_create",
     "thrust_propose",
     "turn_add",
+    "turn_add_stating",
 ]

@@ -14,7 +14,8 @@ from novelgraph.core.errors import Conflict, Forbidden, Invalid, NotFound
 
 from ..access import BookAccess
 from ..models import Book, Series
-from ..schemas import BookIn, EditorIn, SeriesIn
+from ..schemas import BookEditIn, BookIn, EditorIn, SeriesIn
+from ..signals import person_acted, premise_changed, premise_impact
 
 
 def _person_only(principal: Principal, what: str) -> None:
@@ -103,3 +104,60 @@ def book_agents_act_set(*, access: BookAccess, on: bool) -> Book:
     Book.objects.filter(pk=access.book.pk).update(agents_act=on)
     access.book.agents_act = on
     return access.book
+
+
+def book_premise_impact(book: Book) -> dict:
+    """What a new premise would change, from every app that keeps something of it (the loop: ``reopens``, the
+    gate it goes back from, the parts the premise feeds). Reads only."""
+    impact: dict = {"reopens": False}
+    for _receiver, answer in premise_impact.send(sender=Book, book=book):
+        impact.update(answer or {})
+    return impact
+
+
+def book_edit_allowed(access: BookAccess) -> None:
+    """Only the book's author, as a person, changes her book (never an agent key, an editor or staff)."""
+    if not access.is_author or access.is_agent:
+        raise Forbidden(f"{access.role} cannot edit this book: only its author changes her book", code="author_only")
+
+
+def book_edit(*, access: BookAccess, payload: BookEditIn) -> Book:
+    """The author changes her book's title, premise or genre (a person's act: never an agent key, an editor or
+    staff). A new premise after G0 passed reopens G0; she sees the impact first: without ``reopen`` that is a
+    409 ``reopens_g0`` carrying it. A book whose premise was empty gets one, and its G0 can proceed."""
+    book_edit_allowed(access)
+    with transaction.atomic():
+        lock_row(Book, access.book.pk)
+        book = access.book
+        book.refresh_from_db(fields=["title", "premise", "genre_pack"])
+        changes = {
+            name: value
+            for name in ("title", "premise", "genre_pack")
+            if (value := getattr(payload, name)) is not None and value != getattr(book, name)
+        }
+        if not changes:
+            return book
+        previous = book.premise
+        if "premise" in changes:
+            impact = book_premise_impact(book)
+            if impact.get("handed_off"):
+                raise Conflict(
+                    "this book's discovery was handed off to drafting; its premise no longer changes here",
+                    code="handed_off",
+                    field="premise",
+                )
+            if impact.get("reopens") and not payload.reopen:
+                raise Conflict(
+                    f"a new premise reopens G0 (the loop is at {impact.get('gate')}): look at the impact, "
+                    "then confirm with reopen=true",
+                    code="reopens_g0",
+                    field="premise",
+                    impact=impact,
+                )
+        for name, value in changes.items():
+            setattr(book, name, value)
+        book.save(update_fields=[*changes, "updated_at"])
+        if "premise" in changes:
+            premise_changed.send(sender=Book, book=book, previous=previous, user=access.user)
+            person_acted.send(sender=Book, book=book, user=access.user, act="premise")
+    return book

@@ -310,3 +310,22 @@ def claim_retract(*, access: BookAccess, claim_id: Any, rationale: str) -> Knowl
             detail={"effect": {"claim": {"retracted": str(claim.pk), "summary": claim_summary(claim)}}},
         )
         return claim
+
+
+def claim_state(*, access: BookAccess, payload: ClaimIn, rationale: str) -> KnowledgeClaim:
+    """The author states a fact of her book herself (the codex's "State a fact"): her claim, ``author-stated``, with
+    its story record, proposed and decided by her in one act with her rationale, in one transaction.
+
+    Only the book's author (403); blank rationale 422; book canon only (422 naming ``scope``). The claim enters as
+    proposed (``claim_propose``, every story-record check included) and her approval makes it canon through the
+    same decision as any promotion (``claim_decide``): the decision log records it with her rationale, and a
+    contradiction with approved canon is recorded with both sides."""
+    access.require_author()
+    require_rationale(rationale)
+    if payload.scope != KnowledgeBase.Scope.BOOK or str(payload.scope_id) != str(access.book.pk):
+        raise Invalid("a fact stated on the codex is canon of this book", field="scope")
+    with transaction.atomic():
+        claim = claim_propose(access=access, base=book_base(access.book), payload=payload)
+        claim_decide(access=access, claim_id=claim.pk, approve=True, rationale=rationale)
+        claim.refresh_from_db()
+        return claim

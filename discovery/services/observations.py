@@ -10,12 +10,14 @@ from django.db import transaction
 from django.db.models import Max
 
 from novelgraph.core.errors import Conflict, Invalid
+from novelgraph.core.pagination import rest_link
 
 from ..access import BookAccess, Cap
 from ..models import Observation, ObservationAction, ObservationRevision, ObservationStatus, Provenance
-from ..schemas import ObservationResolveIn
-from ..selectors import OPEN_SESSION_STATUSES
+from ..schemas import ObservationResolveIn, TurnIn
+from ..selectors import OPEN_SESSION_STATUSES, VIEW_PAGE, bounded, observation_rows
 from ..signals import person_acted
+from .sessions import turn_add
 
 NEXT_STATUS = {
     ObservationAction.CONFIRM: ObservationStatus.CONFIRMED,
@@ -37,7 +39,8 @@ def observation_current_value(observation: Observation) -> str:
 
 def observation_resolve(*, access: BookAccess, observation: Observation, payload: ObservationResolveIn):
     """The author (a person; 403 for anyone else) confirms, corrects (a new ``value``, 422 when
-    blank or unchanged) or retires an observation of her book. A retired observation is final (409).
+    blank or unchanged) or retires (with her reason, ``rationale``: 422 when blank) an observation of her book.
+    A retired observation is final (409).
     Appends one revision; the observation's status moves (confirmed, or retired)."""
     access.require_author()
     action = ObservationAction(payload.action)
@@ -53,6 +56,8 @@ def observation_resolve(*, access: BookAccess, observation: Observation, payload
                 raise Invalid("a correction states the new value", field="value")
             if value == current:
                 raise Invalid("the correction repeats the current value", field="value")
+        elif action == ObservationAction.RETIRE and not (payload.rationale or "").strip():
+            raise Invalid("say why you retire it: the reason stays in its history", field="rationale")
         elif action == ObservationAction.CONFIRM and observation.status == ObservationStatus.CONFIRMED:
             raise Conflict("this observation is already confirmed", code="already_confirmed")
         last = ObservationRevision.objects.filter(observation=observation).aggregate(m=Max("sequence"))["m"] or 0
@@ -88,6 +93,15 @@ REVISION_COLUMNS = (
 def observation_history(observation: Observation):
     """The observation's revisions, oldest first, as rows (a queryset: a response slices a page of it in SQL)."""
     return ObservationRevision.objects.filter(observation=observation).order_by("sequence").values(*REVISION_COLUMNS)
+
+
+def observation_detail(observation: Observation) -> dict:
+    """The observation with the first page of its history; ``next.revisions`` pages the rest (the REST
+    route's and the MCP tool's answer)."""
+    row = observation_rows(Observation.objects.filter(pk=observation.pk))[0]
+    revisions, more = bounded(observation_history(observation), VIEW_PAGE)
+    link = rest_link(f"observations/{observation.pk}/revisions")
+    return {**row, "revisions": revisions, "next": {"revisions": link if more else None}}
 
 
 def observation_extract(*, access: BookAccess, turn, payload) -> Observation:
@@ -133,3 +147,25 @@ def observations_confirm_turn(*, access: BookAccess, turn, rationale: str = "") 
     if confirmed:
         person_acted.send(sender=Observation, book=access.book, user=access.user, act="confirm")
     return confirmed
+
+
+STATED_RATIONALE = "Stated by the author in her own turn."
+
+
+def turn_add_stating(*, access: BookAccess, session, payload: TurnIn):
+    """The composer's turn with what she states herself: the turn and its observations (``turn_add``: each enters
+    ``working``, and ``author-stated`` only from the author as herself, 422 for anyone else), then her own
+    statements confirmed by the same act, each with its revision (``observation_resolve``), in one transaction.
+    What an agent later extracts from the turn still waits for her."""
+    with transaction.atomic():
+        turn = turn_add(access=access, session=session, payload=payload)
+        stated = Observation.objects.filter(
+            turn=turn, provenance=Provenance.AUTHOR_STATED, status=ObservationStatus.WORKING
+        ).order_by("created_at")
+        for observation in stated:
+            observation_resolve(
+                access=access,
+                observation=observation,
+                payload=ObservationResolveIn(action="confirm", rationale=STATED_RATIONALE),
+            )
+    return turn

@@ -6,6 +6,7 @@ from typing import Any
 
 from django import template
 
+from discovery.story_rules import chapter_cues, cue_words
 from novelgraph.core.words import inline
 
 register = template.Library()
@@ -71,3 +72,10 @@ def ago(value: Any) -> str:
     if (timezone.now() - value).total_seconds() < 60:
         return "just now"
     return f"{timesince(value)} ago"
+
+
+@register.filter
+def chapter_cue(value: Any) -> str:
+    """The story record an observation's words name by their chapter cues, in plain words ("secret until chapter
+    12 · true until chapter 9"), or "" when they name none."""
+    return " · ".join(cue_words(chapter_cues(str(value or ""))["story"]))

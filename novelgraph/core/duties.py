@@ -24,7 +24,7 @@ from functools import cached_property
 from typing import Any
 
 from ninja import Schema
-from pydantic import BaseModel, Field, create_model
+from pydantic import BaseModel, Field, TypeAdapter, create_model
 
 from .auth import Principal
 from .errors import NotFound
@@ -43,6 +43,10 @@ PATH_PARAMETERS: dict[str, tuple[type, str]] = {
     "item_id": (uuid.UUID, "The validation-plan item's id."),
     "rerun_id": (uuid.UUID, "The queued re-run's id."),
     "trace_node": (str, "The traceability node's id (its `node_id`, e.g. `scene-3`)."),
+    "observation_id": (uuid.UUID, "The observation's id."),
+    "dossier_id": (uuid.UUID, "The dossier snapshot's id."),
+    "run_id": (uuid.UUID, "The agent run's id."),
+    "source_id": (uuid.UUID, "The library source's id."),
 }
 
 
@@ -85,7 +89,7 @@ class ToolSpec:
     description: str
     needs: tuple[Cap, ...]  # listed for a role holding any of these
     run: Run  # (principal, arguments, payload) -> the service's result
-    out: type[Schema]
+    out: type[Schema] | type  # a schema; for a list the REST route answers as plain JSON: dict, str or int
     payload: type[BaseModel] | None = None
     path: tuple[str, ...] = ()
     read_only: bool = False
@@ -144,14 +148,39 @@ class ToolSpec:
         if self.many:
             rows = result
             count = rows.count() if hasattr(rows, "count") and not isinstance(rows, list) else len(rows)
-            page = [self.out.from_orm(row) for row in rows[args.offset : args.offset + args.limit]]
-            result = {"items": page, "count": count, "limit": args.limit, "offset": args.offset}
-            return self.answer_model.model_validate(result).model_dump(mode="json")
+            # Each row through the route's own schema (its resolvers included), then the page around them.
+            page = [self._row(row) for row in rows[args.offset : args.offset + args.limit]]
+            return {"items": page, "count": count, "limit": args.limit, "offset": args.offset}
         return self.out.from_orm(result).model_dump(mode="json")
+
+    def _row(self, row: Any) -> Any:
+        # A row of a list the REST route answers as plain JSON (``list[dict]``, ``list[str]``) is itself.
+        if isinstance(self.out, type) and issubclass(self.out, BaseModel):
+            return self.out.from_orm(row).model_dump(mode="json")
+        return TypeAdapter(self.out).dump_python(row, mode="json")
 
     def offered_to(self, role: str | None) -> bool:
         caps = capabilities_of(role)
         return any(cap in caps for cap in self.needs)
+
+
+def read_tool(
+    name, route, description, run, out, path=(), needs=(Cap.DISCOVERY_READ,), payload=None, many=False
+) -> ToolSpec:
+    """A read: the tool of a GET route (``payload``: the route's query schema; ``many``: a paged list;
+    ``needs``: the capability the route reads with, discovery:read unless named)."""
+    return ToolSpec(
+        name=name,
+        route=route,
+        description=description,
+        needs=needs,
+        run=run,
+        out=out,
+        payload=payload,
+        path=path,
+        read_only=True,
+        many=many,
+    )
 
 
 TOOLS_BY_NAME: dict[str, ToolSpec] = {}
@@ -282,74 +311,29 @@ PERSON_ONLY: dict[str, Cap | str] = {
     # What only a person does: own books and series, invite editors, start the built-in agents.
     "POST /series": "a person creates a series",
     "POST /books": "a person creates a book and becomes its author",
+    "PATCH /books/{book_id}": "the book's author changes her book (title, premise, genre)",
     "POST /books/{book_id}/editors": "the book's author invites an editor",
     "DELETE /books/{book_id}/editors/{user_id}": "the book's author removes an editor",
 }
 
-# The reads an agent key may make over REST that no tool mirrors yet (a role's dossier, the codex, the
-# book's search, the loop and its lists are tools; these are the rest of those lists and the records
-# around them). A new GET route is either a tool's or listed here, so the gap is visible, not silent.
-READS_WITHOUT_TOOL: frozenset[str] = frozenset(
-    {
-        "GET /agent-runs/{run_id}",
-        "GET /agent-runs/{run_id}/written",
-        "GET /approvals",
-        "GET /books/{book_id}/chapters",
-        "GET /approvals/{approval_id}",
-        "GET /approvals/{approval_id}/lists/{name}",
-        "GET /approvals/{approval_id}/superseded-versions",
-        "GET /books",
-        "GET /books/{book_id}",
-        "GET /books/{book_id}/agent-runs",
-        "GET /books/{book_id}/author-constraints",
-        "GET /books/{book_id}/canon",
-        "GET /books/{book_id}/charters",
-        "GET /books/{book_id}/claims/{claim_id}/conflicts",
-        "GET /books/{book_id}/codex/chapters",
-        "GET /books/{book_id}/codex/claims",
-        "GET /books/{book_id}/codex/claims/{claim_id}/decisions",
-        "GET /books/{book_id}/codex/claims/{claim_id}/history",
-        "GET /books/{book_id}/codex/claims/{claim_id}/versions",
-        "GET /books/{book_id}/codex/findings",
-        "GET /books/{book_id}/codex/withheld",
-        "GET /books/{book_id}/decision-log",
-        "GET /books/{book_id}/decision-log/export",
-        "GET /books/{book_id}/decision-log/verify",
-        "GET /books/{book_id}/discovery",
-        "GET /books/{book_id}/dossiers",
-        "GET /books/{book_id}/knowledge-bases",
-        "GET /books/{book_id}/loop/cards",
-        "GET /books/{book_id}/loop/cascade-preview",
-        "GET /books/{book_id}/loop/cascade-preview/affected",
-        "GET /books/{book_id}/loop/cascade-stale",
-        "GET /books/{book_id}/loop/cascade-stale/artifacts",
-        "GET /books/{book_id}/loop/constraints",
-        "GET /books/{book_id}/loop/export",
-        "GET /books/{book_id}/loop/lint/findings",
-        "GET /books/{book_id}/loop/reruns",
-        "GET /books/{book_id}/loop/reruns/{rerun_id}/artifacts",
-        "GET /books/{book_id}/observations",
-        "GET /books/{book_id}/research",
-        "GET /books/{book_id}/scratchpad",
-        "GET /books/{book_id}/sessions",
-        "GET /books/{book_id}/thrusts",
-        "GET /books/{book_id}/turns",
-        "GET /dossiers/{dossier_id}",
-        "GET /handoffs/{handoff_id}",
-        "GET /handoffs/{handoff_id}/result-entries",
-        "GET /library/sources",
-        "GET /library/sources/{source_id}",
-        "GET /library/sources/{source_id}/chunks",
-        "GET /me",
-        "GET /observations/{observation_id}",
-        "GET /observations/{observation_id}/revisions",
-        "GET /sessions/{session_id}/observations",
-        "GET /sessions/{session_id}/questions",
-        "GET /sessions/{session_id}/scratchpad",
-        "GET /sessions/{session_id}/thrusts",
-        "GET /sessions/{session_id}/turns",
-    }
+# The reads an agent key may make over REST that no tool mirrors, each with why. A new GET route is either a
+# tool's or listed here, so a gap is visible, not silent.
+_REDACTED = (
+    "not yet a tool: the approvals' and the log's answers withhold what the role may not read through the "
+    "request (the output schema reads the withheld subjects off it); a tool needs that context passed in"
 )
+READS_WITHOUT_TOOL: dict[str, str] = {
+    "GET /approvals": _REDACTED,
+    "GET /approvals/{approval_id}": _REDACTED,
+    "GET /approvals/{approval_id}/lists/{name}": _REDACTED,
+    "GET /approvals/{approval_id}/superseded-versions": _REDACTED,
+    "GET /books/{book_id}/decision-log": _REDACTED,
+    "GET /books/{book_id}/decision-log/verify": _REDACTED,
+    "GET /books/{book_id}/decision-log/export": "a file download (JSON Lines streamed for an outside verifier), "
+    "not a JSON answer",
+    "GET /books/{book_id}/loop/export": "a file download (a zip of the loop's state files), not a JSON answer; "
+    "the same state is read through the loop's read tools",
+}
 
 
 # --- Prompts: "act as <role>", the duties and the rules an outside model works under ---------------

@@ -6,6 +6,36 @@ from typing import Any
 
 AGENT_NAMES = {"sol": "Sol", "terra": "Terra", "luna": "Luna"}
 
+# The method's own names for things (seed 002), as people say them, for text the agents write.
+PLAIN_PHRASES = (
+    (" as the value seed", ""),
+    ("the value seed", "the book's reason to exist"),
+    ("value seed", "reason to exist"),
+)
+TITLE_LIMIT = 80
+
+
+def plain(text: Any) -> str:
+    """Agent-written text with the method's internal names said plainly ("value seed")."""
+    out = "" if text is None else str(text)
+    for internal, words in PLAIN_PHRASES:
+        out = out.replace(internal, words)
+    return out
+
+
+def short_title(text: Any, limit: int = TITLE_LIMIT) -> str:
+    """A card's or a decision's title: plain words, short. When a long text says its ask before a colon
+    ("Ratify the premise: <the whole premise>"), the ask is the title; otherwise it is cut at a word, never
+    in the middle of one, with an ellipsis."""
+    out = " ".join(plain(text).split())
+    head, sep, rest = out.partition(": ")
+    if sep and len(head) >= 8 and (len(out) > limit or len(rest) > 40):
+        out = head
+    if len(out) <= limit:
+        return out
+    cut = out[: limit - 1].rsplit(" ", 1)[0].rstrip(" ,;:·-")
+    return f"{cut}…"
+
 
 def label_of(key: Any) -> str:
     """A field's key as a label: ``reader_promise`` → "Reader promise"."""

@@ -108,7 +108,7 @@ def test_the_authors_day_from_login_to_a_decided_charter(page, screenshot, demo_
     orphans = trace.locator("g.lint-orphan")
     assert orphans.count() == 1
     assert "subplot-harbour" in orphans.locator("title").text_content()
-    assert orphans.locator(".loop-flag").text_content() == "orphan"
+    assert orphans.locator(".loop-flag").text_content() == "not linked"
     normal = trace.locator("g.loop-node:not(.lint-orphan) rect").first
     style = "(el) => getComputedStyle(el).stroke + ' ' + getComputedStyle(el).fill"
     assert orphans.locator("rect").evaluate(style) != normal.evaluate(style)  # drawn differently

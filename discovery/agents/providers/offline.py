@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from discovery.story_rules import chapter_cues
+
 from .base import Reply
 
 OFFLINE_MODEL = "rules-1"
@@ -188,11 +190,15 @@ NAME_PATTERNS = [
     (re.compile(rf"\b(?:named|called)\s+{_NAME}"), "named person"),
     (re.compile(rf"\b(?:town|village|city|island|port|harbour|harbor|house|ship) of {_NAME}"), "place"),
 ]  # fmt: skip
+# A sentence that places a fact on the chapter axis ("shown in chapter four", "secret until chapter twelve", "dies
+# in chapter 9"): the whole sentence is the observation, so its story record travels with her words.
+FACT_KEY = "fact"
 
 
 def extract_from(content: str, answers: str = "") -> list[tuple[str, str]]:
     """(key, value) pairs a turn speaks to: the field of the question it answers (the whole answer), each other
-    charter field a sentence names by keyword (that sentence), and the people, places and things it names."""
+    charter field a sentence names by keyword (that sentence), each sentence with a chapter cue (a ``fact``), and
+    the people, places and things it names."""
     found: list[tuple[str, str]] = []
     asked = QUESTION_FIELD.get((answers or "").strip())
     if asked:
@@ -204,6 +210,9 @@ def extract_from(content: str, answers: str = "") -> list[tuple[str, str]]:
                 continue
             if words & (set(keywords) - {"name", "about", "end", "must", "core", "character", "lead"}):
                 found.append((FIELD_KEY[field], _short(sentence, 1_000)))
+    for sentence in _sentences(content):
+        if chapter_cues(sentence)["story"]:
+            found.append((FACT_KEY, _short(sentence, 1_000)))
     names: set[str] = set()
     for pattern, key in NAME_PATTERNS:
         for match in pattern.finditer(content):
@@ -524,19 +533,70 @@ NAME_CLAIMS = {
 }
 
 
+# The verbs a fact's sentence is split at: subject, predicate, value ("The keeper is the killer").
+_FACT_VERB = re.compile(
+    r"^(?P<subject>.+?)\s+(?P<predicate>is|are|was|were|has|have|had|knows|owns|loves|hates|hides|keeps|kills|killed|"
+    r"lives|works|wants|holds|carries|becomes|became|wrote|writes|stole|steals|leaves|left|finds|found|meets|met|opens|"
+    r"reads|sees|saw|learns|learned)\b\s*(?P<value>.*)$"
+)
+# Words left dangling where a cue stood ("..., but that stays [secret until chapter twelve].").
+_DANGLING = re.compile(
+    r"(?:[\s,;:\u2014\u2013-]+|\b(?:but|and|that|which|it|this|stays|remains|is|are|was|will|be|kept|only|though|yet|so|"
+    r"then|first)\b)+$",
+    re.IGNORECASE,
+)
+_LEADING = re.compile(r"^(?:[\s,;:\u2014\u2013-]+|\b(?:and|but|then|so)\b)+", re.IGNORECASE)
+
+
+def fact_claim(text: str) -> dict | None:
+    """A fact's sentence as a claim: subject, predicate and value from the words around its chapter cues, and the
+    story record those cues name (``discovery.story_rules.chapter_cues``); None without a cue. Someone who "dies
+    in chapter 9" is alive until then."""
+    cues = chapter_cues(text)
+    if not cues["story"]:
+        return None
+    kept, at = [], 0
+    for start, end in cues["spans"]:
+        kept.append(text[at:start])
+        at = end
+    kept.append(text[at:])
+    statement = " ".join(" ".join(kept).split()).rstrip(".!?")
+    for _ in range(5):
+        statement = _LEADING.sub("", _DANGLING.sub("", statement)).strip()
+    if not statement:
+        return None
+    story = {name: str(v) if name in ("known_by", "reveal") else v for name, v in cues["story"].items()}
+    if cues["ends"]:
+        return {"subject": _short(statement, 190), "predicate": "is", "value": "alive", "story": story}
+    split = _FACT_VERB.match(statement)
+    if split and split.group("value").strip():
+        subject, predicate, value = split.group("subject"), split.group("predicate"), split.group("value").strip()
+    else:
+        subject, predicate, value = statement, "appears", "in the story"
+    return {"subject": _short(subject, 190), "predicate": predicate, "value": _short(value, 1_000), "story": story}
+
+
 def _sol_claims(context: dict, notes: list[str]) -> list[dict]:
-    """Canon from the author's confirmed words: each named person or place once (a claim already proposed or
-    approved about the same subject and predicate is not proposed again); each cites its observation."""
+    """Canon from the author's confirmed words: each named person or place once, and each fact with its story
+    record (a claim already proposed or approved about the same subject and predicate is not proposed again);
+    each cites its observation."""
     known = {
         (_norm(c["subject"]), _norm(c["predicate"]))
         for c in (context.get("proposed_claims") or []) + (context["dossier"].get("claims") or [])
     }
     claims = []
     for obs in context.get("confirmed_observations") or []:
-        if obs["key"] not in NAME_CLAIMS:
+        story: dict = {}
+        if obs["key"] == FACT_KEY:
+            fact = fact_claim(str(obs["value"]))
+            if fact is None:
+                continue
+            subject, predicate, value, story = fact["subject"], fact["predicate"], fact["value"], fact["story"]
+        elif obs["key"] in NAME_CLAIMS:
+            predicate, value = NAME_CLAIMS[obs["key"]]
+            subject = _short(str(obs["value"]), 190)
+        else:
             continue
-        predicate, value = NAME_CLAIMS[obs["key"]]
-        subject = _short(str(obs["value"]), 190)
         if (_norm(subject), _norm(predicate)) in known:
             continue
         known.add((_norm(subject), _norm(predicate)))
@@ -549,6 +609,7 @@ def _sol_claims(context: dict, notes: list[str]) -> list[dict]:
                 "value": value,
                 "provenance": "agent-inferred",
                 "source_refs": [_ref("observation", obs["id"])],
+                **story,
             }
         )
         notes.append(f"Proposed as canon: {subject} {predicate} {value} (from her confirmed words).")
@@ -1222,9 +1283,9 @@ def _orphan_edges(context: dict, present: set[str]) -> list[dict]:
     for orphan in context.get("orphans") or []:
         node, message = orphan["node_id"], orphan.get("message") or ""
         root = orphan.get("root") or "premise"
-        if "no producer" in message and root in present and root != node:
+        if orphan.get("no_producer", "no producer" in message) and root in present and root != node:
             edges.append({"from_id": root, "to_id": node})
-        if "no consumer" in message:
+        if orphan.get("no_consumer", "no consumer" in message):
             target = leaf or next(
                 (n["node_id"] for n in context.get("trace") or [] if n["kind"] == orphan.get("leaf_kind")), None
             )

@@ -5,6 +5,8 @@ from __future__ import annotations
 from django import template
 
 from discovery.access import BookAccess, capabilities_of
+from discovery.loop.models import LoopStatus
+from discovery.loop.selectors import loop_meta
 from novelgraph.core.auth import principal_for_user
 
 from ..views import agents_panel as panel_context
@@ -20,4 +22,11 @@ def agents_panel(context) -> dict:
     access = BookAccess(
         principal=principal_for_user(request.user), book=context["book"], role=role, caps=capabilities_of(role)
     )
-    return {"agents": panel_context(request, access), "csrf_token": context.get("csrf_token"), "request": request}
+    agents = panel_context(request, access)
+    # After hand-off the discovery's buttons step aside (the book page knows already; other pages ask the loop).
+    if "handed_off" in context:
+        agents["handed_off"] = bool(context["handed_off"])
+    else:
+        meta = loop_meta(context["book"])
+        agents["handed_off"] = meta is not None and meta.status == LoopStatus.HANDED_OFF
+    return {"agents": agents, "csrf_token": context.get("csrf_token"), "request": request}

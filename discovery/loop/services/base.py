@@ -21,6 +21,7 @@ from ..models import (
     LoopStatus,
     OptionCard,
     PlanNode,
+    TraceNode,
 )
 from ..selectors import pending_card, saturation_check
 from .cards import supersede_lapsed
@@ -31,8 +32,20 @@ CONTROLLER_ROLES = frozenset({"sol", "author"})
 PAUSED = frozenset({LoopStatus.PAUSED_AT_BOUND, LoopStatus.STALLED_AT_CAP})
 
 
+ROOT_LABEL = "The premise"
+
+
+def seed_root(book: Book, root: str) -> None:
+    """The traceability graph's root (the premise), drawn when the loop starts: the thrust, the charter and the
+    brief's chapters are linked from it. Unsigned (the loop made it): the first lens that draws the root node
+    takes it as its own (``trace_node_add``)."""
+    if not TraceNode.objects.filter(book=book, node_id=root).exists():
+        TraceNode.objects.create(book=book, node_id=root, kind="premise", label=ROOT_LABEL, produced_by="")
+
+
 def loop_ensure(*, book: Book) -> LoopMeta:
-    """Create the book's loop at G0 with the root plan node (draft, hypothesis) and empty queues.
+    """Create the book's loop at G0 with the root plan node (draft, hypothesis), the traceability root
+    (the premise) and empty queues.
 
     Idempotent: an existing loop is returned unchanged.
     """
@@ -49,6 +62,8 @@ def loop_ensure(*, book: Book) -> LoopMeta:
                 intent=(book.premise or book.title)[:5000],
                 altitude="book",
             )
+        if created:
+            seed_root(book, meta.trace_root)
     return meta
 
 

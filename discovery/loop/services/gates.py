@@ -42,43 +42,34 @@ from ..models import (
     Candidate,
     CandidateStatus,
     CardStatus,
-    LensRerun,
-    LensReview,
     Lifecycle,
     LoopMeta,
     LoopStatus,
-    OpenQuestion,
     OptionCard,
     PlanNode,
     QuestionKind,
-    RerunStatus,
-    RosterEntry,
     SubIdea,
 )
-from ..roster import lens_role_problem
+from ..requirements import (
+    CLOSED_SLOTS,
+    decision_brief,
+    g2_missing,
+    g3_missing,
+    governing_charter,
+    queued_rerun_lenses,
+    unsettled_conflicts,
+)
 from ..schemas import BriefChapterIn, GateIn
-from ..selectors import open_author_words, saturation_check, trace_lint
+from ..selectors import open_author_words
 from .base import controller_book, lock_meta, refresh
 from .cards import raise_card, supersede_lapsed
-from .questions import AUTHORS_TO_SETTLE, settled_by_author
 
 CONSENT_GATES = {"G0", "G1.5", "G2"}
-CLOSED_SLOTS = {ArtifactStatus.STALE, ArtifactStatus.REJECTED}
 
 
 def next_gate(gate: str) -> str | None:
     i = GATE_ORDER.index(gate)
     return GATE_ORDER[i + 1] if i + 1 < len(GATE_ORDER) else None
-
-
-def decision_brief(book) -> BlackboardArtifact | None:
-    """The brief G3 hands off: the author's ratified one if there is one (a brief proposed later beside it
-    never displaces it), else the latest open one (for the reasons G3 gives)."""
-    briefs = BlackboardArtifact.objects.filter(book=book, type="decision-brief").exclude(status__in=CLOSED_SLOTS)
-    return (
-        briefs.filter(status=ArtifactStatus.RATIFIED).order_by("-updated_at").first()
-        or briefs.order_by("-updated_at").first()
-    )
 
 
 # The saturation reasons only closing a round settles (Sol closes one at G2 when nothing else is missing).
@@ -89,65 +80,25 @@ ROUND_REASONS = (
 
 
 def g2_reasons(book) -> list[str]:
-    reasons = []
-    if governing_charter(book) is None:
-        reasons.append("there is no approved Story Charter version for G2 to ratify")
-    required = list(RosterEntry.objects.filter(required=True, required_at_gate="G2").order_by("slug"))
-    roles: dict[str, list[str]] = {}
-    for lens in required:
-        roles.setdefault(lens.agent_role, []).append(lens.slug)
-        problem = lens_role_problem(lens.slug, lens.agent_role)
-        if problem:
-            reasons.append(problem)
-        # Only a review filed by the role the roster names counts (not one filed under another lens's name).
-        elif not LensReview.objects.filter(book=book, lens=lens, gate="G2", reviewer_role=lens.agent_role).exists():
-            reasons.append(f"the required lens {lens.slug} has not reviewed at G2 (filed by {lens.agent_role})")
-    for role, slugs in sorted(roles.items()):
-        if len(slugs) > 1:
-            reasons.append(
-                f"the required reviews {', '.join(slugs)} must be filed by distinct lenses, not all by {role}"
-            )
-    for q in unsettled_conflicts(book):
-        reasons.append(f"the {q.kind} '{q.question[:120]}' waits for the author to settle it")
-    report = trace_lint(book, strict=True)
-    if not report.ok:
-        shown = "; ".join(f["message"] for f in report.failures[:5])
-        reasons.append(f"the strict lint fails: {shown}")
-    saturation = saturation_check(book)
-    rest = [r for r in saturation["reasons"] if not r.startswith("the strict lint")]
-    if rest:
-        reasons.append(f"saturation does not hold: {'; '.join(rest)}")
+    """Why G2 is refused: the reasons of the one rule (``requirements.g2_missing``), the saturation parts
+    said as one reason."""
+    missing = g2_missing(book)
+    reasons = [m.reason for m in missing if m.group != "saturation"]
+    saturation = [m.reason for m in missing if m.group == "saturation"]
+    if saturation:
+        reasons.append(f"saturation does not hold: {'; '.join(saturation)}")
     return reasons
 
 
 def g3_reasons(book, artifacts: list[str] | None = None) -> list[str]:
-    """Why G3 cannot be asked for. The brief must carry success metrics and be ratified by the author;
-    a brief that is only proposed may be put on the G3 card itself (``artifacts``): the author's
-    verdict then ratifies it and hands off in one decision (a consent card, never automatic)."""
-    brief = decision_brief(book)
-    if brief is None:
-        return ["there is no decision brief (an artifact of type decision-brief)"]
-    metrics = brief.content.get("success_metrics") if isinstance(brief.content, dict) else None
-    if not isinstance(metrics, list) or not [m for m in metrics if isinstance(m, str | dict) and m]:
-        return ["the decision brief has no success_metrics"]
-    if brief.status != ArtifactStatus.RATIFIED and brief.slug not in (artifacts or []):
-        # G3 hands off automatically only what is already the author's: a brief only proposed (by a lens,
-        # Sol or an import) is put before her at G2, or on the G3 card itself (then G3 waits for her verdict).
-        return [
-            f"the decision brief {brief.slug} is {brief.status}, not ratified by the author: ratify it at G2 "
-            f"or put it on the G3 card (artifacts: [{brief.slug!r}])"
-        ]
-    return []
+    """Why G3 cannot be asked for (``requirements.g3_missing``): the brief must carry success metrics and be
+    ratified by the author, or be put on the G3 card itself (``artifacts``)."""
+    return [m.reason for m in g3_missing(book, artifacts)]
 
 
 def g3_brief_unratified(book) -> bool:
     brief = decision_brief(book)
     return brief is not None and brief.status != ArtifactStatus.RATIFIED
-
-
-def governing_charter(book) -> StoryCharter | None:
-    """The Story Charter version that governs the book (the newest approved one)."""
-    return StoryCharter.objects.filter(book=book, status=StoryCharter.Status.APPROVED).order_by("-version").first()
 
 
 def charter_ratified(charter: StoryCharter) -> dict:
@@ -191,16 +142,6 @@ def series_canon_conflicts(book) -> list[str]:
         if key in canon and canon[key] != claim.value:
             found.append(f"{claim.subject} {claim.predicate} contradicts approved series canon")
     return found
-
-
-def unsettled_conflicts(book):
-    """Value and canon conflicts the author has not settled herself (open, routed, surfaced, or resolved by
-    anyone else: a lens's or an import's "resolved" settles nothing)."""
-    return [
-        q
-        for q in OpenQuestion.objects.filter(book=book, kind__in=AUTHORS_TO_SETTLE).order_by("created_at")
-        if not settled_by_author(q)
-    ]
 
 
 def risk_triggers(book, reversibility_class: str) -> list[str]:
@@ -328,13 +269,13 @@ def gate_request(*, access: BookAccess, gate: Gate, payload: GateIn) -> dict:
                 code="card_pending",
                 approval_id=str(waiting.approval_id),
             )
-        queued = list(LensRerun.objects.filter(book=book, status=RerunStatus.QUEUED).values_list("lens", flat=True))
+        queued = queued_rerun_lenses(book)
         if queued:
             raise Conflict(
                 "re-runs must finish before moving on (a recorded constraint or cascade is honoured first): "
-                + ", ".join(sorted(set(queued))),
+                + ", ".join(queued),
                 code="reruns_pending",
-                reasons=[f"lens {lens} has a queued re-run" for lens in sorted(set(queued))],
+                reasons=[f"lens {lens} has a queued re-run" for lens in queued],
             )
         slugs = list(dict.fromkeys(payload.artifacts))
         found = dict(BlackboardArtifact.objects.filter(book=book, slug__in=slugs).values_list("slug", "status"))

@@ -27,20 +27,13 @@ from ..models import (
     BlackboardArtifact,
     OpenQuestion,
     PlanNode,
-    QuestionKind,
     QuestionStatus,
     RosterEntry,
     TraceNode,
 )
+from ..requirements import AUTHORS_TO_SETTLE
 from ..schemas import QuestionIn, QuestionResolveIn, RouteIn
 from .base import controller_book, lens_book, lock_meta, refresh
-
-AUTHORS_TO_SETTLE = frozenset({QuestionKind.VALUE_CONFLICT, QuestionKind.CANON_CONFLICT})
-
-
-def settled_by_author(q: OpenQuestion) -> bool:
-    """A conflict counts as settled only when the author resolved it (not a lens, not an import)."""
-    return q.status == QuestionStatus.RESOLVED and q.resolved_by.startswith("author:")
 
 
 def _discipline(value: str, field: str) -> str:

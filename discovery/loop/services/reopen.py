@@ -5,6 +5,9 @@ raises an option card for the author (kind ``consent``, payload ``action: charte
 proposed version and the ratified one, with the cascade preview from the trace root (what the charter
 governs downstream) as its impact. While it waits the loop awaits the author: G3 cannot be asked for.
 
+A new premise (the author edits her book) reopens G0 the same way: ``premise_reopen_impact`` answers what it
+changes first (the cascade preview from the trace root), and ``premise_reopen_g0`` takes the loop back to G0.
+
 The card goes with the charter's own decision (``/charters/<id>/resolve`` or the review page):
 approving the version moves G2's ratification to it (the charter's decision-log row names the version
 and its content digest as ``g2_ratified``, with the version it replaces); rejecting it keeps the
@@ -17,9 +20,10 @@ from __future__ import annotations
 from approvals.models import Approval, DecisionLogEntry
 from novelgraph.core.errors import Conflict
 
-from ..models import GATE_ORDER, CardStatus, LoopMeta, LoopStatus, OptionCard, TraceNode, TraceStatus
+from ..models import GATE_ORDER, CardStatus, LoopMeta, LoopStatus, OptionCard, PlanNode, TraceNode, TraceStatus
 from .base import refresh
 from .cards import raise_card
+from .cascade import cascade_preview
 from .gates import charter_ratified
 
 REOPEN = "charter-reopen"
@@ -139,3 +143,67 @@ def refuse_card_verdict(card: OptionCard) -> None:
             code="decide_the_charter",
             charter_id=(card.payload.get("charter") or {}).get("id"),
         )
+
+
+# --- A new premise reopens G0 -------------------------------------------------------------------------
+
+
+def premise_reopen_impact(*, book, **_signal) -> dict:
+    """On ``premise_impact`` (reads only): what a new premise changes in the loop. Before G0 passed nothing
+    reopens (a pending G0 card is simply replaced); after it, G0 reopens, and the parts the premise feeds (the
+    cascade preview from the trace root) are what she will look at again. A handed-off loop is refused."""
+    meta = LoopMeta.objects.filter(book=book).first()
+    if meta is None:
+        return {}
+    if meta.status == LoopStatus.HANDED_OFF:
+        return {"handed_off": True, "gate": meta.gate}
+    if GATE_ORDER.index(meta.gate) == 0:
+        return {"reopens": False, "gate": meta.gate}
+    root = TraceNode.objects.filter(book=book, node_id=meta.trace_root, status=TraceStatus.ACTIVE).first()
+    preview = cascade_preview(book=book, seed=root.node_id) if root else {"affected": [], "lenses": []}
+    labels = dict(
+        TraceNode.objects.filter(book=book, node_id__in=[a["node_id"] for a in preview["affected"]]).values_list(
+            "node_id", "label"
+        )
+    )
+    return {
+        "reopens": True,
+        "gate": meta.gate,
+        "affected": [
+            {**a, "label": labels.get(a["node_id"]) or a["artifact"] or a["node_id"]} for a in preview["affected"]
+        ],
+        "lenses": preview["lenses"],
+        "pending": list(
+            OptionCard.objects.filter(book=book, status=CardStatus.PENDING)
+            .exclude(kind="bound")
+            .values_list("summary", flat=True)
+        ),
+    }
+
+
+def premise_reopen_g0(*, book, previous: str, **_signal) -> None:
+    """On ``premise_changed``, inside the edit's transaction: the root plan node carries the new premise, the
+    cards waiting on the old one (a bound's card excepted) are superseded, and the loop goes back to G0, where
+    Sol asks her to ratify the new premise. A book without a loop has nothing to reopen."""
+    meta = (
+        LoopMeta.objects.select_for_update(of=("self",), no_key=True).select_related("book").filter(book=book).first()
+    )
+    if meta is None:
+        return
+    if meta.status == LoopStatus.HANDED_OFF:
+        raise Conflict("this book's discovery was handed off to drafting; its premise no longer changes here",
+                       code="handed_off", field="premise")  # fmt: skip
+    PlanNode.objects.filter(book=book, is_root=True).update(intent=(book.premise or book.title)[:5000])
+    waiting = list(
+        OptionCard.objects.select_for_update(of=("self",))
+        .filter(book=book, status=CardStatus.PENDING)
+        .exclude(kind="bound")
+    )
+    for card in waiting:
+        card.status = CardStatus.SUPERSEDED
+        card.save(update_fields=["status", "updated_at"])
+    Approval.objects.filter(
+        pk__in=[c.approval_id for c in waiting if c.approval_id], status=Approval.Status.PENDING
+    ).update(status=Approval.Status.SUPERSEDED)
+    meta.gate = GATE_ORDER[0]
+    refresh(meta)

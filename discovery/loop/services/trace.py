@@ -43,6 +43,11 @@ def trace_signature(role: str, named: str, slot: BlackboardArtifact | None) -> s
     return role
 
 
+def _unclaimed_root(meta, node: TraceNode) -> bool:
+    """The root node the loop drew when it started (``seed_root``), still unsigned and active."""
+    return node.node_id == meta.trace_root and not node.produced_by and node.status == TraceStatus.ACTIVE
+
+
 def trace_node_add(*, access: BookAccess, payload: TraceNodeIn) -> TraceNode:
     """A traceability node, signed by its caller (``trace_signature``): the lint judges it, the cascade re-runs
     the lens that signed it, and only that lens's role withdraws it."""
@@ -56,7 +61,15 @@ def trace_node_add(*, access: BookAccess, payload: TraceNodeIn) -> TraceNode:
             if slot is None:
                 raise Invalid(f"no slot {artifact!r}", field="artifact")
         produced_by = trace_signature(role, payload.produced_by, slot)
-        if TraceNode.objects.filter(book=book, node_id=node_id).exists():
+        existing = TraceNode.objects.filter(book=book, node_id=node_id).first()
+        if existing is not None and _unclaimed_root(meta, existing):
+            # The root the loop drew when it started: the first lens that draws it takes it as its own.
+            existing.kind, existing.label, existing.backed_by = payload.kind, payload.label, payload.backed_by
+            existing.artifact, existing.produced_by = slot, produced_by
+            existing.save(update_fields=["kind", "label", "backed_by", "artifact", "produced_by", "updated_at"])
+            refresh(meta)
+            return existing
+        if existing is not None:
             raise Conflict(f"traceability node {node_id!r} exists", code="exists")
         node = TraceNode.objects.create(
             book=book,

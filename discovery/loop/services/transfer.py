@@ -52,6 +52,7 @@ from ..models import (
     TraceNode,
     ValidationPlanItem,
 )
+from ..requirements import AUTHORS_TO_SETTLE
 from ..schemas import (
     ArtifactRecord,
     CandidateRecord,
@@ -66,7 +67,6 @@ from ..schemas import (
 from ..selectors import loop_state
 from ..serializers import HOOK
 from .base import lock_meta, refresh
-from .questions import AUTHORS_TO_SETTLE
 
 STATE_FILES = ("blackboard", "open-questions", "traceability", "decision-log", "meta", "plan-tree")
 COMMITTED_TYPES = {

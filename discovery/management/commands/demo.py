@@ -18,6 +18,7 @@ from django.db import transaction
 
 from approvals.services import approval_decide
 from discovery.access import BookAccess, book_access
+from discovery.management.commands.ensure_local_author import local_url
 from discovery.models import Book, Series
 from discovery.schemas import BookIn, CharterIn, ClaimIn, EntryIn, ObservationResolveIn, SeriesIn, ThrustIn, TurnIn
 from discovery.services import (
@@ -91,10 +92,10 @@ class Command(BaseCommand):
                 self.stdout.write(self.style.SUCCESS(f"Created the demo book {BOOK_TITLE!r}."))
             else:
                 self.stdout.write(f"The demo book {BOOK_TITLE!r} already exists; nothing duplicated.")
-        self.stdout.write(f"Book page: http://127.0.0.1:8000/books/{book.pk}/")
+        self.stdout.write(f"Book page: {local_url()}/books/{book.pk}/")
         for who, user, password in (("author", author, author_password), ("editor", editor, editor_password)):
             shown = password if user.check_password(password) else "(the password you set)"
-            self.stdout.write(f"Log in at http://127.0.0.1:8000/login/ as the {who}: {user.get_username()} / {shown}")
+            self.stdout.write(f"Log in at {local_url()}/login/ as the {who}: {user.get_username()} / {shown}")
 
     # --- The scene -----------------------------------------------------------
 
@@ -500,7 +501,7 @@ class Command(BaseCommand):
             access=sol,
             gate="G0",
             payload=GateIn(
-                summary="Ratify the premise as the value seed: why this book exists.",
+                summary="Ratify the premise: why this book exists.",
                 decisions_requested=["Is the premise the book's reason to exist?"],
                 recommended="approve",
                 reversibility_class="reversible",

@@ -11,6 +11,11 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
 
+def local_url() -> str:
+    """Where `make run` serves (``make run PORT=8001`` sets NOVELGRAPH_LOCAL_URL for the lines it prints)."""
+    return os.environ.get("NOVELGRAPH_LOCAL_URL", "http://127.0.0.1:8000").rstrip("/")
+
+
 def local_logins() -> list[tuple[str, str, str, bool]]:
     """(who, username, default password, is staff) of the local accounts, from the environment."""
     return [
@@ -56,4 +61,4 @@ class Command(BaseCommand):
         for who, username, password, _staff in logins:
             user = User.objects.get(username=username)
             shown = password if user.check_password(password) else "(the password you set)"
-            self.stdout.write(f"Log in at http://127.0.0.1:8000/login/ as the {who}: {username} / {shown}")
+            self.stdout.write(f"Log in at {local_url()}/login/ as the {who}: {username} / {shown}")

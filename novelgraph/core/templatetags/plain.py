@@ -1,7 +1,7 @@
 """Plain words on every page: structured values as readable lists, internal labels as people's words.
 
 ``{{ value|readable }}`` shows a string as text, a list as a bulleted list and an object as a
-definition list (nested as deep as it goes), never as a JSON block. ``{{ "author:ada"|who }}``
+definition list (nested as deep as it goes, without its ids), never as a JSON block. ``{{ "author:ada"|who }}``
 shows who ratified a decision ("ada, the author").
 """
 
@@ -13,7 +13,7 @@ from django import template
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
-from novelgraph.core.words import AGENT_NAMES, inline, label_of
+from novelgraph.core.words import AGENT_NAMES, inline, label_of, plain, short_title
 
 register = template.Library()
 
@@ -26,9 +26,9 @@ def _html(value: Any, depth: int = 0) -> SafeString:
     if isinstance(value, dict):
         if depth > 6:
             return format_html("{}", str(value))
-        rows = format_html_join(
-            "", "<dt>{}</dt><dd>{}</dd>", ((label_of(k), _html(v, depth + 1)) for k, v in value.items())
-        )
+        # Ids are for links, not for reading: a nested record is shown by its words (issue 26).
+        shown = ((k, v) for k, v in value.items() if not (str(k) == "id" or str(k).endswith("_id")))
+        rows = format_html_join("", "<dt>{}</dt><dd>{}</dd>", ((label_of(k), _html(v, depth + 1)) for k, v in shown))
         return format_html('<dl class="facts readable">{}</dl>', rows)
     if isinstance(value, list | tuple):
         if len(value) == 1 and not isinstance(value[0], dict | list | tuple):
@@ -50,6 +50,9 @@ def readable(value: Any) -> SafeString:
 
 
 register.filter("inline", inline)
+register.filter("plain", plain)
+register.filter("label_of", label_of)
+register.filter("short_title", short_title)
 
 
 @register.filter
