@@ -62,6 +62,7 @@ from .schemas import (
     ObservationOut,
     ObservationResolveIn,
     ObservationRevisionOut,
+    QuestionClosedOut,
     QuestionSetIn,
     RecordSearchOut,
     RecordSearchParams,
@@ -404,6 +405,17 @@ def scratchpad_list(request: HttpRequest, session_id: uuid.UUID, filters: Query[
 def question_set(request: HttpRequest, session_id: uuid.UUID, payload: QuestionSetIn):
     access, session = _session_access(request, session_id)
     return Status(201, services.question_set(access=access, session=session, payload=payload))
+
+
+@router.post(
+    "/sessions/{session_id}/question/close",
+    response={200: QuestionClosedOut, **ERRORS},
+    summary="Sol has nothing more to ask: the current question closes; its history stays (discovery:write)",
+)
+def question_close(request: HttpRequest, session_id: uuid.UUID):
+    access, session = _session_access(request, session_id)
+    closed = services.question_close(access=access, session=session)
+    return {"session_id": session.pk, "closed": closed}
 
 
 @router.get(

@@ -82,6 +82,7 @@ from .schemas import (
     ObservationIn,
     ObservationOut,
     ObservationRevisionOut,
+    QuestionClosedOut,
     QuestionSetIn,
     RecordSearchOut,
     RecordSearchParams,
@@ -178,6 +179,11 @@ def claim_request_approval(principal: Principal, args, payload: RequestApprovalI
 def question_set(principal: Principal, args, payload: QuestionSetIn):
     access, session = _session(principal, args)
     return services.question_set(access=access, session=session, payload=payload)
+
+
+def question_close(principal: Principal, args, _payload):
+    access, session = _session(principal, args)
+    return {"session_id": session.pk, "closed": services.question_close(access=access, session=session)}
 
 
 def handoff_create(principal: Principal, args, payload: HandoffIn):
@@ -331,6 +337,16 @@ TOOLS: tuple[ToolSpec, ...] = (
         run=question_set,
         out=SessionQuestionOut,
         payload=QuestionSetIn,
+        path=("session_id",),
+    ),
+    ToolSpec(
+        name="question_close",
+        route="POST /sessions/{session_id}/question/close",
+        description="Close the author's current question when there is nothing more to ask her; the book page "
+        "then says so and offers no answer to it. The next question set opens one again.",
+        needs=CONTROLLER,
+        run=question_close,
+        out=QuestionClosedOut,
         path=("session_id",),
     ),
     ToolSpec(

@@ -764,6 +764,11 @@ class HandoffOut(Schema):
     next: dict[str, str | None] = Field(description="result_entries: the paged route with the rest, or null")
 
 
+class QuestionClosedOut(Schema):
+    session_id: uuid.UUID
+    closed: bool = Field(description="whether a current question was open (false: it was already closed)")
+
+
 class SessionOut(Schema):
     id: uuid.UUID
     status: str

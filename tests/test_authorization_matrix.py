@@ -283,6 +283,7 @@ API_EXPECTED: dict[str, tuple[int, ...]] = {
     "POST /sessions/{session_id}/scratchpad": (401, 401, 404, 404, 404, 404, 404, 404, 201, 201, 201, 403, 403),
     "GET /sessions/{session_id}/scratchpad": (401, 401, 404, 404, 404, 404, 404, 404, 200, 200, 200, 200, 200),
     "POST /sessions/{session_id}/question": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 422, 403, 422),
+    "POST /sessions/{session_id}/question/close": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 200, 403, 200),
     "GET /sessions/{session_id}/questions": (401, 401, 404, 404, 404, 404, 404, 404, 200, 200, 200, 200, 200),
     "POST /turns/{turn_id}/observations": (401, 401, 404, 404, 404, 404, 404, 404, 201, 201, 201, 403, 201),
     "POST /observations/{observation_id}/resolve": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 200),

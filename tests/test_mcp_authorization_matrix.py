@@ -82,6 +82,7 @@ MCP_EXPECTED: dict[str, tuple] = {
     "claim_propose": (404, 404, 403, 403, OK),
     "claim_request_approval": (404, 404, 403, 403, OK),
     "question_set": (404, 404, 403, 403, OK),
+    "question_close": (404, 404, 403, 403, OK),
     "handoff_create": (404, 404, 403, 403, OK),
     "loop_gate_request": LOOP_CONTROLLER,
     "loop_round_advance": LOOP_CONTROLLER,
@@ -235,6 +236,7 @@ def arguments(tool: str, ids: dict, caller: str) -> dict:
             "question": f"{caller}: who should the reader distrust first?",
             "source_refs": [{"type": "turn", "id": ids["turn_id"]}],
         },
+        "question_close": {"session_id": session},
         "handoff_create": {"book_id": book, "to_role": "luna", "decision": f"{caller}: which places recur?"},
         "loop_gate_request": {
             "book_id": book,
@@ -410,6 +412,9 @@ def written(tool: str, body: dict, role: str, ids: dict) -> None:
         asked = SessionQuestion.objects.get(pk=body["id"])
         assert asked.asked_by == role
         assert DiscoverySession.objects.get(pk=ids["session_id"]).current_question == asked.question
+    elif tool == "question_close":
+        assert body["closed"] is True
+        assert DiscoverySession.objects.get(pk=ids["session_id"]).current_question == ""
     elif tool == "handoff_create":
         handoff = Handoff.objects.select_related("dossier").get(pk=body["id"])
         assert (handoff.from_role, handoff.to_role, handoff.status) == (role, "luna", "open")

@@ -146,6 +146,7 @@ EXPECTED_TOOLS = {
         "claim_request_approval",
         "claim_story_set",
         "question_set",
+        "question_close",
         "handoff_create",
         "discovery_start",
         "turn_add",

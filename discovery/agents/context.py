@@ -7,10 +7,21 @@ from __future__ import annotations
 
 import re
 
-from approvals.models import Approval, ApprovalKind
+from approvals.models import Approval, ApprovalKind, DecisionLogEntry
 from discovery.access import BookAccess, Cap, book_access
-from discovery.loop.models import CardStatus, LensRerun, LensReview, LoopMeta, RerunStatus, TraceNode, TraceStatus
-from discovery.loop.selectors import gate_parked, open_author_words
+from discovery.loop.models import (
+    CardStatus,
+    LensRerun,
+    LensReview,
+    LoopMeta,
+    OpenQuestion,
+    QuestionStatus,
+    RerunStatus,
+    TraceEdge,
+    TraceNode,
+    TraceStatus,
+)
+from discovery.loop.selectors import gate_parked, open_author_words, trace_lint
 from discovery.loop.services.gates import ROUND_REASONS, decision_brief, g2_reasons, g3_reasons, governing_charter
 from discovery.models import (
     Handoff,
@@ -177,6 +188,56 @@ def _trace(book) -> list[dict]:
     )
 
 
+def _orphans(book) -> list[dict]:
+    """The strict lint's orphans: each node with what it lacks (a producer, a consumer)."""
+    report = trace_lint(book, strict=True)
+    names = [f["nodes"][0] for f in report.findings if f["code"] == "orphan" and f.get("nodes")]
+    rows = {
+        n["node_id"]: n
+        for n in TraceNode.objects.filter(book=book, node_id__in=names, status=TraceStatus.ACTIVE).values(
+            "node_id", "kind", "label", "produced_by"
+        )
+    }
+    edges = TraceEdge.objects.filter(book=book, active=True)
+    fed = set(edges.filter(to_id__in=names).values_list("to_id", flat=True))
+    feeding = set(edges.filter(from_id__in=names).values_list("from_id", flat=True))
+    return [
+        {
+            **rows[name],
+            "message": f["message"],
+            "root": report.root,
+            "leaf_kind": report.leaf_kind,
+            "no_producer": name != report.root and name not in fed,
+            "no_consumer": rows[name]["kind"] != report.leaf_kind and name not in feeding,
+        }
+        for f in report.findings
+        if f["code"] == "orphan"
+        for name in f.get("nodes") or []
+        if name in rows
+    ]
+
+
+def _lens_questions(book, lens: str) -> list[dict]:
+    """The loop's open or routed questions for ``lens``: what its run takes up."""
+    return [
+        {**row, "id": str(row["id"])}
+        for row in OpenQuestion.objects.filter(
+            book=book, target_discipline=lens, status__in=[QuestionStatus.OPEN, QuestionStatus.ROUTED]
+        )
+        .order_by("created_at", "id")
+        .values("id", "kind", "question", "raised_by")[:20]
+    ]
+
+
+def _research_decisions(book) -> list[dict]:
+    """The research the author admitted: the decision log's entries (what a finding on research cites)."""
+    return list(
+        DecisionLogEntry.objects.filter(book=book, subject_type="research", decision="approve")
+        .order_by("sequence")
+        .values("sequence", "rationale")[:20]
+    )
+
+
 def _questions(session) -> list[dict]:
     return [
         {**row, "id": str(row["id"]), "created_at": _iso(row["created_at"])}
@@ -229,6 +290,8 @@ def _charters(book) -> list[dict]:
             "status": row["status"],
             "proposed_by": row["proposed_by"],
             "main_thrust": (row["content"] or {}).get("main_thrust", ""),
+            # Its fields (without their citations): what a new draft would change.
+            "fields": {k: v for k, v in (row["content"] or {}).items() if k != "source_refs"},
             "created_at": _iso(row["created_at"]),
         }
         for row in StoryCharter.objects.filter(book=book)
@@ -368,9 +431,17 @@ LOOKUPS = {
     AgentTask.THRUSTS: ("handoff", "turns", "confirmed_observations", "thrusts"),
     AgentTask.CHARTER: ("handoff", "turns", "confirmed_observations", "thrusts", "charters"),
     AgentTask.EXTRACT: ("handoff", "turns", "observations"),
-    AgentTask.CANON_REVIEW: ("handoff", "charter", "confirmed_observations", "proposed_claims", "loop"),
+    AgentTask.CANON_REVIEW: (
+        "handoff",
+        "charter",
+        "confirmed_observations",
+        "proposed_claims",
+        "loop",
+        "lens_questions",
+        "research_decisions",
+    ),
     AgentTask.TRUST_REVIEW: ("handoff", "charter", "loop"),
-    AgentTask.BRIEF: ("handoff", "charter", "thrusts", "trace", "loop"),
+    AgentTask.BRIEF: ("handoff", "charter", "thrusts", "trace", "loop", "orphans"),
     AgentTask.CONTINUITY: ("manuscript",),
 }
 LOOKUP_CAP = {"library": Cap.LITERARY_READ, "proposed_claims": Cap.BOOK_READ}
@@ -396,6 +467,9 @@ def looked_up(access: BookAccess, run: AgentRun) -> dict:
         "observations": lambda: _observations(book),
         "charter": lambda: _charter(book),
         "trace": lambda: _trace(book),
+        "orphans": lambda: _orphans(book),
+        "lens_questions": lambda: _lens_questions(book, "canon-integrity"),
+        "research_decisions": lambda: _research_decisions(book),
         "library": lambda: library_hits(access, handoff["decision"] if handoff else ""),
         "manuscript": lambda: manuscript_for_check(book, run.input or {}),
     }

@@ -15,7 +15,7 @@ from ninja import Field, Schema
 from pydantic import model_validator
 
 from approvals.models import Gate
-from discovery.loop.schemas import ArtifactIn, GateIn, ReviewIn, TraceEdgeIn, TraceNodeIn
+from discovery.loop.schemas import ArtifactIn, GateIn, QuestionResolveIn, ReviewIn, TraceEdgeIn, TraceNodeIn
 from discovery.models import Provenance, ScratchpadEntryKind
 from discovery.schemas import (
     Chapter,
@@ -145,6 +145,10 @@ class SolPlan(Schema):
     requested for proposals that are ready, and the current gate's card when its preconditions hold."""
 
     question: QuestionSetIn | None = None
+    done_asking: bool = Field(
+        False,
+        description="Sol has nothing more to ask the author (no question): her current question closes",
+    )
     handoffs: list[PlannedHandoff] = Field(default_factory=list, max_length=MAX_PLAN_ITEMS)
     approval_requests: list[ApprovalAsk] = Field(default_factory=list, max_length=MAX_PLAN_ITEMS)
     claims: list[ClaimIn] = Field(
@@ -233,11 +237,17 @@ class ExtractPlan(Schema):
         return self
 
 
+class LensQuestionResolution(QuestionResolveIn):
+    question_id: uuid.UUID
+
+
 class ReviewPlan(Schema):
     """A required lens's review at G2 (Terra's canon integrity, Luna's reader trust): each finding resolved or
     deferred with a reason."""
 
     review: ReviewIn
+    # The loop's open questions routed to the lens, each taken up and resolved with what settles it.
+    questions: list[LensQuestionResolution] = Field(default_factory=list, max_length=MAX_PLAN_ITEMS)
     result: HandoffResultIn | None = None
     notes: list[NOTE] = Field(default_factory=list, max_length=MAX_PLAN_ITEMS)
 

@@ -23,11 +23,13 @@ from pydantic import ValidationError as PydanticValidationError
 
 from discovery.access import BookAccess, Cap
 from discovery.loop.models import LensRerun, LoopMeta, RerunStatus, TraceEdge, TraceNode
+from discovery.loop.schemas import QuestionResolveIn
 from discovery.loop.services import (
     artifact_write,
     cost_charge,
     gate_request,
     lens_review_record,
+    question_resolve,
     rerun_done,
     round_advance,
     trace_edge_add,
@@ -46,6 +48,7 @@ from discovery.services import (
     handoff_create,
     handoff_return,
     observation_extract,
+    question_close,
     question_set,
     scratchpad_append,
     thrust_propose,
@@ -478,6 +481,8 @@ def apply_sol(access: BookAccess, run: AgentRun, plan: SolPlan) -> tuple[Outputs
     if plan.question is not None:
         asked = question_set(access=access, session=_session(access), payload=plan.question)
         outputs.append((OutputType.QUESTION, asked.pk))
+    elif plan.done_asking and question_close(access=access, session=_session(access)):
+        notes.append("Closed the current question: Sol has nothing more to ask for now.")
     for item in plan.handoffs:
         handoff = handoff_create(access=access, payload=item.handoff)
         child = agent_run_start(
@@ -592,6 +597,10 @@ def apply_review(access: BookAccess, run: AgentRun, plan: ReviewPlan) -> tuple[O
     review = lens_review_record(access=access, payload=plan.review)
     outputs: Outputs = [(OutputType.REVIEW, review.pk)]
     notes = [f"Filed the {plan.review.lens} review.", *_reruns_done(access, run, plan.review.lens)]
+    for item in plan.questions:
+        payload = QuestionResolveIn(resolution=item.resolution, cites=item.cites)
+        resolved = question_resolve(access=access, question_id=item.question_id, payload=payload)
+        notes.append(f"Resolved the open question '{resolved.question[:120]}'.")
     return outputs + _answer_handoff(access, run, plan.result), notes
 
 

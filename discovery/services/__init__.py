@@ -44,7 +44,7 @@ from .observations import (
     turn_add_stating,
 )
 from .scratchpad import scratchpad_append
-from .sessions import discovery_start, question_set, thrust_propose, turn_add
+from .sessions import discovery_start, question_close, question_set, thrust_propose, turn_add
 
 __all__ = [
     "author_constraints",
@@ -82,6 +82,7 @@ __all__ = [
     "observation_history",
     "observation_resolve",
     "observations_confirm_turn",
+    "question_close",
     "question_set",
     "scratchpad_append",
     "series_create",

@@ -192,3 +192,17 @@ def question_set(*, access: BookAccess, session: DiscoverySession, payload: Ques
         session.current_question = payload.question
         session.save(update_fields=["current_question", "updated_at"])
     return asked
+
+
+def question_close(*, access: BookAccess, session: DiscoverySession) -> bool:
+    """Sol has nothing more to ask: the current question closes (the book page says so, and offers no answer
+    to it). Its history stays; the next question Sol sets opens one again. True when it was open."""
+    access.require(Cap.DISCOVERY_WRITE)
+    with transaction.atomic():
+        session = locked_session(session)
+        writable(session)
+        if not session.current_question:
+            return False
+        session.current_question = ""
+        session.save(update_fields=["current_question", "updated_at"])
+    return True

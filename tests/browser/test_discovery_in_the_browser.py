@@ -272,17 +272,6 @@ def demo_answer(question: str) -> str:
     return found[0] if found else answer_to(question)
 
 
-# Where the demo book stops today (issue 26; the loop page's missing list and its actions are being built):
-# at G2, with nothing in the browser left for her or the agents to do.
-DEMO_STOPS_AT_G2 = (
-    "The demo book stops at G2: the loop page lists 'the strict lint fails' (the demo's orphan subplot-harbour, "
-    "which no page lets her or an agent link or withdraw), '1 open or routed question' (Luna's 'Is the tide table "
-    "in chapter 9 consistent with the admitted research?', for the canon-integrity lens, which no run resolves and "
-    "which has no answer form for her) and 'no full round' (Sol closes a round only when nothing else is missing)"
-)
-
-
-@pytest.mark.xfail(strict=True, raises=pytest.fail.Exception, reason=DEMO_STOPS_AT_G2)
 def test_the_demo_book_reaches_hand_off_in_the_browser(page, screenshot, seeded, worker, offline):
     """From where ``manage.py demo`` leaves it (G1.5, a charter, two canon claims and a research item waiting),
     she does what the book asks of her, in the order it asks: decide what waits (oldest first), confirm what

@@ -20,6 +20,7 @@ from django.db import transaction
 from approvals.models import DecisionLogEntry
 from approvals.services import decision_log_append
 from discovery.access import BookAccess, Cap, refusal
+from discovery.signals import person_acted
 from novelgraph.core.errors import Conflict, Invalid, NotFound
 
 from ..models import (
@@ -137,7 +138,10 @@ def question_resolve(*, access: BookAccess, question_id, payload: QuestionResolv
                 detail={"kind": q.kind, "question": q.question[:500], "cites": cites, "settled": True},
             )
         refresh(meta)
-        return q
+    if access.is_author or access.role in ("author", "editor"):
+        # Her answer may be what the loop waited for: Sol takes the next step (when the book lets him).
+        person_acted.send(sender=OpenQuestion, book=book, user=access.user, act="answer-question")
+    return q
 
 
 def question_surface(*, access: BookAccess, question_id) -> OpenQuestion:
