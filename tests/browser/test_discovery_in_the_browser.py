@@ -247,7 +247,7 @@ def test_a_new_author_reaches_hand_off_in_the_browser_with_the_agents_inside(pag
     assert_accessible_basics(page)
     screenshot(page, "codex")
     page.goto(f"/books/{book.pk}/loop/")
-    assert page.locator(".loop-status").inner_text() == "handed-off"
+    assert page.locator(".loop-status").inner_text() == "Handed off to drafting"
     assert_accessible_basics(page)
     page.goto(f"/review/books/{book.pk}/log/")
     assert page.get_by_test_id("log-badge").inner_text() == "verified"
