@@ -251,7 +251,8 @@ def test_brief_a_scripted_reply_is_proposed_on_the_blackboard_with_its_traceabil
     assert set(TraceNode.objects.filter(book=at_g2).values_list("node_id", flat=True)) >= {"premise", "sq"}
     assert TraceEdge.objects.filter(book=at_g2, from_id="sq", to_id="chapter-1-spec", active=True).exists()
     kinds = [o.type for o in run.outputs.all()]
-    assert kinds[0] == "artifact" and kinds.count("trace") == 3
+    # The premise root exists from the loop's start (the brief takes it as its own); the brief draws the rest.
+    assert kinds[0] == "artifact" and kinds.count("trace") == 2
     assert "ArtifactIn" in json.dumps(sent_schema(model_stub, "brief"))
 
 
@@ -267,7 +268,8 @@ def test_brief_of_another_type_is_refused_and_draws_no_trace(model_stub, author_
 
     assert run.status == "failed" and "brief.type must be decision-brief" in run.reason
     assert not BlackboardArtifact.objects.filter(book=at_g2, slug="decision-brief").exists()
-    assert not TraceNode.objects.filter(book=at_g2).exists()
+    # Only the premise root the loop started with: the refused brief drew nothing.
+    assert list(TraceNode.objects.filter(book=at_g2).values_list("node_id", flat=True)) == ["premise"]
 
 
 # --- A small model's almost-JSON: repaired where safe, refused where not ------------------------------------

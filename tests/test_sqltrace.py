@@ -18,13 +18,13 @@ pytestmark = pytest.mark.django_db
 
 
 def test_a_search_on_the_raw_connection_is_counted_where_django_sees_nothing():
-    KnowledgeChunkFactory(content="The tide clock struck thirteen.")
+    KnowledgeChunkFactory(content="The quillwort bellbuoy struck thirteen.")  # words no curated passage holds
     resolve_mode()  # the mode is checked once per database, not per search
 
     with sql_trace() as trace, CaptureQueriesContext(connection) as captured:
-        result = search("tide clock")
+        result = search("quillwort bellbuoy")
 
-    assert [r["content"] for r in result.results] == ["The tide clock struck thirteen."]
+    assert [r["content"] for r in result.results] == ["The quillwort bellbuoy struck thirteen."]
     assert len(captured) == 0
     assert len(trace) == 1, trace
     assert "library_knowledgechunk" in trace.statements[0]

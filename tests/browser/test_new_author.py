@@ -304,16 +304,18 @@ def test_a_new_author_goes_from_an_empty_account_to_an_approved_charter_and_cano
     screenshot(page, "new-author-handoff")
     page.get_by_role("navigation", name="This book").get_by_role("link", name="Loop").click()
     page.wait_for_url(f"**/books/{book.pk}/loop/")
-    assert page.locator(".loop-status").inner_text() == "handed-off"
+    assert page.locator(".loop-status").inner_text() == "Handed off to drafting"
     assert_accessible_basics(page)
     check_phone(page)
     # Canon as a place: in the codex she supersedes the claim with a rationale; the old value stays as history.
     page.goto(f"/books/{book.pk}/codex/")
     assert_accessible_basics(page)
     page.get_by_text("Supersede", exact=False).first.click()
-    page.get_by_label("New value (required)").fill("the harbour pilot's widow")
-    page.get_by_label("Rationale (required)").fill("The pilot drowned before the book begins.")
-    page.get_by_role("button", name="Supersede with this value").click()
+    # The supersede form (the codex also holds "State a fact", with its own rationale).
+    supersede = page.locator("form").filter(has=page.get_by_role("button", name="Supersede with this value")).first
+    supersede.get_by_label("New value (required)").fill("the harbour pilot's widow")
+    supersede.get_by_label("Rationale (required)").fill("The pilot drowned before the book begins.")
+    supersede.get_by_role("button", name="Supersede with this value").click()
     page.get_by_test_id("claim-history").wait_for()
     assert "the harbour pilot" in page.get_by_test_id("claim-history").inner_text()
     assert KnowledgeClaim.objects.get(pk=claim["id"]).status == "revised"
@@ -419,7 +421,7 @@ def test_a_verdict_that_discards_work_asks_first_and_a_gate_card_reads_plainly(p
     )
     log_in(page, "nadia", PASSWORD)
     page.goto(f"/review/{card['approval_id']}/")
-    assert page.get_by_test_id("subject").inner_text() == "the value seed holds"
+    assert page.get_by_test_id("subject").inner_text() == "the book's reason to exist holds"
     fields = page.get_by_test_id("card-fields").inner_text()
     assert "Decisions requested" in fields and "ratify the seed" in fields and "{" not in fields
     assert page.get_by_test_id("verdict-help").locator("dt").count() == 7
