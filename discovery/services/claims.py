@@ -251,6 +251,37 @@ def claim_decide(*, access: BookAccess, claim_id: Any, approve: bool, rationale:
     )
 
 
+def revision_of(access: BookAccess, old: KnowledgeClaim, value: Any) -> ClaimIn:
+    """The author's revision of approved canon ``old`` to ``value``: same base, subject, predicate and story
+    record, ``revises`` the old claim, author-stated. Superseding in the codex and a continuity finding settled
+    by changing canon both propose it. Only approved book or series canon is revised (literary canon is staff's)."""
+    if old.base.scope == KnowledgeBase.Scope.LITERARY:
+        raise _curated_by_staff()
+    if old.status != KnowledgeClaim.Status.APPROVED:
+        raise Conflict(f"only approved canon is superseded; this claim is {old.status}", code="not_canon")
+    if old.base.scope not in (KnowledgeBase.Scope.BOOK, KnowledgeBase.Scope.SERIES):
+        raise Conflict("only book and series canon is superseded here", code="not_canon")
+    scope_id = str(access.book.series_id if old.base.scope == KnowledgeBase.Scope.SERIES else access.book.pk)
+    return ClaimIn(
+        scope=old.base.scope,
+        scope_id=scope_id,
+        subject=old.subject,
+        predicate=old.predicate,
+        value=value,
+        provenance="author-stated",
+        source_refs=old.source_refs,
+        revises=old.pk,
+        true_from_chapter=old.true_from_chapter,
+        true_until_chapter=old.true_until_chapter,
+        known_by=old.known_by,
+        known_by_characters=old.known_by_characters,
+        first_shown_chapter=old.first_shown_chapter,
+        decisive=old.decisive,
+        evidence_for=old.evidence_for_id,
+        reveal=old.reveal,
+    )
+
+
 def claim_supersede(*, access: BookAccess, claim_id: Any, value: Any, rationale: str) -> KnowledgeClaim:
     """The author supersedes approved canon with a new value, through a logged decision with her rationale.
 
@@ -263,32 +294,7 @@ def claim_supersede(*, access: BookAccess, claim_id: Any, value: Any, rationale:
     require_rationale(rationale)
     with transaction.atomic():
         old = claim_for_book(access, claim_id, lock=True)
-        if old.base.scope == KnowledgeBase.Scope.LITERARY:
-            raise _curated_by_staff()
-        if old.status != KnowledgeClaim.Status.APPROVED:
-            raise Conflict(f"only approved canon is superseded; this claim is {old.status}", code="not_canon")
-        if old.base.scope not in (KnowledgeBase.Scope.BOOK, KnowledgeBase.Scope.SERIES):
-            raise Conflict("only book and series canon is superseded here", code="not_canon")
-        scope_id = str(access.book.series_id if old.base.scope == KnowledgeBase.Scope.SERIES else access.book.pk)
-        payload = ClaimIn(
-            scope=old.base.scope,
-            scope_id=scope_id,
-            subject=old.subject,
-            predicate=old.predicate,
-            value=value,
-            provenance="author-stated",
-            source_refs=old.source_refs,
-            revises=old.pk,
-            true_from_chapter=old.true_from_chapter,
-            true_until_chapter=old.true_until_chapter,
-            known_by=old.known_by,
-            known_by_characters=old.known_by_characters,
-            first_shown_chapter=old.first_shown_chapter,
-            decisive=old.decisive,
-            evidence_for=old.evidence_for_id,
-            reveal=old.reveal,
-        )
-        new = claim_propose(access=access, base=old.base, payload=payload)
+        new = claim_propose(access=access, base=old.base, payload=revision_of(access, old, value))
         claim_decide(access=access, claim_id=new.pk, approve=True, rationale=rationale)
         new.refresh_from_db()
         return new

@@ -25,11 +25,10 @@ from ..models import (
     CodexEntry,
     ContinuityFinding,
     FindingStatus,
-    KnowledgeBase,
     KnowledgeClaim,
 )
-from ..schemas import ClaimIn, FindingsIn
-from .claims import claim_for_book, claim_propose
+from ..schemas import FindingsIn
+from .claims import claim_for_book, claim_propose, revision_of
 
 FINDING_SUBJECT = "continuity-finding"
 WORD = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*")
@@ -361,29 +360,7 @@ def finding_settle(
             old = claim_for_book(access, finding.claim_ids[0])
             if old.status != KnowledgeClaim.Status.APPROVED:
                 raise Conflict("the claim this finding concerns is no longer canon", code="not_canon")
-            scope_id = str(access.book.series_id if old.base.scope == KnowledgeBase.Scope.SERIES else access.book.pk)
-            proposal = claim_propose(
-                access=access,
-                base=old.base,
-                payload=ClaimIn(
-                    scope=old.base.scope,
-                    scope_id=scope_id,
-                    subject=old.subject,
-                    predicate=old.predicate,
-                    value=value,
-                    provenance="author-stated",
-                    source_refs=old.source_refs,
-                    revises=old.pk,
-                    true_from_chapter=old.true_from_chapter,
-                    true_until_chapter=old.true_until_chapter,
-                    known_by=old.known_by,
-                    known_by_characters=old.known_by_characters,
-                    first_shown_chapter=old.first_shown_chapter,
-                    decisive=old.decisive,
-                    evidence_for=old.evidence_for_id,
-                    reveal=old.reveal,
-                ),
-            )
+            proposal = claim_propose(access=access, base=old.base, payload=revision_of(access, old, value))
             finding.status = FindingStatus.CANON_CHANGE
             finding.proposal = proposal
             finding.save(update_fields=["status", "proposal", "updated_at"])
