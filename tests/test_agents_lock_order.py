@@ -70,6 +70,8 @@ def test_queueing_a_run_while_sols_run_holds_the_session_and_wants_the_loop(auth
     results: dict = {}
     holding = threading.Event()
     request_sent = threading.Event()
+    threads: dict = {}
+    started = threading.Event()  # the request's thread is known to Sol's run (it may send before it is named)
 
     def sols_run():
         # Sol's run's writes, in the order its transaction takes them: the session (its question), then the
@@ -78,7 +80,8 @@ def test_queueing_a_run_while_sols_run_holds_the_session_and_wants_the_loop(auth
             locked_session(DiscoverySession.objects.get(pk=session_id))
             holding.set()
             request_sent.wait(10)
-            _blocked_or_done(request)
+            started.wait(10)
+            _blocked_or_done(threads["request"])
             lock_meta(book)
             cost_charge(book=book, amount=1)
         return "settled"
@@ -89,9 +92,10 @@ def test_queueing_a_run_while_sols_run_holds_the_session_and_wants_the_loop(auth
         return author_api.post(f"/books/{book.pk}/agent-runs", {"task": "guidance", "topic": "fair clues"})
 
     worker = _in_thread(sols_run, results, "run")
-    request = _in_thread(queue_a_run, results, "request")
+    threads["request"] = _in_thread(queue_a_run, results, "request")
+    started.set()
     worker.join(60)
-    request.join(60)
+    threads["request"].join(60)
 
     assert results["run"] == "settled", results
     assert results["request"].status_code == 202, results["request"].content
