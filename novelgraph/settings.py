@@ -222,8 +222,8 @@ NOVELGRAPH_LOGIN_FAILURE_WINDOW = int(os.environ.get("NOVELGRAPH_LOGIN_FAILURE_W
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "discovery:home"
 LOGOUT_REDIRECT_URL = "login"
-# E-mail: only the password reset sends any ("Forgot your password?" on the login page). In development the
-# message is printed on the console; otherwise the backend and its server come from the environment.
+# E-mail (novelgraph.core.mail, templates/email/): in development the message is printed on the console;
+# otherwise the backend and its server come from the environment.
 EMAIL_BACKEND = os.environ.get(
     "DJANGO_EMAIL_BACKEND",
     "django.core.mail.backends.console.EmailBackend" if DEBUG else "django.core.mail.backends.smtp.EmailBackend",
@@ -235,6 +235,8 @@ EMAIL_HOST_PASSWORD = os.environ.get("DJANGO_EMAIL_HOST_PASSWORD", "")
 EMAIL_USE_TLS = env_bool("DJANGO_EMAIL_USE_TLS", False)
 EMAIL_USE_SSL = env_bool("DJANGO_EMAIL_USE_SSL", False)
 DEFAULT_FROM_EMAIL = os.environ.get("DJANGO_DEFAULT_FROM_EMAIL", "NovelGraph <novelgraph@localhost>")
+# Where the links in e-mails and feeds point (novelgraph.core.mail.site_url).
+NOVELGRAPH_SITE_URL = os.environ.get("NOVELGRAPH_SITE_URL", "http://127.0.0.1:8000")
 
 LANGUAGE_CODE = "en-gb"
 TIME_ZONE = "UTC"
