@@ -662,7 +662,7 @@ def _gate_card(context: dict, loop: dict, gate: str, notes: list[str]) -> dict |
             notes.append("G0 waits for a premise to ratify.")
             return None
         return _gate_ask(
-            "G0", f"Ratify the premise as the value seed: {book['premise']}", "Is this why the book exists?", "approve"
+            "G0", f"Ratify the premise as the book's reason to exist: {book['premise']}", "Is this why the book exists?", "approve"
         )
     if gate == "G1":
         fit = book.get("genre_pack") or "no genre pack yet"
