@@ -255,6 +255,21 @@ def test_park_at_g0_lets_the_discovery_go_on_and_sol_asks_again_after_her_next_a
     assert again is not None and again.pk != first.pk
 
 
+@pytest.mark.agents_act
+def test_abandon_at_g0_is_not_asked_straight_back_and_sol_asks_again_after_she_speaks(settings):
+    author, book, session = at_g0(settings)
+    first = pending(book, "gate", "G0")
+    verdict(author, first, "abandon", "This premise is not the book: I will say what is.")
+    assert pending(book, "gate") is None, "the abandoned card is not raised again at once"
+    notes = AgentRun.objects.filter(book=book, role="sol").order_by("-created_at").first().notes
+    assert any("the author abandoned this line" in note for note in notes), notes
+
+    session.refresh_from_db()
+    author.post(f"/books/{book.pk}/turns/", {"content": answer_to(session.current_question)})
+    again = pending(book, "gate", "G0")
+    assert again is not None and again.pk != first.pk
+
+
 # --- Abandon: its impact preview is shown before it asks ---------------------------------------------------------
 
 

@@ -21,7 +21,7 @@ from discovery.loop.models import (
     TraceNode,
     TraceStatus,
 )
-from discovery.loop.selectors import gate_parked, open_author_words, trace_lint
+from discovery.loop.selectors import gate_set_aside, open_author_words, trace_lint
 from discovery.loop.services.gates import ROUND_REASONS, decision_brief, g2_reasons, g3_reasons, governing_charter
 from discovery.models import (
     Handoff,
@@ -382,6 +382,7 @@ def _loop(book) -> dict:
         .order_by("created_at", "id")
         .values("id", "lens", "artifacts", "reason", "created_at")[:20]
     ]
+    set_aside = gate_set_aside(meta)
     return {
         "gate": meta.gate,
         "status": meta.status,
@@ -392,8 +393,10 @@ def _loop(book) -> dict:
         "reruns": reruns,
         # Her steer or constraint on the last card: the next card answers it.
         "author_words": open_author_words(meta),
-        # She parked the current gate's card and has not spoken since: the discovery goes on without it.
-        "parked": gate_parked(meta),
+        # She parked the current gate's card and has not spoken since: the discovery goes on without it. Or she
+        # abandoned its line: nothing is asked at this gate until she says where the book goes now.
+        "parked": set_aside == "park",
+        "abandoned": set_aside == "abandon",
         # What the controller would be told if it asked for G2 or G3 now (reads only).
         "g2_reasons": g2_reasons(book) if meta.gate == "G2" else [],
         "g3_reasons": g3_reasons(book, ["decision-brief"]) if meta.gate == "G3" else [],

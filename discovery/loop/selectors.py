@@ -211,20 +211,22 @@ def open_author_words(meta: LoopMeta) -> list[dict]:
     ]
 
 
-def gate_parked(meta: LoopMeta) -> bool:
-    """The author parked the current gate's card and has not spoken since: the decision waits while the rest of
-    the discovery goes on (the controller asks for the gate again after her next turn)."""
+def gate_set_aside(meta: LoopMeta) -> str | None:
+    """"park" or "abandon" when the author set the current gate's card aside with that verdict and has not spoken
+    since: the controller does not ask for the gate again until her next turn (a parked decision waits while the
+    rest of the discovery goes on; an abandoned line waits for her to say where the book goes now)."""
     card = (
         OptionCard.objects.filter(book_id=meta.book_id, gate=meta.gate, kind__in=ANSWERING_CARDS)
         .order_by("-created_at")
         .only("status", "verdict", "updated_at")
         .first()
     )
-    if card is None or card.status != CardStatus.DECIDED or card.verdict != "park":
-        return False
-    return not Turn.objects.filter(
+    if card is None or card.status != CardStatus.DECIDED or card.verdict not in ("park", "abandon"):
+        return None
+    spoke = Turn.objects.filter(
         session__book_id=meta.book_id, role__in=("author", "editor"), created_at__gt=card.updated_at
     ).exists()
+    return None if spoke else card.verdict
 
 
 def rerun_capped(book_id, rerun: dict) -> dict:

@@ -639,6 +639,9 @@ def _sol_gate(context: dict, notes: list[str]) -> dict | None:
     if loop.get("parked"):
         notes.append(f"{gate} waits: the author parked it; Sol asks for it again after her next answer.")
         return None
+    if loop.get("abandoned"):
+        notes.append(f"{gate} waits: the author abandoned this line; Sol asks again once she says where the book goes.")
+        return None
     ask = _gate_card(context, loop, gate, notes)
     words = loop.get("author_words") or []
     if ask is None or not words:
@@ -662,7 +665,10 @@ def _gate_card(context: dict, loop: dict, gate: str, notes: list[str]) -> dict |
             notes.append("G0 waits for a premise to ratify.")
             return None
         return _gate_ask(
-            "G0", f"Ratify the premise as the book's reason to exist: {book['premise']}", "Is this why the book exists?", "approve"
+            "G0",
+            f"Ratify the premise as the book's reason to exist: {book['premise']}",
+            "Is this why the book exists?",
+            "approve",
         )
     if gate == "G1":
         fit = book.get("genre_pack") or "no genre pack yet"
