@@ -2,6 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+from novelgraph.core.forms import PasswordResetByMailForm
 from novelgraph.core.security import ThrottledLoginView
 
 from .api import api
@@ -18,10 +19,11 @@ urlpatterns = [
         ),
         name="password_set",
     ),
-    # A person who forgot her password resets it herself: the link goes to her e-mail address, never to staff.
+    # A person who forgot her password resets it herself: the link goes to her e-mail address, never to staff,
+    # in a message on the same templates as every other (templates/email/password_reset*).
     path(
         "password-reset/",
-        auth_views.PasswordResetView.as_view(subject_template_name="registration/password_reset_subject.txt"),
+        auth_views.PasswordResetView.as_view(form_class=PasswordResetByMailForm),
         name="password_reset",
     ),
     path("password-reset/sent/", auth_views.PasswordResetDoneView.as_view(), name="password_reset_done"),

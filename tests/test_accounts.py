@@ -1,5 +1,6 @@
-"""Accounts without the shell: staff create a person in the admin with password login disabled, make a
-one-time link, and the person sets her password through it (the link then stops working).
+"""Accounts without the shell: staff create a person in the admin with password login disabled and invite
+her by e-mail: a one-time link reaches her address, and she sets her password through it (the link then
+stops working).
 
 A person's password is hers: no staff member, superusers included, sets, resets or disables the password
 of another account in the admin, or makes a link for one that has a password; a person who forgot hers
@@ -14,31 +15,53 @@ from django.contrib.auth import get_user_model
 from django.core import mail
 from django.test import Client
 
+from novelgraph.core.mail import site_url
+
 from .factories import PASSWORD, UserFactory
 from .pages_support import TOKEN
 
 pytestmark = pytest.mark.django_db
 
 
-def test_staff_create_an_author_and_send_a_one_time_link_to_set_her_password(db):
+def _invite(admin: Client, *people) -> str:
+    """Run the admin's "Invite by e-mail" action on ``people``; returns the page it answers."""
+    changelist = "/admin/auth/user/"
+    token = TOKEN.search(admin.get(changelist).content.decode()).group(1)
+    done = admin.post(
+        changelist,
+        {"action": "invite_by_email", "_selected_action": [p.pk for p in people], "csrfmiddlewaretoken": token},
+        follow=True,
+    )
+    assert done.status_code == 200
+    return done.content.decode()
+
+
+def test_staff_create_an_author_and_invite_her_by_email_to_set_her_password(db):
     staff = UserFactory(username="root", is_staff=True, is_superuser=True)
     admin = Client(enforce_csrf_checks=True)
     assert admin.login(username=staff.username, password=PASSWORD)
     add = "/admin/auth/user/add/"
     token = TOKEN.search(admin.get(add).content.decode()).group(1)
-    created = admin.post(add, {"username": "noor", "usable_password": "false", "csrfmiddlewaretoken": token})
+    created = admin.post(
+        add,
+        {"username": "noor", "email": "noor@example.test", "usable_password": "false", "csrfmiddlewaretoken": token},
+    )
     assert created.status_code == 302, created.content.decode()[:2000]
     noor = get_user_model().objects.get(username="noor")
     assert not noor.has_usable_password() and not noor.is_staff
 
-    changelist = "/admin/auth/user/"
-    token = TOKEN.search(admin.get(changelist).content.decode()).group(1)
-    done = admin.post(
-        changelist,
-        {"action": "make_set_password_link", "_selected_action": [noor.pk], "csrfmiddlewaretoken": token},
-        follow=True,
-    )
-    link = re.search(r"http://testserver(/set-password/[^/]+/[^/]+/)", done.content.decode()).group(1)
+    page = _invite(admin, noor)
+    assert "Invitation sent to noor@example.test for the username noor" in page
+    assert "/set-password/" not in page  # the link goes to her, never to staff
+    assert len(mail.outbox) == 1
+    message = mail.outbox[0]
+    assert message.to == ["noor@example.test"] and message.subject == "Your NovelGraph account: choose your password"
+    assert "Your username is: noor" in message.body
+    site = re.escape(site_url())
+    link = re.search(site + r"(/set-password/[^/\s]+/[^/\s]+/)", message.body).group(1)
+    html = message.alternatives[0][0]
+    assert link in html and "<strong>noor</strong>" in html
+    assert message.body.rstrip().endswith(f"NovelGraph · {site_url()}")  # the shared base's footer
 
     person = Client(enforce_csrf_checks=True)
     form = person.get(link, follow=True)
@@ -89,21 +112,27 @@ def _still_her_password(person) -> None:
 @pytest.mark.parametrize("who", ["author", "editor"])
 def test_staff_cannot_make_a_set_password_link_for_a_person_who_has_a_password(admin_browser, author, editor, who):
     person = {"author": author, "editor": editor}[who]
-    changelist = "/admin/auth/user/"
-    done = admin_browser.post(
-        changelist,
-        {
-            "action": "make_set_password_link",
-            "_selected_action": [person.pk],
-            "csrfmiddlewaretoken": _token(admin_browser, changelist),
-        },
-        follow=True,
-    )
+    page = _invite(admin_browser, person)
 
-    page = done.content.decode()
     assert "/set-password/" not in page
     assert f"No link was made for {person.username}: the account already has a password." in page
+    assert mail.outbox == []
     _still_her_password(person)
+
+
+def test_a_person_without_an_email_address_is_not_invited_and_staff_are_told_why(admin_browser):
+    noor = UserFactory(username="noor", email="")
+    noor.set_unusable_password()
+    noor.save()
+    zara = UserFactory(username="zara", email="zara@example.test")
+    zara.set_unusable_password()
+    zara.save()
+
+    page = _invite(admin_browser, noor, zara)
+
+    assert "No invitation was sent to noor: the account has no e-mail address." in page
+    assert "Invitation sent to zara@example.test for the username zara" in page
+    assert [message.to for message in mail.outbox] == [["zara@example.test"]]
 
 
 @pytest.mark.parametrize("who", ["author", "editor", "another superuser"])
@@ -205,7 +234,12 @@ def test_an_author_who_forgot_her_password_resets_it_herself_by_email(author):
     assert asked.status_code == 302 and asked["Location"] == "/password-reset/sent/"
     assert "Check your e-mail" in person.get(asked["Location"]).content.decode()
     assert len(mail.outbox) == 1 and mail.outbox[0].to == [author.email]
-    link = re.search(r"http://testserver(/password-reset/[^/\s]+/[^/\s]+/)", mail.outbox[0].body).group(1)
+    message = mail.outbox[0]
+    # The same templates and bases as every message the product sends, the link on the site's own address.
+    assert message.subject == "Your NovelGraph password" and f"({author.username})" in message.body
+    assert message.body.rstrip().endswith(f"NovelGraph · {site_url()}")
+    link = re.search(re.escape(site_url()) + r"(/password-reset/[^/\s]+/[^/\s]+/)", message.body).group(1)
+    assert link in message.alternatives[0][0]
 
     form = person.get(link, follow=True)
     assert "Choose a new password" in form.content.decode()

@@ -10,6 +10,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
 from discovery.models import Book, DiscoverySession, Series
+from novelgraph.core.mail import site_url
 
 from .factories import BookFactory, SeriesFactory, UserFactory
 from .pages_support import csrf_browser, submit
@@ -84,13 +85,24 @@ def test_a_form_without_the_csrf_token_is_refused(newcomer):
     assert not Book.objects.exists()
 
 
-def test_the_author_invites_an_editor_by_username_then_removes_her(author, book):
+def test_the_author_invites_an_editor_by_username_then_removes_her(
+    author, book, mailoutbox, django_capture_on_commit_callbacks
+):
     newcomer = UserFactory(username="mira")
     browser = csrf_browser(author)
     people = f"/books/{book.pk}/people/"
 
-    response = submit(browser, people, people, {"username": "mira"})
+    with django_capture_on_commit_callbacks(execute=True):
+        response = submit(browser, people, people, {"username": "mira"})
     assert response.status_code == 302
+    # The editor is told: what book, who invited her, and a link to it, on the shared e-mail bases.
+    assert len(mailoutbox) == 1
+    told = mailoutbox[0]
+    assert told.to == ["mira@example.test"] and told.subject == f"ada invited you to edit “{book.title}” on NovelGraph"
+    link = f"{site_url()}/books/{book.pk}/"
+    assert f"ada invited you to edit the book “{book.title}”" in told.body and link in told.body
+    assert f'<a href="{link}">' in told.alternatives[0][0]
+    assert told.body.rstrip().endswith(f"NovelGraph · {site_url()}")
     assert book.editors.filter(pk=newcomer.pk).exists()
     assert csrf_browser(newcomer).get(f"/books/{book.pk}/").status_code == 200, "the editor sees the book"
 
@@ -106,13 +118,17 @@ def test_the_author_invites_an_editor_by_username_then_removes_her(author, book)
     ("username", "status", "message"),
     [("nobody", 422, "no active account is named"), ("ada", 422, "you are this book"), ("eli", 409, "already edits")],
 )
-def test_inviting_an_unknown_person_herself_or_a_current_editor_says_why(author, book, username, status, message):
+def test_inviting_an_unknown_person_herself_or_a_current_editor_says_why(
+    author, book, username, status, message, mailoutbox, django_capture_on_commit_callbacks
+):
     people = f"/books/{book.pk}/people/"
     before = list(book.editors.values_list("pk", flat=True))
-    response = submit(csrf_browser(author), people, people, {"username": username})
+    with django_capture_on_commit_callbacks(execute=True):
+        response = submit(csrf_browser(author), people, people, {"username": username})
     assert response.status_code == status
     assert message in response.content.decode()
     assert list(book.editors.values_list("pk", flat=True)) == before
+    assert mailoutbox == [], "a refused invitation tells nobody"
 
 
 def test_an_editor_may_not_change_who_edits_the_book(editor, book):
@@ -158,11 +174,15 @@ def test_the_local_author_is_a_plain_author_and_staff_is_a_separate_account(db):
     assert not User.objects.get(username="author").is_superuser
 
 
-def test_the_api_invites_and_removes_an_editor_through_the_same_service(author_api, sol_api, book):
+def test_the_api_invites_and_removes_an_editor_through_the_same_service(
+    author_api, sol_api, book, mailoutbox, django_capture_on_commit_callbacks
+):
     mira = UserFactory(username="mira")
     assert sol_api.post(f"/books/{book.pk}/editors", {"username": "mira"}).status_code == 403
-    created = author_api.post(f"/books/{book.pk}/editors", {"username": "mira"})
+    with django_capture_on_commit_callbacks(execute=True):
+        created = author_api.post(f"/books/{book.pk}/editors", {"username": "mira"})
     assert created.status_code == 201 and created.json() == {"id": mira.pk, "username": "mira"}
+    assert [message.to for message in mailoutbox] == [["mira@example.test"]], "the editor is told by e-mail"
     assert author_api.post(f"/books/{book.pk}/editors", {"username": "mira"}).status_code == 409
     assert author_api.delete(f"/books/{book.pk}/editors/{mira.pk}").status_code == 204
     assert not book.editors.filter(pk=mira.pk).exists()

@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
+import logging
 import uuid
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
+from django.urls import reverse
 from django.utils.text import slugify
 
 from novelgraph.core.auth import Principal
 from novelgraph.core.db import lock_row
 from novelgraph.core.errors import Conflict, Forbidden, Invalid, NotFound
+from novelgraph.core.mail import mail_send, site_url
 
 from ..access import BookAccess
 from ..models import Book, Series
 from ..schemas import BookEditIn, BookIn, EditorIn, SeriesIn
 from ..signals import person_acted, premise_changed, premise_impact
+
+logger = logging.getLogger(__name__)
 
 
 def _person_only(principal: Principal, what: str) -> None:
@@ -69,7 +74,8 @@ def book_editor_add(*, access: BookAccess, payload: EditorIn):
 
     An editor reads everything and writes turns; she never decides. Unknown or inactive
     usernames and the author herself are a 422 naming ``username``; an editor already
-    on the book is a 409 and nothing changes.
+    on the book is a 409 and nothing changes. Once the invitation is stored, the editor is told by
+    e-mail (what book, who invited her, a link to it), when her account has an address.
     """
     _author_only(access, "add an editor")
     User = get_user_model()
@@ -83,7 +89,31 @@ def book_editor_add(*, access: BookAccess, payload: EditorIn):
         if access.book.editors.filter(pk=person.pk).exists():
             raise Conflict(f"{person.get_username()} already edits this book", code="already_editor")
         access.book.editors.add(person)
+        book, inviter = access.book, access.user
+        transaction.on_commit(lambda: editor_invitation_send(book=book, editor=person, inviter=inviter))
     return person
+
+
+def editor_invitation_send(*, book: Book, editor, inviter) -> int:
+    """Tell ``editor`` by e-mail that ``inviter`` asked her to edit ``book``, with a link to the book
+    (nothing is sent to an account without an address); returns how many messages were sent.
+
+    The invitation stands whatever happens to the message: a mail server that is down is logged, not
+    raised, so the author's page does not fail after the editor was added."""
+    try:
+        return mail_send(
+            to=[editor.email],
+            template="editor_invited",
+            context={
+                "book": book,
+                "editor": editor,
+                "inviter": inviter.get_full_name() or inviter.get_username(),
+                "book_url": site_url() + reverse("discovery:book", args=[book.pk]),
+            },
+        )
+    except OSError:
+        logger.exception("the invitation e-mail to %s about book %s was not sent", editor.get_username(), book.pk)
+        return 0
 
 
 def book_editor_remove(*, access: BookAccess, user_id) -> None:

@@ -1,7 +1,8 @@
 """API keys and people in the admin.
 
 Keys are listed and revoked, never created or widened here. People (authors and editors) are created
-here by staff, without a password, each sent a one-time link to choose one. A person's password is hers:
+here by staff, without a password, and invited by e-mail: one action sends each a one-time link to choose
+one, at her own address (staff never see the link). A person's password is hers:
 no staff member (superusers included) sets, resets or disables the password of another account here, nor
 changes the e-mail address of one that has a password (the reset e-mail goes there); see
 ``novelgraph.core.services`` for the rules.
@@ -16,12 +17,12 @@ from django.contrib.admin.utils import unquote
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
 from django.contrib.auth.forms import UsernameField
-from django.http import HttpRequest, HttpResponseRedirect
+from django.http import HttpResponseRedirect
 from django.urls import reverse
 
 from .errors import Conflict
 from .models import ApiKey
-from .services import api_key_revoke, set_password_link_make, staff_may_change_email, staff_may_set_password
+from .services import api_key_revoke, set_password_invitation_send, staff_may_change_email, staff_may_set_password
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -62,14 +63,7 @@ class ApiKeyAdmin(admin.ModelAdmin):
         self.message_user(request, f"Revoked {queryset.count()} key(s).", messages.SUCCESS)
 
 
-# --- People: staff create authors and editors here, each with a one-time link to set a password ----
-
-
-def set_password_link(request: HttpRequest, user) -> str:
-    """The absolute one-time link for ``user`` to choose her first password (refused, with
-    :class:`Conflict`, for an account that already has one)."""
-    uidb64, token = set_password_link_make(person=user)
-    return request.build_absolute_uri(reverse("password_set", args=[uidb64, token]))
+# --- People: staff create authors and editors here and invite each by e-mail to set a password -----
 
 
 User = get_user_model()
@@ -96,18 +90,19 @@ class PersonCreationForm(forms.ModelForm):
 
 PASSWORD_NOT_YOURS = (
     "Staff cannot set, reset or disable another person's password. A new account gets its password "
-    'through a one-time link (the action "Make a one-time link to set the password" in the list); a person '
+    'through a one-time link e-mailed to her (the action "Invite by e-mail" in the list); a person '
     'who has a password and forgot it resets it herself by e-mail ("Forgot your password?" on the login page).'
 )
 
 
 @admin.register(User)
 class PersonAdmin(UserAdmin):
-    """Django's user admin, plus an action that makes a one-time set-password link to send to a new
-    person (create the account, then make the link). The password form and the password field are there
-    for the staff member's own account only; another's e-mail address is read-only once she has a password."""
+    """Django's user admin, plus an action that invites a new person by e-mail (create the account with
+    her address, then invite her): she gets a one-time link to set her password. The password form and
+    the password field are there for the staff member's own account only; another's e-mail address is
+    read-only once she has a password."""
 
-    actions = ["make_set_password_link"]
+    actions = ["invite_by_email"]
     add_form = PersonCreationForm
     add_fieldsets = ((None, {"classes": ("wide",), "fields": ("username", "email")}),)
 
@@ -135,7 +130,7 @@ class PersonAdmin(UserAdmin):
                 "Set by her. Only she can change it; if she forgot it, she resets it herself by e-mail "
                 '("Forgot your password?" on the login page).'
             )
-        return "None yet: make her a one-time link to choose it (the action in the list)."
+        return 'None yet: invite her by e-mail to choose it (the action "Invite by e-mail" in the list).'
 
     def user_change_password(self, request, id, form_url=""):
         person = self.get_object(request, unquote(id))
@@ -144,16 +139,22 @@ class PersonAdmin(UserAdmin):
             return HttpResponseRedirect(reverse("admin:auth_user_change", args=[person.pk]))
         return super().user_change_password(request, id, form_url)
 
-    @admin.action(description="Make a one-time link to set the password")
-    def make_set_password_link(self, request, queryset):
+    @admin.action(description="Invite by e-mail (a one-time link to set the password)")
+    def invite_by_email(self, request, queryset):
         for user in queryset:
             try:
-                link = set_password_link(request, user)
+                address = set_password_invitation_send(person=user)
             except Conflict as refused:
                 self.message_user(request, f"{refused.message}.", messages.ERROR)
                 continue
+            except OSError as failed:
+                self.message_user(
+                    request, f"The invitation to {user.get_username()} was not sent: {failed}.", messages.ERROR
+                )
+                continue
             self.message_user(
                 request,
-                f"Send this to {user.get_username()} (it works once): {link}",
+                f"Invitation sent to {address} for the username {user.get_username()}: "
+                "a one-time link to choose her password.",
                 messages.SUCCESS,
             )

@@ -1,8 +1,8 @@
 """API keys: created by their owner (shown once), limited to books she may touch, revoked at once.
 
-Accounts: a person's password is hers. Staff give a new account (no usable password yet) a one-time link
-to choose one; nobody sets or resets the password of an account that has one, but its owner (by e-mail,
-with Django's password-reset views, when she forgot it).
+Accounts: a person's password is hers. Staff invite a new account (no usable password yet) by e-mailing
+her a one-time link to choose one; nobody sets or resets the password of an account that has one, but its
+owner (by e-mail, with Django's password-reset views, when she forgot it).
 """
 
 from __future__ import annotations
@@ -13,11 +13,13 @@ from collections.abc import Iterable
 from django.contrib.auth.models import AbstractBaseUser
 from django.contrib.auth.tokens import default_token_generator
 from django.db import transaction
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
 
 from .errors import Conflict, Invalid
+from .mail import mail_send, site_url
 from .models import ApiKey, hash_api_key
 from .roles import KEY_ROLES, PERSONAL_KEY_ROLE
 
@@ -76,6 +78,24 @@ def set_password_link_make(*, person: AbstractBaseUser) -> tuple[str, str]:
             'if she forgot it, she resets it herself by e-mail ("Forgot your password?" on the login page)'
         )
     return urlsafe_base64_encode(force_bytes(person.pk)), default_token_generator.make_token(person)
+
+
+def set_password_invitation_send(*, person: AbstractBaseUser) -> str:
+    """E-mail ``person`` her one-time link to choose her first password (the invitation staff send from the
+    admin); returns the address it went to.
+
+    The link goes to her own address only, never to the staff member: an account without an e-mail address is
+    refused (409) and nothing is sent, as are the accounts :func:`set_password_link_make` refuses."""
+    name = person.get_username()
+    if not person.email:
+        raise Conflict(
+            f"No invitation was sent to {name}: the account has no e-mail address. "
+            "Add hers on the account's page, then invite her again"
+        )
+    uidb64, token = set_password_link_make(person=person)
+    link = site_url() + reverse("password_set", args=[uidb64, token])
+    mail_send(to=[person.email], template="set_password", context={"person": person, "link": link})
+    return person.email
 
 
 def staff_may_set_password(*, staff: AbstractBaseUser, person: AbstractBaseUser) -> bool:
