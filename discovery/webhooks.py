@@ -5,6 +5,12 @@ HMAC-SHA256 with the endpoint's secret over ``<timestamp>.`` followed by the raw
 refuses a timestamp older than a few minutes (replay). ``X-NovelGraph-Event`` names the kind and
 ``X-NovelGraph-Delivery`` the event (the same on every retry, so a receiver can drop duplicates).
 
+Kinds: ``decision-waiting`` and ``decision-made`` (an approval; its id, kind, summary, status and verdict),
+``run-finished`` (an agent run; its id, role, task and status) and ``continuity-finding``: one event per continuity
+check that files at least one new finding (never one per finding, and none for a check that finds nothing new),
+with the chapter's number and title, the revision checked, ``count`` and the first 100 findings (id, kind, message,
+quote and span).
+
 Delivery is background work (django-tasks, the database backend ``db_worker`` runs): a failed attempt (no answer,
 or a status outside 2xx) is tried again after ``NOVELGRAPH_WEBHOOK_BACKOFF`` seconds, doubled each time, up to
 ``MAX_ATTEMPTS``. Every attempt is a ``WebhookDelivery`` row: the delivery log.

@@ -13,6 +13,7 @@ from discovery.models import WebhookDelivery
 from discovery.webhooks import MAX_ATTEMPTS, SIGNATURE_HEADER, TIMESTAMP_HEADER, verify
 
 from .agents_support import work_off_queue
+from .factories import ChapterFactory
 
 RESEARCH = {
     "url": "https://tides.example.org/north",
@@ -151,3 +152,68 @@ def test_the_author_registers_on_the_page_and_reads_the_log(
     page = client.get(f"/books/{book.pk}/webhook/").content.decode()
     assert page.count('class="delivery"') == 2
     assert "A decision waits" in page and "Delivered" in page and "Failed: the receiver answered 503" in page
+
+
+# --- The continuity check's findings: one event per check that files something new --------------------------
+
+
+CHAPTER_TEXT = "Father Aubrey rang the bell. Inspector Hale waited on the pier with Tova."
+
+
+def luna_files(api, book, findings: list[tuple[str, str, str]], capture):
+    """Luna files a check of chapter 1's first revision (``(kind, key, quoted words)`` each), as her run does."""
+    items = []
+    for kind, key, quote in findings:
+        start = CHAPTER_TEXT.index(quote)
+        items.append(
+            {
+                "kind": kind,
+                "key": key,
+                "span_start": start,
+                "span_end": start + len(quote),
+                "quote": quote,
+                "message": f"{quote} is not in the codex.",
+            }
+        )
+    with capture(execute=True):
+        filed = api.post(f"/books/{book.pk}/chapters/1/findings", {"revision": 1, "findings": items})
+    assert filed.status_code == 201, filed.content
+    return filed.json()["filed"]
+
+
+def test_a_check_that_files_findings_posts_one_continuity_finding_event_listing_them(
+    author_api, luna_api, book, research_site, django_capture_on_commit_callbacks
+):
+    ChapterFactory(book=book, number=1, title="The Bell")
+    assert author_api.put(f"/books/{book.pk}/chapters/1/text", {"text": CHAPTER_TEXT}).status_code == 201
+    register(author_api, book, f"{research_site.base}/hook")
+
+    filed = luna_files(
+        luna_api,
+        book,
+        [("not-in-canon", "not-in-canon:hale", "Hale"), ("not-in-canon", "not-in-canon:tova", "Tova")],
+        django_capture_on_commit_callbacks,
+    )
+    assert work_off_queue() == 1
+
+    [post] = research_site.received
+    event = json.loads(post["body"])
+    assert event["kind"] == "continuity-finding" and event["book_id"] == str(book.pk)
+    assert {k.lower(): v for k, v in post["headers"].items()}["x-novelgraph-event"] == "continuity-finding"
+    payload = event["payload"]
+    assert (payload["chapter"], payload["chapter_title"], payload["revision"], payload["count"]) == (
+        1,
+        "The Bell",
+        1,
+        2,
+    )
+    assert [(f["finding_id"], f["kind"], f["quote"]) for f in payload["findings"]] == [
+        (filed[0]["id"], "not-in-canon", "Hale"),
+        (filed[1]["id"], "not-in-canon", "Tova"),
+    ]
+    assert payload["findings"][0]["message"] == "Hale is not in the codex."
+
+    # The same check again files nothing new (the findings are open already): no event, no post.
+    luna_files(luna_api, book, [("not-in-canon", "not-in-canon:hale", "Hale")], django_capture_on_commit_callbacks)
+    assert work_off_queue() == 0 and len(research_site.received) == 1
+    assert WebhookDelivery.objects.filter(kind="continuity-finding").count() == 1

@@ -17,6 +17,7 @@ from approvals.services import decision_log_append, require_rationale
 from novelgraph.core.errors import Conflict, Forbidden, Invalid, NotFound
 from novelgraph.core.roles import AgentRole
 from novelgraph.core.schemas import text_fault
+from novelgraph.core.signals import book_event
 
 from ..access import BookAccess
 from ..models import (
@@ -31,6 +32,7 @@ from ..schemas import FindingsIn
 from .claims import claim_for_book, claim_propose, revision_of
 
 FINDING_SUBJECT = "continuity-finding"
+FINDINGS_ANNOUNCED = 100  # findings listed in one continuity-finding event
 WORD = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*")
 
 
@@ -269,7 +271,11 @@ def manuscript_upload(*, access: BookAccess, filename: str, data: bytes) -> list
 def findings_record(*, access: BookAccess, number: int, payload: FindingsIn) -> list[ContinuityFinding]:
     """File what a check of ``revision`` found: Luna's task only (the continuity check). A finding already filed
     for this chapter (same key) that is open or settled is not filed again; an open one the revision no longer
-    shows closes as fixed by it (the author's "fix the text")."""
+    shows closes as fixed by it (the author's "fix the text").
+
+    A check that files at least one new finding announces one ``continuity-finding`` book event (the webhooks
+    listen) once it commits, listing those findings: one event per check, not per finding, so a chapter with
+    many findings is one post to the author's integration, and a check that finds nothing new posts nothing."""
     if access.role != AgentRole.LUNA:
         raise Forbidden(f"a continuity finding is filed by luna, not {access.role}", code="not_yours")
     revision = revision_get(access, number, payload.revision)
@@ -304,7 +310,34 @@ def findings_record(*, access: BookAccess, number: int, payload: FindingsIn) -> 
             if same is not None and same.status != FindingStatus.FIXED:
                 continue
             made.append(ContinuityFinding.objects.create(chapter=chapter, revision=revision, **item))
+        if made:
+            _announce_findings(access.book, revision, made)
         return made
+
+
+def _announce_findings(book, revision: ChapterRevision, made: list[ContinuityFinding]) -> None:
+    """``continuity-finding`` once the check's transaction commits: the chapter, the revision, how many were filed
+    and the first ``FINDINGS_ANNOUNCED`` of them (the rest are on the chapter's page and ``GET .../findings``)."""
+    payload = {
+        "chapter": revision.chapter.number,
+        "chapter_title": revision.chapter.title,
+        "revision": revision.number,
+        "count": len(made),
+        "findings": [
+            {
+                "finding_id": str(f.pk),
+                "kind": f.kind,
+                "message": f.message[:1_000],
+                "quote": f.quote[:1_000],
+                "span_start": f.span_start,
+                "span_end": f.span_end,
+            }
+            for f in made[:FINDINGS_ANNOUNCED]
+        ],
+    }
+    transaction.on_commit(
+        lambda: book_event.send(sender=ContinuityFinding, book=book, kind="continuity-finding", payload=payload)
+    )
 
 
 def finding_for_book(access: BookAccess, finding_id: Any) -> ContinuityFinding:
