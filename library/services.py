@@ -375,41 +375,60 @@ def extract_page(fetched: fetch.Fetched) -> tuple[str, str]:
     return (document.get("title") or "").strip(), (document.get("text") or "").strip()
 
 
-def research_propose_from_url(*, access: BookAccess, payload: ResearchFromUrlIn) -> ResearchItem:
-    """Propose research the server collects from a URL: fetched through the address guards, title and main text
-    extracted, the snapshot stored with its SHA-256. Pending, with a research-admission approval, like any
-    research: the author still admits it with a rationale.
+def research_page_collect(*, access: BookAccess, url: str) -> dict:
+    """Collect a page for research, writing nothing: fetched through the address guards, its title and main text
+    extracted. Returns ``{"url", "host", "title", "text"}``: the address it ended at (after redirects), its host,
+    the title (the host when it has none) and the text as a research snapshot keeps it.
 
     Rules: as ``research_propose`` (checked before any request leaves); a refused URL (scheme, credentials, a
     non-public address at any hop, too many redirects), an unreachable page, a wrong content type, an oversize
     page or a page with no text is a 422 on ``url`` saying why."""
     access.require(Cap.BOOK_READ)
     access.require(Cap.DISCOVERY_WRITE, Cap.SCRATCHPAD_WRITE)
-    fetched = fetch.fetch_page(payload.url, field="url")
+    fetched = fetch.fetch_page(url, field="url")
     title, text = extract_page(fetched)
     if not text:
         raise Invalid("The page has no readable text to collect.", field="url")
-    title_limit = limit(ResearchItem, "title")
-    snapshot = text[: limit(ResearchItem, "source_snapshot")]
     host = fetch.check_url(fetched.url).host
-    title = (title or host)[:title_limit]
-    citation = payload.citation or f"{title}, {host}, collected {timezone.now():%-d %B %Y}"
+    return {
+        "url": fetched.url[: limit(ResearchItem, "url")],
+        "host": host,
+        "title": (title or host)[: limit(ResearchItem, "title")],
+        "text": text[: limit(ResearchItem, "source_snapshot")],
+    }
+
+
+def research_propose_collected(*, access: BookAccess, page: dict, claim: str, citation: str = "") -> ResearchItem:
+    """Propose a page ``research_page_collect`` collected: pending, with a research-admission approval, like any
+    research (the author still admits it with a rationale). The snapshot is the page's text, stored with its
+    SHA-256; the citation, when none is given, is the page's title and site and the day it was collected."""
+    access.require(Cap.BOOK_READ)
+    access.require(Cap.DISCOVERY_WRITE, Cap.SCRATCHPAD_WRITE)
+    snapshot = page["text"]
+    citation = citation or f"{page['title']}, {page['host']}, collected {timezone.now():%-d %B %Y}"
     with transaction.atomic():
         item = ResearchItem.objects.create(
             book=access.book,
             proposed_by=access.role,
             proposed_by_user=access.user,
-            url=fetched.url[: limit(ResearchItem, "url")],
-            title=title,
+            url=page["url"],
+            title=page["title"],
             excerpt=snapshot[:EXCERPT_CHARS],
             source_snapshot=snapshot,
             source_sha256=hashlib.sha256(snapshot.encode()).hexdigest(),
-            claim=payload.claim,
+            claim=claim,
             citation=citation[: limit(ResearchItem, "citation")],
         )
         item.approval = _request_admission(item, role=access.role, user=access.user)
         item.save(update_fields=["approval", "updated_at"])
     return item
+
+
+def research_propose_from_url(*, access: BookAccess, payload: ResearchFromUrlIn) -> ResearchItem:
+    """Propose research the server collects from a URL (``research_page_collect``, then
+    ``research_propose_collected``): the same rules, and the same 422 on ``url`` for a page it refuses."""
+    page = research_page_collect(access=access, url=payload.url)
+    return research_propose_collected(access=access, page=page, claim=payload.claim, citation=payload.citation)
 
 
 def _request_admission(item: ResearchItem, *, role: str, user=None) -> Approval:

@@ -12,9 +12,9 @@ from discovery.access import book_access
 from novelgraph.core.auth import principal_of
 from novelgraph.core.schemas import ERRORS
 
-from .schemas import AgentRunIn, AgentRunOut, RunOutputOut
+from .schemas import AgentRunIn, AgentRunOut, ResearchCollectIn, RunOutputOut
 from .selectors import agent_run_get, run_outputs, run_readable, runs_for
-from .services import agent_run_start, continuity_check_queue
+from .services import agent_run_start, continuity_check_queue, research_collect_queue
 
 router = Router(tags=["agents"])
 
@@ -32,6 +32,14 @@ def chapter_check(request: HttpRequest, book_id: uuid.UUID, number: int):
     """Queue Luna's continuity check of the chapter's latest revision (the author, or Sol). 202: the run is
     queued; its findings are listed at GET /books/{book_id}/continuity?chapter={number}."""
     run = continuity_check_queue(access=book_access(principal_of(request), book_id), number=number)
+    return Status(202, run)
+
+
+@router.post("/books/{book_id}/research/collect", response={202: AgentRunOut, **ERRORS})
+def research_collect(request: HttpRequest, book_id: uuid.UUID, payload: ResearchCollectIn):
+    """Ask Luna to collect a web page as research (the author, or Sol). 202: the run is queued; it fetches the page
+    through the research guards and proposes it (the run's ``written``), or fails with the reason it was refused."""
+    run = research_collect_queue(access=book_access(principal_of(request), book_id), payload=payload)
     return Status(202, run)
 
 

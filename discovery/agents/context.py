@@ -34,7 +34,7 @@ from discovery.models import (
 )
 from discovery.selectors import book_bases, current_session, manuscript_for_check, observation_rows, readable_bases
 from library.curated import genres_of
-from library.services import library_search
+from library.services import library_search, research_page_collect
 from novelgraph.core.auth import Principal
 
 from .models import AgentRun, AgentTask
@@ -446,10 +446,24 @@ LOOKUPS = {
     AgentTask.TRUST_REVIEW: ("handoff", "charter", "loop"),
     AgentTask.BRIEF: ("handoff", "charter", "thrusts", "trace", "loop", "orphans"),
     AgentTask.CONTINUITY: ("manuscript",),
+    # The page is collected here, before the run's write transaction (no lock held while it is fetched); a page the
+    # guards refuse ends the run with the reason, and nothing is proposed.
+    AgentTask.RESEARCH_URL: ("research_request", "page"),
 }
-LOOKUP_CAP = {"library": Cap.LITERARY_READ, "proposed_claims": Cap.BOOK_READ}
+LOOKUP_CAP = {
+    "library": Cap.LITERARY_READ,
+    "proposed_claims": Cap.BOOK_READ,
+    "research_request": Cap.BOOK_READ,
+    "page": Cap.BOOK_READ,  # research_page_collect checks the research rule itself, before any request leaves
+}
 # What a run as of a chapter still looks up: the work handed to it, the craft library, the chapter it checks.
 PLACED_LOOKUPS = ("handoff", "library", "manuscript")
+
+
+def _research_request(run: AgentRun) -> dict:
+    """What the author asked Luna to collect: the page's address, and her claim and citation (blank: Luna's)."""
+    given = run.input or {}
+    return {key: given.get(key, "") for key in ("url", "claim", "citation")}
 
 
 def looked_up(access: BookAccess, run: AgentRun) -> dict:
@@ -475,6 +489,8 @@ def looked_up(access: BookAccess, run: AgentRun) -> dict:
         "research_decisions": lambda: _research_decisions(book),
         "library": lambda: library_hits(access, handoff["decision"] if handoff else ""),
         "manuscript": lambda: manuscript_for_check(book, run.input or {}),
+        "research_request": lambda: _research_request(run),
+        "page": lambda: research_page_collect(access=access, url=(run.input or {}).get("url", "")),
     }
     extras: dict = {"current_question": session.current_question if session else ""}
     as_of_chapter = (run.input or {}).get("as_of_chapter")

@@ -8,9 +8,9 @@ from discovery.access import Cap, book_access
 from novelgraph.core.auth import Principal
 from novelgraph.core.duties import ToolSpec, read_tool, register_tools
 
-from .schemas import AgentRunIn, AgentRunOut, RunOutputOut
+from .schemas import AgentRunIn, AgentRunOut, ResearchCollectIn, RunOutputOut
 from .selectors import agent_run_get, run_outputs, run_readable, runs_for
-from .services import agent_run_start, continuity_check_queue
+from .services import agent_run_start, continuity_check_queue, research_collect_queue
 
 
 def agent_run_queue(principal: Principal, args, payload: AgentRunIn):
@@ -21,7 +21,23 @@ def chapter_check(principal: Principal, args, _payload):
     return continuity_check_queue(access=book_access(principal, args.book_id), number=args.number)
 
 
+def research_collect(principal: Principal, args, payload: ResearchCollectIn):
+    return research_collect_queue(access=book_access(principal, args.book_id), payload=payload)
+
+
 TOOLS = (
+    ToolSpec(
+        name="research_collect",
+        route="POST /books/{book_id}/research/collect",
+        description="Ask the built-in Luna to collect a web page as research: her run fetches it through the "
+        "research address guards and proposes it for the author's admission, or fails with the reason it was "
+        "refused. It admits nothing.",
+        needs=(Cap.DISCOVERY_WRITE,),
+        run=research_collect,
+        out=AgentRunOut,
+        payload=ResearchCollectIn,
+        path=("book_id",),
+    ),
     ToolSpec(
         name="chapter_check",
         route="POST /books/{book_id}/chapters/{number}/check",

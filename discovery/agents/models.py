@@ -28,6 +28,7 @@ class AgentTask(models.TextChoices):
     TRUST_REVIEW = "trust-review", "the reader-trust review"
     BRIEF = "brief", "the decision brief"
     CONTINUITY = "continuity", "the continuity check of a chapter"
+    RESEARCH_URL = "research-url", "research collected from a web page"
 
 
 # Which role does each task: the role's capabilities are the whole of what the run may do.
@@ -42,6 +43,7 @@ TASK_ROLE: dict[str, str] = {
     AgentTask.TRUST_REVIEW: AgentRole.LUNA,
     AgentTask.BRIEF: AgentRole.TERRA,
     AgentTask.CONTINUITY: AgentRole.LUNA,
+    AgentTask.RESEARCH_URL: AgentRole.LUNA,
 }
 
 
@@ -157,6 +159,7 @@ class OutputType(models.TextChoices):
     ROUND = "round", "Round"
     CLAIM = "claim", "Proposed canon claim"
     FINDING = "finding", "Continuity finding"
+    RESEARCH = "research", "Proposed research item"
 
 
 # How each kind of output is counted in a sentence: (one, several).
@@ -176,6 +179,7 @@ OUTPUT_NAMES = {
     OutputType.ROUND: ("round closed", "rounds closed"),
     OutputType.CLAIM: ("proposed claim", "proposed claims"),
     OutputType.FINDING: ("continuity finding", "continuity findings"),
+    OutputType.RESEARCH: ("proposed research item", "proposed research items"),
 }
 
 

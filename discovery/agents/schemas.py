@@ -30,8 +30,9 @@ from discovery.schemas import (
     ThrustIn,
 )
 from discovery.selectors import VIEW_PAGE
+from library.models import ResearchItem
 from novelgraph.core.pagination import rest_link
-from novelgraph.core.schemas import LONG_TEXT, Text
+from novelgraph.core.schemas import LONG_TEXT, Text, limit
 
 from .models import AgentTask, Provider
 
@@ -60,6 +61,20 @@ class AgentRunIn(Schema):
         description="run as of this chapter: its dossier holds only canon true by then (later reveals withheld, "
         "unseen facts marked secret) and look-ups not placed on the chapter axis are withheld",
     )
+
+
+class ResearchCollectIn(Schema):
+    """Ask Luna to collect a web page as research: her run fetches it through the research guards and proposes
+    it for the author's admission."""
+
+    url: Text(limit(ResearchItem, "url")) = Field(description="the page's address (http or https)")
+    claim: Text(limit(ResearchItem, "claim"), required=False) = Field(
+        "", description="the claim the page supports; blank: Luna takes the page's first sentence"
+    )
+    citation: Text(limit(ResearchItem, "citation"), required=False) = Field(
+        "", description="blank: the page's title and site and the day it was collected"
+    )
+    provider: Provider | None = Field(None, description="default: Luna's provider")
 
 
 class RunOutputOut(Schema):
@@ -277,6 +292,15 @@ class ContinuityPlan(Schema):
     notes: list[NOTE] = Field(default_factory=list, max_length=MAX_PLAN_ITEMS)
 
 
+class ResearchUrlPlan(Schema):
+    """Luna: the claim a page she collected supports, and its citation (the author's own words, when she gave
+    them, are kept as they are; the page's text itself is what the server collected, never the plan's)."""
+
+    claim: Text(limit(ResearchItem, "claim"), required=False) = ""
+    citation: Text(limit(ResearchItem, "citation"), required=False) = ""
+    notes: list[NOTE] = Field(default_factory=list, max_length=MAX_PLAN_ITEMS)
+
+
 PLANS: dict[str, type[Schema]] = {
     AgentTask.NEXT_QUESTION: SolPlan,
     AgentTask.GUIDANCE: GuidancePlan,
@@ -288,4 +312,5 @@ PLANS: dict[str, type[Schema]] = {
     AgentTask.TRUST_REVIEW: ReviewPlan,
     AgentTask.BRIEF: BriefPlan,
     AgentTask.CONTINUITY: ContinuityPlan,
+    AgentTask.RESEARCH_URL: ResearchUrlPlan,
 }

@@ -54,6 +54,7 @@ from discovery.services import (
     thrust_propose,
 )
 from discovery.services.manuscript import chapter_get, findings_record
+from library.services import research_propose_collected
 from novelgraph.core.db import lock_row, retried
 from novelgraph.core.errors import Conflict, DomainError, Invalid, NotFound
 from novelgraph.core.schemas import field_of, first_text_fault
@@ -71,6 +72,8 @@ from .schemas import (
     ContradictionsPlan,
     ExtractPlan,
     GuidancePlan,
+    ResearchCollectIn,
+    ResearchUrlPlan,
     ReviewPlan,
     SolPlan,
     ThrustsPlan,
@@ -119,9 +122,9 @@ def agent_run_start(
     # where the run's own retry takes the whole transaction again).
     if payload.task == AgentTask.CONTINUITY and not task_input:
         raise Invalid("task: queue the continuity check from its chapter (.../chapters/{number}/check)", field="task")
-    return retried(
-        lambda: _queue(access, payload, parent, role=role, provider=provider, model=model, given=task_input)
-    )
+    if payload.task == AgentTask.RESEARCH_URL and not task_input:
+        raise Invalid("task: ask Luna to collect a page through .../research/collect, with its url", field="task")
+    return retried(lambda: _queue(access, payload, parent, role=role, provider=provider, model=model, given=task_input))
 
 
 def _queue(
@@ -413,6 +416,7 @@ def agent_run_execute(*, run_id: Any, worker: str = "") -> AgentRun | None:
         )
         extras = looked_up(access, run)
         AgentRun.objects.filter(pk=run.pk).update(dossier=dossier, looked_up=extras)
+        run.looked_up = extras
         kill_point("dossier-stored")
         context = run_context(access, run, dossier.content, extras)
         reply = provider_for(run.provider, run.model, run.role).plan(run.task, context, role=run.role)
@@ -645,8 +649,37 @@ def continuity_check_queue(*, access: BookAccess, number: int) -> AgentRun:
     )
 
 
+def apply_research_url(access: BookAccess, run: AgentRun, plan: ResearchUrlPlan) -> tuple[Outputs, list[str]]:
+    """The page the run collected (its look-up, as the server fetched it), proposed as research by Luna with the
+    author's claim, or the plan's when she gave none: pending, for the author to admit with a rationale."""
+    page = run.looked_up["page"]
+    asked = run.looked_up["research_request"]
+    claim = asked["claim"] or plan.claim
+    if not claim:
+        raise Invalid("claim: say what the page supports; Luna found no sentence to propose", field="claim")
+    item = research_propose_collected(
+        access=access, page=page, claim=claim, citation=asked["citation"] or plan.citation
+    )
+    outputs: Outputs = [(OutputType.RESEARCH, item.pk), (OutputType.APPROVAL, item.approval_id)]
+    return outputs, [f"Proposed “{item.title}” as research; it waits for the author's admission."]
+
+
+def research_collect_queue(*, access: BookAccess, payload: ResearchCollectIn) -> AgentRun:
+    """Ask Luna to collect a web page as research (the author, or Sol handing it on): her run fetches it through
+    the research guards (``library.services.research_page_collect``) and proposes it. A page the guards refuse
+    (a private address, a wrong scheme, credentials in the URL...) ends the run failed with the reason, and
+    nothing is proposed; the address is checked there, once, not here."""
+    access.require(Cap.DISCOVERY_WRITE)
+    return agent_run_start(
+        access=access,
+        payload=AgentRunIn(task=AgentTask.RESEARCH_URL, provider=payload.provider),
+        task_input={"url": payload.url, "claim": payload.claim, "citation": payload.citation},
+    )
+
+
 APPLY = {
     AgentTask.CONTINUITY: apply_continuity,
+    AgentTask.RESEARCH_URL: apply_research_url,
     AgentTask.NEXT_QUESTION: apply_sol,
     AgentTask.GUIDANCE: apply_guidance,
     AgentTask.CONTRADICTIONS: apply_contradictions,

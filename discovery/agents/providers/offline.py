@@ -1399,8 +1399,30 @@ def luna_continuity(context: dict) -> dict:
     return {"findings": found, "notes": [f"Checked chapter {number} (revision {manuscript.get('revision')}): {said}."]}
 
 
+FIRST_SENTENCE = re.compile(r"(.+?[.!?])(?:\s|$)", re.S)
+
+
+def luna_research_url(context: dict) -> dict:
+    """Luna's reading of a page she collected: the author's claim and citation when she gave them, else the claim
+    is the first sentence of the page's text after its heading (its own words, nothing added) and the citation
+    the server's default."""
+    asked = context.get("research_request") or {}
+    page = context.get("page") or {}
+    claim = asked.get("claim") or ""
+    notes = [f"Collected “{page.get('title', '')}” from {page.get('host', '')} for the author's admission."]
+    if not claim:
+        title = (page.get("title") or "").strip()
+        lines = [line for line in (page.get("text") or "").splitlines() if line.strip() and line.strip() != title]
+        text = " ".join(" ".join(lines).split())
+        first = FIRST_SENTENCE.match(text)
+        claim = _short(first.group(1) if first else text, 500)
+        notes.append("The claim is the page's first sentence; the author may reject it and ask with her own words.")
+    return {"claim": claim, "citation": asked.get("citation") or "", "notes": notes}
+
+
 RULES = {
     "continuity": luna_continuity,
+    "research-url": luna_research_url,
     "extract": luna_extract,
     "canon-review": terra_canon_review,
     "trust-review": luna_trust_review,

@@ -82,6 +82,12 @@ TASK_BRIEF = {
         "entry acting outside the chapters canon allows (out-of-time), a name no entry knows (not-in-canon). Each "
         "finding quotes the text exactly, with its character offsets; a clean chapter gives no finding."
     ),
+    "research-url": (
+        "The server collected the web page the author named (page: its url, title and text). Give the claim the "
+        "page supports: research_request.claim when the author gave one, word for word; otherwise one sentence "
+        "the page's text itself states, adding nothing. Keep research_request.citation when given, else leave "
+        "citation blank. The page is proposed as research; the author admits it or not."
+    ),
 }
 
 
