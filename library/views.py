@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
@@ -167,18 +168,34 @@ def source_page(request: HttpRequest, source_id: uuid.UUID) -> HttpResponse:
 @login_required
 def research(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
     """The book's research items: pending ones wait for the author's admission."""
-    return _render_research(request, page_access(request, book_id, Cap.BOOK_READ))
+    return render_research(request, page_access(request, book_id, Cap.BOOK_READ))
 
 
-def _render_research(
+# Parts of the research page that apps above the library add, from their AppConfig.ready() (the agents: "Ask
+# Luna to collect a page"). Each takes the page's access and what the request left for it (``part_state``: a
+# refused form, say) and returns the context of its part ({} to show nothing).
+RESEARCH_PAGE_PARTS: list[Callable[[BookAccess, dict], dict]] = []
+
+
+def research_page_part_register(part: Callable[[BookAccess, dict], dict]) -> None:
+    if part not in RESEARCH_PAGE_PARTS:
+        RESEARCH_PAGE_PARTS.append(part)
+
+
+def render_research(
     request: HttpRequest,
     access: BookAccess,
     *,
     errors: dict | None = None,
     status: int = 200,
     from_url: dict | None = None,
+    part_state: dict | None = None,
 ) -> HttpResponse:
+    """The research page (or its lists, for an htmx request), with the parts other apps add."""
     items = list(research_of(access.book))
+    parts: dict = {}
+    for part in RESEARCH_PAGE_PARTS:
+        parts.update(part(access, part_state or {}))
     return render(
         request,
         partial_or_page(request, "library/research.html", "research-lists"),
@@ -192,6 +209,7 @@ def _render_research(
             "can_propose": access.holds(Cap.DISCOVERY_WRITE, Cap.SCRATCHPAD_WRITE),
             "errors": errors or {},
             "from_url": from_url or {},
+            **parts,
         },
         status=status,
     )
@@ -208,9 +226,9 @@ def research_from_url(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
         item = services.research_propose_from_url(access=access, payload=parse_form(ResearchFromUrlIn, form))
     except DomainError as exc:
         failed = {**form, "field": exc.field or "url", "message": exc.message}
-        return _render_research(request, access, from_url=failed, status=exc.status)
+        return render_research(request, access, from_url=failed, status=exc.status)
     if request.htmx:
-        return trigger_client_event(_render_research(request, access), APPROVALS_CHANGED)
+        return trigger_client_event(render_research(request, access), APPROVALS_CHANGED)
     return redirect(f"{reverse('library:research', args=[access.book.pk])}#research-{item.pk}")
 
 
@@ -228,11 +246,11 @@ def research_decide(request: HttpRequest, book_id: uuid.UUID, item_id: uuid.UUID
         services.research_decide(access=access, item=item, verdict=payload.verdict, rationale=payload.rationale)
     except DomainError as exc:
         errors = {item.pk: {"message": exc.message, "rationale": form["rationale"]}}
-        response = _render_research(request, access, errors=errors, status=exc.status)
+        response = render_research(request, access, errors=errors, status=exc.status)
         # Decided meanwhile (elsewhere): the counts moved even though this verdict was refused.
         return trigger_client_event(response, APPROVALS_CHANGED) if isinstance(exc, Conflict) else response
     if request.htmx:
         # Both lists: the decided item moves from "Waiting" to "Decided" in place; the admission it decided
         # leaves the review badge's count.
-        return trigger_client_event(_render_research(request, access), APPROVALS_CHANGED)
+        return trigger_client_event(render_research(request, access), APPROVALS_CHANGED)
     return redirect(f"{reverse('library:research', args=[access.book.pk])}#research-{item.pk}")

@@ -12,11 +12,13 @@ class AgentsConfig(AppConfig):
     def ready(self) -> None:
         from approvals.signals import verdict_recorded
         from discovery.signals import person_acted
+        from library.views import research_page_part_register
         from novelgraph.core.runs import register_run_records
 
         from . import duties
         from .selectors import produced_by, ran_for
         from .services import agents_take_the_next_step
+        from .views import research_collect_part
 
         # Pages below the agents (a book's pages, the decision page) name the run behind what they show.
         register_run_records(produced_by=produced_by, ran_for=ran_for)
@@ -28,3 +30,5 @@ class AgentsConfig(AppConfig):
         person_acted.connect(next_step, weak=False, dispatch_uid="agents-next-step-after-an-act")
         verdict_recorded.connect(next_step, weak=False, dispatch_uid="agents-next-step-after-a-verdict")
         duties.register()  # the agent runs an outside agent may queue through MCP
+        # The research page (the library's, below the agents) offers to ask Luna to collect a page.
+        research_page_part_register(research_collect_part)

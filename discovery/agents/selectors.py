@@ -12,7 +12,7 @@ from discovery.access import BookAccess, Cap
 from discovery.selectors import MappedRows
 from novelgraph.core.errors import NotFound
 
-from .models import AgentRun, AgentRunOutput
+from .models import AgentRun, AgentRunOutput, AgentTask, OutputType, RunStatus
 from .workers import stuck_runs
 
 
@@ -70,3 +70,30 @@ def runs_moving(runs) -> tuple[bool, set]:
     that cannot: their worker stopped, and the next reap settles them."""
     stuck = stuck_runs([run for run in runs if run.active], timezone.now())
     return any(run.active and run.pk not in stuck for run in runs), stuck
+
+
+def research_collections(book, *, last: int = 5) -> list[dict]:
+    """Luna's latest page collections for the book, newest first, for the research page: the address asked for,
+    whether the run is still going, the research item it proposed, or why the page was not collected."""
+    runs = (
+        AgentRun.objects.filter(book=book, task=AgentTask.RESEARCH_URL)
+        .prefetch_related(Prefetch("outputs", queryset=AgentRunOutput.objects.filter(type=OutputType.RESEARCH)))
+        .order_by("-created_at")[:last]
+    )
+    rows = []
+    for run in runs:
+        proposed = next((output.object_id for output in run.outputs.all()), None)
+        reason = run.reason
+        if reason.startswith("refused"):  # "refused (url): <why>": the author reads the why
+            reason = reason.split(": ", 1)[-1]
+        rows.append(
+            {
+                "url": (run.input or {}).get("url", ""),
+                "moving": run.active,
+                "failed": run.status == RunStatus.FAILED,
+                "reason": reason,
+                "research_id": proposed,
+                "created_at": run.created_at,
+            }
+        )
+    return rows

@@ -7,4 +7,5 @@ urlpatterns = [
     path("books/<uuid:book_id>/agents/", views.runs, name="runs"),
     path("books/<uuid:book_id>/agents/start/", views.start, name="start"),
     path("books/<uuid:book_id>/agents/act/", views.act_on_their_own, name="act"),
+    path("books/<uuid:book_id>/research/collect/", views.research_collect, name="research_collect"),
 ]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import uuid
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -18,14 +19,15 @@ from django_htmx.http import trigger_client_event
 from discovery.access import BookAccess, Cap, page_access
 from discovery.selectors import current_session
 from discovery.services import book_agents_act_set
+from library.views import render_research
 from novelgraph.core.errors import DomainError
 from novelgraph.core.events import AGENTS_FINISHED
 from novelgraph.core.schemas import parse_form
 
 from .models import AgentRun, AgentTask
-from .schemas import AgentRunIn
-from .selectors import runs_for, runs_moving
-from .services import acts_on_its_own, agent_run_start
+from .schemas import AgentRunIn, ResearchCollectIn
+from .selectors import research_collections, runs_for, runs_moving
+from .services import acts_on_its_own, agent_run_start, research_collect_queue
 
 PANEL_RUNS = 6
 # What each role does, for the empty states (no agent has run on the book yet).
@@ -166,3 +168,33 @@ def act_on_their_own(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
             status=exc.status,
         )
     return redirect(_safe_next(request.POST.get("next", ""), access.book.pk))
+
+
+# --- "Ask Luna to collect a page", on the research page ------------------------------------------------------
+
+
+def research_collect_part(access: BookAccess, state: dict) -> dict:
+    """The research page's part for asking Luna to collect a page (registered into ``library.views``): for the
+    author (who may queue Luna's work), with Luna's latest collections and how each ended."""
+    if access.is_agent or not access.holds(Cap.DISCOVERY_WRITE):
+        return {}
+    return {"luna_collect": {"runs": research_collections(access.book), "form": state.get("collect") or {}}}
+
+
+@login_required
+@require_POST
+def research_collect(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
+    """Ask Luna to collect a page (``services.research_collect_queue``); a refused request (no address, no
+    discovery yet) shows inline on the research page, the form keeping what was typed. A page the guards refuse
+    is Luna's run's to find: it ends failed, and the research page says why."""
+    access = page_access(request, book_id, Cap.BOOK_READ)
+    form = {key: request.POST.get(key, "") for key in ("url", "claim", "citation")}
+    try:
+        research_collect_queue(access=access, payload=parse_form(ResearchCollectIn, form))
+    except DomainError as exc:
+        failed = {**form, "field": exc.field or "url", "message": exc.message}
+        return render_research(request, access, part_state={"collect": failed}, status=exc.status)
+    if request.htmx:
+        return render_research(request, access)  # the new collection is listed, waiting for Luna
+    messages.success(request, "Luna is collecting the page; she proposes it below for your admission.")
+    return redirect(f"{reverse('library:research', args=[access.book.pk])}#luna-collect")
