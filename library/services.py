@@ -398,12 +398,10 @@ def research_page_collect(*, access: BookAccess, url: str) -> dict:
     }
 
 
-def research_propose_collected(*, access: BookAccess, page: dict, claim: str, citation: str = "") -> ResearchItem:
+def _propose_collected(*, access: BookAccess, page: dict, claim: str, citation: str = "") -> ResearchItem:
     """Propose a page ``research_page_collect`` collected: pending, with a research-admission approval, like any
     research (the author still admits it with a rationale). The snapshot is the page's text, stored with its
     SHA-256; the citation, when none is given, is the page's title and site and the day it was collected."""
-    access.require(Cap.BOOK_READ)
-    access.require(Cap.DISCOVERY_WRITE, Cap.SCRATCHPAD_WRITE)
     snapshot = page["text"]
     citation = citation or f"{page['title']}, {page['host']}, collected {timezone.now():%-d %B %Y}"
     with transaction.atomic():
@@ -424,11 +422,19 @@ def research_propose_collected(*, access: BookAccess, page: dict, claim: str, ci
     return item
 
 
-def research_propose_from_url(*, access: BookAccess, payload: ResearchFromUrlIn) -> ResearchItem:
-    """Propose research the server collects from a URL (``research_page_collect``, then
-    ``research_propose_collected``): the same rules, and the same 422 on ``url`` for a page it refuses."""
-    page = research_page_collect(access=access, url=payload.url)
-    return research_propose_collected(access=access, page=page, claim=payload.claim, citation=payload.citation)
+def research_propose_from_url(
+    *, access: BookAccess, payload: ResearchFromUrlIn, collected: dict | None = None
+) -> ResearchItem:
+    """Propose research the server collects from ``payload.url`` (``research_page_collect``): pending, with a
+    research-admission approval; the snapshot stored with its SHA-256. The same rules, and the same 422 on
+    ``url`` for a page it refuses.
+
+    ``collected``: the page ``research_page_collect`` already returned for that URL (Luna's run collects it before
+    its write transaction, so no lock is held while a page is fetched); it is not fetched again."""
+    access.require(Cap.BOOK_READ)
+    access.require(Cap.DISCOVERY_WRITE, Cap.SCRATCHPAD_WRITE)
+    page = collected if collected is not None else research_page_collect(access=access, url=payload.url)
+    return _propose_collected(access=access, page=page, claim=payload.claim, citation=payload.citation)
 
 
 def _request_admission(item: ResearchItem, *, role: str, user=None) -> Approval:

@@ -391,6 +391,7 @@ API_EXPECTED: dict[str, tuple[int, ...]] = {
     # The PUT row before registered it (the matrix's rows share one scene).
     "GET /books/{book_id}/webhook": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 200),
     "POST /books/{book_id}/research/from-url": (401, 401, 404, 404, 404, 404, 404, 404, 201, 201, 201, 403, 201),
+    "POST /books/{book_id}/research/collect": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 202, 403, 202),
     "GET /books/{book_id}/research": (401, 401, 404, 404, 404, 404, 404, 404, 200, 200, 200, 200, 200),
     "POST /research/{research_id}/admit": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 200),
     "POST /research/{research_id}/reject": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 409),
@@ -426,6 +427,7 @@ PAGE_EXPECTED: dict[str, tuple[int, ...]] = {
     "/books/<uuid:book_id>/research/": (302, 404, 404, 200, 200),
     "/books/<uuid:book_id>/research/<uuid:item_id>/decide/": (302, 405, 405, 405, 405),
     "/books/<uuid:book_id>/research/from-url/": (302, 405, 405, 405, 405),
+    "/books/<uuid:book_id>/research/collect/": (302, 405, 405, 405, 405),
     "/books/<uuid:book_id>/webhook/": (302, 404, 404, 403, 200),
     "/books/<uuid:book_id>/loop/": (302, 404, 404, 200, 200),
     "/books/<uuid:book_id>/agents/": (302, 404, 404, 200, 200),
@@ -631,6 +633,8 @@ PAGE_POSTS: dict[str, dict] = {
     "/books/<uuid:book_id>/research/<uuid:item_id>/decide/": {"verdict": "approve", "rationale": "A primary source."},
     # A private address: the author's request is refused by the address guard (422), nothing is fetched or written.
     "/books/<uuid:book_id>/research/from-url/": {"url": "http://10.0.0.1/", "claim": "Keepers logged it."},
+    # Asking Luna queues her run (the address is hers to check, in the run: tests/test_luna_research_collect.py).
+    "/books/<uuid:book_id>/research/collect/": {"url": "http://10.0.0.1/", "claim": "Keepers logged it."},
     # A private address: the author's webhook is refused by the address guard (422), nothing is written.
     "/books/<uuid:book_id>/webhook/": {"url": "http://10.0.0.1/hook"},
     "/books/<uuid:book_id>/people/<int:user_id>/remove/": {},
@@ -655,6 +659,7 @@ PAGE_POST_EXPECTED: dict[str, tuple[int, ...]] = {
     "/keys/<uuid:key_id>/revoke/": (302, 404, 404, 404, 302),
     "/books/<uuid:book_id>/research/<uuid:item_id>/decide/": (302, 404, 404, 403, 302),
     "/books/<uuid:book_id>/research/from-url/": (302, 404, 404, 403, 422),
+    "/books/<uuid:book_id>/research/collect/": (302, 404, 404, 403, 302),
     "/books/<uuid:book_id>/webhook/": (302, 404, 404, 403, 422),
     "/books/<uuid:book_id>/discovery/start/": (302, 404, 404, 403, 302),
     "/books/<uuid:book_id>/edit/": (302, 404, 404, 403, 302),

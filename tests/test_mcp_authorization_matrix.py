@@ -108,6 +108,7 @@ MCP_EXPECTED: dict[str, tuple] = {
     # Luna's check files its findings; no tool writes the text or settles a finding (the author's).
     "continuity_findings_file": (404, 404, OK, 403, 403),
     "chapter_check": SOL_ONLY,
+    "research_collect": SOL_ONLY,
     "research_propose": EVERY_ROLE,
     "research_propose_from_url": EVERY_ROLE,
     "loop_candidate_add": EVERY_ROLE,
@@ -300,6 +301,11 @@ def arguments(tool: str, ids: dict, caller: str) -> dict:
             ],
         },
         "chapter_check": {"book_id": book, "number": 1},
+        "research_collect": {
+            "book_id": book,
+            "url": f"{ids.get('site', 'http://example.invalid')}/page",
+            "claim": f"{caller}: keepers logged every lighting.",
+        },
         "research_propose": {
             "book_id": book,
             "url": "https://example.org/lighthouses",
@@ -483,6 +489,10 @@ def written(tool: str, body: dict, role: str, ids: dict) -> None:
             "queued",
             {"chapter": 1, "revision": 1},
         )
+    elif tool == "research_collect":
+        run = AgentRun.objects.get(pk=body["id"])
+        assert (run.task, run.role, run.status) == ("research-url", "luna", "queued")
+        assert run.input["claim"] == f"{role}: keepers logged every lighting."
     elif tool == "research_propose":
         item = ResearchItem.objects.get(pk=body["id"])
         assert (item.proposed_by, item.status, item.title) == (role, "pending", f"{role}: lighthouse keeping")

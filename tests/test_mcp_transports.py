@@ -161,6 +161,7 @@ EXPECTED_TOOLS = {
         "loop_question_surface",
         "loop_trace_settings",
         "chapter_check",
+        "research_collect",
     },
 }
 ROLES = ("luna", "terra", "sol")

@@ -54,7 +54,8 @@ from discovery.services import (
     thrust_propose,
 )
 from discovery.services.manuscript import chapter_get, findings_record
-from library.services import research_propose_collected
+from library.schemas import ResearchFromUrlIn
+from library.services import research_propose_from_url
 from novelgraph.core.db import lock_row, retried
 from novelgraph.core.errors import Conflict, DomainError, Invalid, NotFound
 from novelgraph.core.schemas import field_of, first_text_fault
@@ -657,9 +658,8 @@ def apply_research_url(access: BookAccess, run: AgentRun, plan: ResearchUrlPlan)
     claim = asked["claim"] or plan.claim
     if not claim:
         raise Invalid("claim: say what the page supports; Luna found no sentence to propose", field="claim")
-    item = research_propose_collected(
-        access=access, page=page, claim=claim, citation=asked["citation"] or plan.citation
-    )
+    payload = ResearchFromUrlIn(url=asked["url"], claim=claim, citation=asked["citation"] or plan.citation)
+    item = research_propose_from_url(access=access, payload=payload, collected=page)
     outputs: Outputs = [(OutputType.RESEARCH, item.pk), (OutputType.APPROVAL, item.approval_id)]
     return outputs, [f"Proposed “{item.title}” as research; it waits for the author's admission."]
 
