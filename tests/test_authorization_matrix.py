@@ -374,6 +374,10 @@ API_EXPECTED: dict[str, tuple[int, ...]] = {
     "POST /books/{book_id}/loop/gates/{gate}/request": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 201, 403, 409),
     "POST /books/{book_id}/loop/approvals/{approval_id}/verdict": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 404),
     "GET /books/{book_id}/loop/export": (401, 401, 404, 404, 404, 404, 404, 404, 200, 200, 200, 200, 200),
+    # The preview needs its gate (422 before anything is looked up); the scene's book is not handed off, so the
+    # author's reopen is a 409 (tests/test_discovery_reopen.py reopens a handed-off one).
+    "GET /books/{book_id}/reopen": (401, 401, 422, 422, 422, 422, 422, 422, 422, 422, 422, 422, 422),
+    "POST /books/{book_id}/reopen": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 409),
     "POST /books/{book_id}/loop/import": (401, 401, 422, 422, 422, 422, 422, 422, 422, 422, 422, 422, 422),
     "POST /books/{book_id}/agent-runs": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 202, 403, 202),
     "GET /books/{book_id}/agent-runs": (401, 401, 404, 404, 404, 404, 404, 404, 200, 200, 200, 200, 200),
