@@ -464,6 +464,8 @@ PAGE_EXPECTED: dict[str, tuple[int, ...]] = {
     "/books/<uuid:book_id>/loop/nodes/<uuid:node_id>/pick/": (302, 405, 405, 405, 405),
     "/books/<uuid:book_id>/loop/questions/<uuid:question_id>/answer/": (302, 405, 405, 405, 405),
     "/books/<uuid:book_id>/loop/hand-off/": (302, 405, 405, 405, 405),
+    # The scene's book is not handed off: the author's reopen page says so (409) with the form's gate.
+    "/books/<uuid:book_id>/reopen/": (302, 404, 404, 403, 409),
 }
 
 
@@ -648,6 +650,7 @@ PAGE_POSTS: dict[str, dict] = {
     "/books/<uuid:book_id>/codex/claims/<uuid:claim_id>/retract/": {"rationale": "Not canon after all."},
     "/books/<uuid:book_id>/codex/facts/": {"subject": "The keeper", "predicate": "is", "value": "tired", "rationale": "Mine."},
     "/books/<uuid:book_id>/codex/entries/": {"name": "Hale", "kind": "person", "aliases": "the inspector"},
+    "/books/<uuid:book_id>/reopen/": {"gate": "G2", "rationale": "The draft changed direction."},
     "/books/<uuid:book_id>/chapters/": {"title": "The Tide"},
     "/books/<uuid:book_id>/chapters/<int:number>/": {"text": "Mara rang the bell twice."},
     "/books/<uuid:book_id>/chapters/<int:number>/findings/<uuid:finding_id>/settle/": {
@@ -680,6 +683,8 @@ PAGE_POST_EXPECTED: dict[str, tuple[int, ...]] = {
     # The author states a fact herself: canon by her own verdict in the same act (tests/test_codex_state_fact.py).
     "/books/<uuid:book_id>/codex/facts/": (302, 404, 404, 403, 302),
     "/books/<uuid:book_id>/codex/entries/": (302, 404, 404, 403, 302),
+    # Not handed off: the author's reopen is refused (409) and nothing changes (tests/test_discovery_reopen.py).
+    "/books/<uuid:book_id>/reopen/": (302, 404, 404, 403, 409),
     "/books/<uuid:book_id>/chapters/": (302, 404, 404, 403, 302),
     "/books/<uuid:book_id>/chapters/<int:number>/": (302, 404, 404, 403, 302),
     "/books/<uuid:book_id>/chapters/<int:number>/findings/<uuid:finding_id>/settle/": (302, 404, 404, 403, 302),

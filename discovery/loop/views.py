@@ -26,11 +26,12 @@ from novelgraph.core.schemas import parse_form
 from . import selectors
 from .models import CandidateStatus, QuestionStatus
 from .requirements import gate_missing
-from .schemas import GateIn, QuestionResolveIn, SelectIn
+from .schemas import GateIn, QuestionResolveIn, ReopenIn, SelectIn
 from .selectors import trace_lint
 from .services import candidate_select, gate_request, question_resolve
 from .services.base import reader_book
 from .services.cards import g15_thrusts
+from .services.discovery_reopen import GATE_WORDS, discovery_reopen, discovery_reopen_impact, reopen_allowed
 from .services.plan import WRITABLE_LIFECYCLE
 from .services.sidecar import sidecar_folder
 from .svg import plan_tree_svg, trace_svg
@@ -173,4 +174,46 @@ def hand_off(request: HttpRequest, book_id) -> HttpResponse:
     if result.get("approval_id"):
         return redirect("approvals:decision", approval_id=result["approval_id"])
     messages.success(request, "Handed off: drafting starts at Chapter 1.")
+    return redirect("discovery:book", book_id=access.book.pk)
+
+
+# --- Reopening discovery after hand-off -------------------------------------------------------------
+
+
+def _reopen_page(request: HttpRequest, access: BookAccess, draft: dict, error: DomainError | None = None):
+    """The reopen page: the gate she picked, what reopening there touches, and the form that confirms it."""
+    impact, refusal = None, error
+    try:
+        impact = discovery_reopen_impact(book=access.book, gate=draft["gate"])
+    except DomainError as exc:
+        refusal = refusal or exc
+    context = {
+        "book": access.book,
+        "role": access.role,
+        "gates": [(gate, words) for gate, words in GATE_WORDS.items()],
+        "draft": draft,
+        "impact": impact,
+        "error": refusal,
+    }
+    return render(request, "loop/reopen.html", context, status=refusal.status if refusal else 200)
+
+
+@login_required
+def reopen(request: HttpRequest, book_id) -> HttpResponse:
+    """The author looks at what reopening her handed-off discovery at a gate touches (GET), then confirms it with a
+    rationale (POST: ``discovery_reopen``, as ``POST /api/v1/books/{id}/reopen`` with ``confirm: true``)."""
+    access = page_access(request, book_id)
+    reopen_allowed(access)
+    source = request.POST if request.method == "POST" else request.GET
+    draft = {"gate": source.get("gate", "G3"), "rationale": source.get("rationale", "")}
+    if request.method != "POST":
+        return _reopen_page(request, access, draft)
+    try:
+        payload = parse_form(ReopenIn, {**draft, "confirm": True})
+        result = discovery_reopen(access=access, gate=payload.gate, rationale=payload.rationale, confirm=True)
+    except DomainError as exc:
+        return _reopen_page(request, access, draft, exc)
+    messages.success(
+        request, f"Discovery reopened at {result['gate']}: the agents pick up from there, and your chapters stay."
+    )
     return redirect("discovery:book", book_id=access.book.pk)
