@@ -21,6 +21,7 @@ from .loop_scenes import (
     decide,
     started_book,  # noqa: F401 (the book, its discovery started)
 )
+from .test_plain_words import internal_words
 
 pytestmark = pytest.mark.django_db
 
@@ -99,12 +100,12 @@ def test_reopened_at_g3_the_agents_draft_a_new_brief_and_the_second_hand_off_kee
     row = DecisionLogEntry.objects.get(book=book, sequence=r.json()["decision_sequence"])
     assert (row.decision, row.gate, row.subject_type) == ("redirect", "G3", "discovery-reopen")
     assert row.ratified_by == f"author:{book.owner.get_username()}" and row.rationale == "Chapter 2 changed the plan."
-    assert row.detail["brief"]["kept_as"] == "handed-off-brief-1"
+    assert row.detail["brief"]["kept_as"] == "earlier-brief-1"
     assert (
         list(DecisionLogEntry.objects.filter(book=book, sequence__lt=row.sequence).values_list("sequence", "hash"))
         == entries_before
     )
-    kept = BlackboardArtifact.objects.get(book=book, slug="handed-off-brief-1")
+    kept = BlackboardArtifact.objects.get(book=book, slug="earlier-brief-1")
     assert (kept.content, kept.version, kept.status) == (first_brief.content, first_brief.version, "stale")
     assert BlackboardArtifact.objects.get(book=book, slug="decision-brief").status == "stale"
     assert DiscoverySession.objects.filter(book=book).latest("created_at").status == "active"
@@ -167,6 +168,7 @@ def test_the_author_reopens_from_the_book_page_and_the_discovery_buttons_come_ba
     preview = author_browser.get(f"/books/{book.pk}/reopen/", {"gate": "G2"})
     assert preview.status_code == 200
     shown = _text(preview)
+    assert internal_words(preview.content.decode()) == []
     assert "What reopening at G2 touches" in shown and "1. The Bell" in shown and "Reopen discovery at G2" in shown
     assert editor_browser.get(f"/books/{book.pk}/reopen/", {"gate": "G2"}).status_code == 403
     # No rationale: the form says so inline, and nothing changes.
@@ -180,3 +182,4 @@ def test_the_author_reopens_from_the_book_page_and_the_discovery_buttons_come_ba
     page = _text(author_browser.get(f"/books/{book.pk}/"))
     assert "Ask Sol for the next question" in page and "Current question" in page
     assert "Handed off to drafting: no more questions." not in page
+    assert "earlier-brief-1" in _text(author_browser.get(f"/books/{book.pk}/loop/"))  # the handed-off brief, kept

@@ -25,7 +25,7 @@ from novelgraph.core.schemas import parse_form
 
 from . import selectors
 from .models import CandidateStatus, QuestionStatus
-from .requirements import gate_missing
+from .requirements import CLOSED_SLOTS, gate_missing
 from .schemas import GateIn, QuestionResolveIn, ReopenIn, SelectIn
 from .selectors import trace_lint
 from .services import candidate_select, gate_request, question_resolve
@@ -59,6 +59,8 @@ def _loop_context(access: BookAccess) -> dict:
     artifacts = list(selectors.artifacts_of(book)[:VIEW_PAGE])
     constraints, constraints_total, constraints_more = selectors.meta_constraints_page(meta)
     recommended = str(((card.payload or {}).get("thrust") or {}).get("id", "")) if card else ""
+    briefs = [a for a in artifacts if a.type == "decision-brief"]
+    brief = next((a for a in briefs if a.status not in CLOSED_SLOTS), briefs[0] if briefs else None)
     return {
         "book": book,
         "role": access.role,
@@ -90,13 +92,14 @@ def _loop_context(access: BookAccess) -> dict:
         # What the current gate still needs, with the action beside each item (the one rule the gate checks).
         "missing": gate_missing(book),
         # The blackboard: the decision brief, the scope boundary (slots and the constraints she recorded), the backlog.
-        "brief": next((a for a in artifacts if a.type == "decision-brief"), None),
+        "brief": brief,
         "scope": [a for a in artifacts if a.type == "scope-boundary"],
         "constraints": constraints,
         "constraints_total": constraints_total,
         "constraints_more": constraints_more,
         "backlog": next((a for a in artifacts if a.type == "backlog"), None),
-        "other_slots": [a for a in artifacts if a.type not in ("decision-brief", "scope-boundary", "backlog")],
+        # A brief kept when the discovery was reopened after a hand-off is listed with the other slots.
+        "other_slots": [a for a in artifacts if a.type not in ("scope-boundary", "backlog") and a != brief],
         "reviews": list(selectors.reviews_of(book).select_related("lens")[:VIEW_PAGE]),
         "validation": list(selectors.validation_plan_of(book)[:VIEW_PAGE]),
     }

@@ -7,7 +7,7 @@ cascade preview of the parts downstream), and changes nothing. ``discovery_reope
 rationale: without ``confirm`` it is a 409 ``reopens_discovery`` carrying the impact.
 
 Nothing is deleted. The earlier hand-off, the charter, the brief and every decision stay in the log. The brief
-that was handed off is kept as a copy of its own (``handed-off-brief-<n>``, stale, its version and content digest
+that was handed off is kept as a copy of its own (``earlier-brief-<n>``, stale, its version and content digest
 named in the reopen's row) and steps aside, so the new hand-off goes through G3 with a new brief the author
 ratifies. The loop resumes at the gate (its status recomputed), the conversation reopens (the agents work again),
 and the chapters and their text revisions stay: the next hand-off updates their titles and specs from the new
@@ -43,7 +43,7 @@ from .base import lock_meta, refresh
 from .cascade import cascade_preview
 
 REOPEN_SUBJECT = "discovery-reopen"
-KEPT_BRIEF = "handed-off-brief-{n}"
+KEPT_BRIEF = "earlier-brief-{n}"
 GATE_WORDS = {
     "G0": "the premise",
     "G1": "genre and series fit",
@@ -193,7 +193,7 @@ def _keep_brief(book, meta: LoopMeta, brief: BlackboardArtifact | None, reason: 
     """The handed-off brief, kept as a stale copy of its own; the live slot steps aside (stale, version + 1)."""
     if brief is None:
         return None
-    n = BlackboardArtifact.objects.filter(book=book, slug__startswith="handed-off-brief-").count() + 1
+    n = BlackboardArtifact.objects.filter(book=book, slug__startswith="earlier-brief-").count() + 1
     kept = BlackboardArtifact.objects.create(
         book=book,
         slug=KEPT_BRIEF.format(n=n),
