@@ -183,3 +183,34 @@ def test_the_author_reopens_from_the_book_page_and_the_discovery_buttons_come_ba
     assert "Ask Sol for the next question" in page and "Current question" in page
     assert "Handed off to drafting: no more questions." not in page
     assert "earlier-brief-1" in _text(author_browser.get(f"/books/{book.pk}/loop/"))  # the handed-off brief, kept
+
+
+@pytest.mark.agents_act
+def test_reopened_at_g2_sol_picks_up_on_his_own_and_the_book_is_handed_off_again_through_g3(
+    book, sol_api, author_api, luna_api, terra_api
+):
+    hand_off(book, sol_api, author_api, luna_api, terra_api)
+    r = author_api.post(
+        reopen_url(book), {"gate": "G2", "rationale": "The charter needs a new ending.", "confirm": True}
+    )
+    assert r.status_code == 200, r.json()
+    # Her decision is an act: Sol takes the next step at G2 (Terra drafts a new brief), then raises G2.
+    work_off_queue()
+    card = OptionCard.objects.get(book=book, status="pending")
+    assert card.gate == "G2", card.summary
+    assert BlackboardArtifact.objects.get(book=book, slug="decision-brief").status == "proposed"
+    assert decide(author_api, book, card.approval_id, "approve", rationale="Still this charter.").status_code == 200
+    work_off_queue()
+    card = OptionCard.objects.get(book=book, status="pending")
+    assert (card.gate, card.artifacts) == ("G3", ["decision-brief"])
+    assert decide(author_api, book, card.approval_id, "approve", rationale="Hand it off again.").status_code == 200
+    assert LoopMeta.objects.get(book=book).status == "handed-off"
+    # The log reads in order: the first hand-off, her reopen at G2, G2 passed again, the second hand-off.
+    rows = list(
+        DecisionLogEntry.objects.filter(book=book).order_by("sequence").values_list("gate", "decision", "subject_type")
+    )
+    steps = [("G3", "approve", "loop-option-card"), ("G2", "redirect", "discovery-reopen"),
+             ("G2", "approve", "loop-option-card"), ("G3", "approve", "loop-option-card")]  # fmt: skip
+    found = iter(rows)
+    assert all(step in found for step in steps), rows
+    assert decision_log_verify(book).ok
