@@ -88,7 +88,7 @@ def test_the_preview_lists_what_a_reopen_touches_and_changes_nothing(
 
 
 def test_reopened_at_g3_the_agents_draft_a_new_brief_and_the_second_hand_off_keeps_the_text(
-    book, sol_api, author_api, luna_api, terra_api
+    book, sol_api, author_api, luna_api, terra_api, author_browser
 ):
     hand_off(book, sol_api, author_api, luna_api, terra_api)
     first_brief = BlackboardArtifact.objects.get(book=book, slug="decision-brief")
@@ -113,6 +113,8 @@ def test_reopened_at_g3_the_agents_draft_a_new_brief_and_the_second_hand_off_kee
     # The loop listing and the decision log show it.
     log = author_api.get(f"/books/{book.pk}/decision-log").json()
     assert any(e["subject_type"] == "discovery-reopen" and e["gate"] == "G3" for e in log["items"])
+    log_page = _text(author_browser.get(f"/review/books/{book.pk}/log/"))
+    assert "Discovery reopened at G3 after the hand-off" in log_page and "Chapter 2 changed the plan." in log_page
 
     # The agents work again in-app: Terra drafts the new brief, Sol puts it on the G3 card.
     start_run(author_api, book, "brief")
