@@ -147,6 +147,8 @@ def test_a_reopen_is_refused_before_hand_off_at_no_gate_and_without_a_rationale(
     assert author_api.get(reopen_url(book), gate="G2").status_code == 409
     r = author_api.post(reopen_url(book), {"gate": "G4", "rationale": "No such gate.", "confirm": True})
     assert r.status_code == 422 and r.json()["field"] == "gate", r.json()
+    r = author_api.get(reopen_url(book), gate="G4")
+    assert r.status_code == 422 and r.json()["field"] == "gate", r.json()
     for rationale in ("", "   "):
         r = author_api.post(reopen_url(book), {"gate": "G2", "rationale": rationale, "confirm": True})
         assert r.status_code == 422 and r.json()["field"] == "rationale", r.json()
