@@ -218,3 +218,26 @@ def test_reopened_at_g2_sol_picks_up_on_his_own_and_the_book_is_handed_off_again
     found = iter(rows)
     assert all(step in found for step in steps), rows
     assert decision_log_verify(book).ok
+
+
+@pytest.mark.agents_act
+def test_reopened_at_g3_terra_drafts_the_new_brief_without_being_asked(book, sol_api, author_api, luna_api, terra_api):
+    hand_off(book, sol_api, author_api, luna_api, terra_api)
+    r = author_api.post(reopen_url(book), {"gate": "G3", "rationale": "The ending moved.", "confirm": True})
+    assert r.status_code == 200, r.json()
+    # Her reopen is an act: Sol hands Terra the brief (the handed-off one was set aside), then raises G3 with it.
+    work_off_queue()
+    assert BlackboardArtifact.objects.get(book=book, slug="decision-brief").status == "proposed"
+    card = OptionCard.objects.get(book=book, status="pending")
+    assert (card.gate, card.artifacts) == ("G3", ["decision-brief"])
+
+
+@pytest.mark.agents_act
+def test_reopened_at_g15_terra_drafts_new_thrusts_and_sol_raises_g15(book, sol_api, author_api, luna_api, terra_api):
+    hand_off(book, sol_api, author_api, luna_api, terra_api)
+    r = author_api.post(reopen_url(book), {"gate": "G1.5", "rationale": "The draft found a new spine.", "confirm": True})
+    assert r.status_code == 200, r.json()
+    # Only the chosen thrust is left: Sol hands Terra new candidates and raises G1.5 over them, unasked.
+    work_off_queue()
+    card = OptionCard.objects.get(book=book, status="pending")
+    assert card.gate == "G1.5", card.summary
