@@ -235,7 +235,8 @@ def test_reopened_at_g3_terra_drafts_the_new_brief_without_being_asked(book, sol
 @pytest.mark.agents_act
 def test_reopened_at_g15_terra_drafts_new_thrusts_and_sol_raises_g15(book, sol_api, author_api, luna_api, terra_api):
     hand_off(book, sol_api, author_api, luna_api, terra_api)
-    r = author_api.post(reopen_url(book), {"gate": "G1.5", "rationale": "The draft found a new spine.", "confirm": True})
+    body = {"gate": "G1.5", "rationale": "The draft found a new spine.", "confirm": True}
+    r = author_api.post(reopen_url(book), body)
     assert r.status_code == 200, r.json()
     # Only the chosen thrust is left: Sol hands Terra new candidates and raises G1.5 over them, unasked.
     work_off_queue()
