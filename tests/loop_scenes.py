@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from discovery.loop.models import LoopMeta
+from discovery.loop.models import BlackboardArtifact, LoopMeta
 
 
 def url(book, tail: str = "") -> str:
@@ -117,6 +117,21 @@ def saturate(sol_api, luna_api, terra_api, book) -> None:
     review(luna_api, book, "reader-trust")  # and Luna for reader trust: two distinct lenses
     r = sol_api.post(url(book, "/rounds"), {})
     assert r.status_code == 200, r.json()
+
+
+def at_g3(book, sol_api, author_api, luna_api, terra_api, brief: dict | None = None):
+    """At G3; with ``brief``, a decision brief written before G2 and ratified by the author's G2 verdict."""
+    reach_g2(sol_api, author_api, book)
+    saturate(sol_api, luna_api, terra_api, book)
+    if brief is None:
+        pass_gate(sol_api, author_api, book, "G2")
+        return
+    r = sol_api.post(url(book, "/artifacts"), {"slug": "decision-brief", "type": "decision-brief", "content": brief})
+    assert r.status_code == 201, r.json()
+    r = ask_gate(sol_api, book, "G2", artifacts=["decision-brief"])
+    assert r.status_code == 201, r.json()
+    assert decide(author_api, book, r.json()["approval_id"], "approve").status_code == 200
+    assert BlackboardArtifact.objects.get(book=book, slug="decision-brief").status == "ratified"
 
 
 def start_discovery(book) -> None:

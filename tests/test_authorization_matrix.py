@@ -374,6 +374,10 @@ API_EXPECTED: dict[str, tuple[int, ...]] = {
     "POST /books/{book_id}/loop/gates/{gate}/request": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 201, 403, 409),
     "POST /books/{book_id}/loop/approvals/{approval_id}/verdict": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 404),
     "GET /books/{book_id}/loop/export": (401, 401, 404, 404, 404, 404, 404, 404, 200, 200, 200, 200, 200),
+    # The preview needs its gate (422 before anything is looked up); the scene's book is not handed off, so the
+    # author's reopen is a 409 (tests/test_discovery_reopen.py reopens a handed-off one).
+    "GET /books/{book_id}/reopen": (401, 401, 422, 422, 422, 422, 422, 422, 422, 422, 422, 422, 422),
+    "POST /books/{book_id}/reopen": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 409),
     "POST /books/{book_id}/loop/import": (401, 401, 422, 422, 422, 422, 422, 422, 422, 422, 422, 422, 422),
     "POST /books/{book_id}/agent-runs": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 202, 403, 202),
     "GET /books/{book_id}/agent-runs": (401, 401, 404, 404, 404, 404, 404, 404, 200, 200, 200, 200, 200),
@@ -462,6 +466,8 @@ PAGE_EXPECTED: dict[str, tuple[int, ...]] = {
     "/books/<uuid:book_id>/loop/nodes/<uuid:node_id>/pick/": (302, 405, 405, 405, 405),
     "/books/<uuid:book_id>/loop/questions/<uuid:question_id>/answer/": (302, 405, 405, 405, 405),
     "/books/<uuid:book_id>/loop/hand-off/": (302, 405, 405, 405, 405),
+    # The scene's book is not handed off: the author's reopen page says so (409) with the form's gate.
+    "/books/<uuid:book_id>/reopen/": (302, 404, 404, 403, 409),
 }
 
 
@@ -648,6 +654,7 @@ PAGE_POSTS: dict[str, dict] = {
     "/books/<uuid:book_id>/codex/claims/<uuid:claim_id>/retract/": {"rationale": "Not canon after all."},
     "/books/<uuid:book_id>/codex/facts/": {"subject": "The keeper", "predicate": "is", "value": "tired", "rationale": "Mine."},
     "/books/<uuid:book_id>/codex/entries/": {"name": "Hale", "kind": "person", "aliases": "the inspector"},
+    "/books/<uuid:book_id>/reopen/": {"gate": "G2", "rationale": "The draft changed direction."},
     "/books/<uuid:book_id>/chapters/": {"title": "The Tide"},
     "/books/<uuid:book_id>/chapters/<int:number>/": {"text": "Mara rang the bell twice."},
     "/books/<uuid:book_id>/chapters/<int:number>/findings/<uuid:finding_id>/settle/": {
@@ -681,6 +688,8 @@ PAGE_POST_EXPECTED: dict[str, tuple[int, ...]] = {
     # The author states a fact herself: canon by her own verdict in the same act (tests/test_codex_state_fact.py).
     "/books/<uuid:book_id>/codex/facts/": (302, 404, 404, 403, 302),
     "/books/<uuid:book_id>/codex/entries/": (302, 404, 404, 403, 302),
+    # Not handed off: the author's reopen is refused (409) and nothing changes (tests/test_discovery_reopen.py).
+    "/books/<uuid:book_id>/reopen/": (302, 404, 404, 403, 409),
     "/books/<uuid:book_id>/chapters/": (302, 404, 404, 403, 302),
     "/books/<uuid:book_id>/chapters/<int:number>/": (302, 404, 404, 403, 302),
     "/books/<uuid:book_id>/chapters/<int:number>/findings/<uuid:finding_id>/settle/": (302, 404, 404, 403, 302),

@@ -12,6 +12,7 @@ from discovery.models import Chapter
 
 from .loop_scenes import (
     ask_gate,
+    at_g3,
     decide,
     pass_gate,
     reach_g2,
@@ -181,23 +182,8 @@ def test_g2_passes_to_the_author_once_lenses_lint_and_saturation_hold(book, sol_
     assert LoopMeta.objects.get(book=book).gate == "G3"
 
 
-def _at_g3(book, sol_api, author_api, luna_api, terra_api, brief: dict | None = None):
-    """At G3; with ``brief``, a decision brief written before G2 and ratified by the author's G2 verdict."""
-    reach_g2(sol_api, author_api, book)
-    saturate(sol_api, luna_api, terra_api, book)
-    if brief is None:
-        pass_gate(sol_api, author_api, book, "G2")
-        return
-    r = sol_api.post(url(book, "/artifacts"), {"slug": "decision-brief", "type": "decision-brief", "content": brief})
-    assert r.status_code == 201, r.json()
-    r = ask_gate(sol_api, book, "G2", artifacts=["decision-brief"])
-    assert r.status_code == 201, r.json()
-    assert decide(author_api, book, r.json()["approval_id"], "approve").status_code == 200
-    assert BlackboardArtifact.objects.get(book=book, slug="decision-brief").status == "ratified"
-
-
 def test_g3_is_refused_while_the_brief_has_no_success_metrics(book, sol_api, author_api, luna_api, terra_api):
-    _at_g3(book, sol_api, author_api, luna_api, terra_api)
+    at_g3(book, sol_api, author_api, luna_api, terra_api)
     r = ask_gate(sol_api, book, "G3")
     assert r.status_code == 409
     assert "no decision brief" in r.json()["reasons"][0]
@@ -216,7 +202,7 @@ def test_g3_hands_off_to_drafting_chapter_one_and_the_backlog(book, sol_api, aut
         "charter": {"main_thrust": "x"},
         "success_metrics": ["the culprit is deducible from on-page clues by chapter 20"],
     }
-    _at_g3(book, sol_api, author_api, luna_api, terra_api, brief=brief)
+    at_g3(book, sol_api, author_api, luna_api, terra_api, brief=brief)
     root = PlanNode.objects.get(book=book, is_root=True)
     parked = PlanNode.objects.create(
         book=book, parent=root, depth=1, intent="A second murder at the lock", lifecycle="parked", sub_idea="parked"
@@ -235,7 +221,7 @@ def test_g3_hands_off_to_drafting_chapter_one_and_the_backlog(book, sol_api, aut
 
 def test_g3_never_hands_off_a_brief_only_proposed(book, sol_api, author_api, luna_api, terra_api):
     """Sol passes G3 automatically, so the brief it hands off must be the author's: a proposed one is refused."""
-    _at_g3(book, sol_api, author_api, luna_api, terra_api)
+    at_g3(book, sol_api, author_api, luna_api, terra_api)
     r = sol_api.post(
         url(book, "/artifacts"),
         {"slug": "decision-brief", "type": "decision-brief", "content": {"success_metrics": ["fair play by ch. 20"]}},
@@ -249,7 +235,7 @@ def test_g3_never_hands_off_a_brief_only_proposed(book, sol_api, author_api, lun
 
 
 def test_a_one_way_door_at_g3_forces_a_consent_card(book, sol_api, author_api, luna_api, terra_api):
-    _at_g3(book, sol_api, author_api, luna_api, terra_api, brief={"success_metrics": ["fair play by chapter 20"]})
+    at_g3(book, sol_api, author_api, luna_api, terra_api, brief={"success_metrics": ["fair play by chapter 20"]})
     r = ask_gate(sol_api, book, "G3", reversibility_class="one-way-door")
     assert r.status_code == 201
     assert not Chapter.objects.filter(book=book).exists()

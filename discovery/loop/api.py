@@ -48,6 +48,9 @@ from .schemas import (
     QuestionIn,
     QuestionOut,
     QuestionResolveIn,
+    ReopenImpactOut,
+    ReopenIn,
+    ReopenOut,
     RerunOut,
     ReviewIn,
     ReviewOut,
@@ -66,6 +69,7 @@ from .schemas import (
     ValidationStatusIn,
     WithdrawIn,
 )
+from .services import discovery_reopen
 from .services.base import card_renew_after_lapse
 from .services.cards import card_impact
 from .services.cascade import stale_node_row
@@ -108,6 +112,36 @@ def loop_missing(request: HttpRequest, book_id: uuid.UUID):
     action that supplies it (the in-app run to queue, the hand-off, or the page to act on). The same rule the
     gate is refused by; the book and loop pages show this list. Before the discovery starts: started false."""
     return gate_missing(loop.base.reader_book(_access(request, book_id)))
+
+
+# --- Reopening discovery after hand-off ---------------------------------------
+
+
+@router.get(
+    "/books/{book_id}/reopen",
+    response={200: ReopenImpactOut, **ERRORS},
+    summary="What reopening the handed-off discovery at a gate touches (the author; changes nothing)",
+)
+def reopen_impact(request: HttpRequest, book_id: uuid.UUID, gate: Gate):
+    """Impact before blast: the gates passed again, the ratified slots, the charter and thrust, the chapters (kept
+    with their text) and the cascade preview downstream. 409 ``not_handed_off`` before the hand-off."""
+    access = _access(request, book_id)
+    discovery_reopen.reopen_allowed(access)
+    return discovery_reopen.discovery_reopen_impact(book=access.book, gate=gate)
+
+
+@router.post(
+    "/books/{book_id}/reopen",
+    response={200: ReopenOut, **ERRORS},
+    summary="Reopen the handed-off discovery at a gate (the author, with a rationale)",
+)
+def reopen(request: HttpRequest, book_id: uuid.UUID, payload: ReopenIn):
+    """Without ``confirm: true`` the answer is a 409 ``reopens_discovery`` whose ``impact`` says what it touches;
+    with it the loop goes back to the gate and the agents work again. Nothing is deleted; the next hand-off goes
+    through G3 and updates the chapters from the new brief's plan, their text kept."""
+    return discovery_reopen.discovery_reopen(
+        access=_access(request, book_id), gate=payload.gate, rationale=payload.rationale, confirm=payload.confirm
+    )
 
 
 # --- Plan-tree ---------------------------------------------------------------

@@ -567,3 +567,32 @@ class CandidateRecord(CandidateIn):
 
 class ValidationItemRecord(ValidationItemIn):
     validation_status: ValidationStatus = default(ValidationPlanItem, "validation_status")
+
+
+class ReopenIn(Schema):
+    """The author reopens her handed-off discovery at a gate, saying why; she confirms once she saw the impact."""
+
+    gate: Gate = Field(description="the gate the loop goes back to: G0, G1, G1.5, G2 or G3")
+    rationale: Text(limit(Approval, "rationale"))
+    confirm: StrictBool = Field(
+        False,
+        description="without it the answer is a 409 (reopens_discovery) carrying the impact, so she sees it first",
+    )
+
+
+class ReopenImpactOut(Schema):
+    gate: str
+    gates: list[dict] = Field(description="the gates passed again, each with the decision-log row that passed it")
+    artifacts: list[dict] = Field(description="the ratified slots those gates ratified, and what happens to each")
+    charter: dict | None = Field(description="the governing Story Charter (G2 ratifies it or a newer one again)")
+    thrust: dict | None = Field(description="the chosen story thrust (G1.5 ratifies it or another again)")
+    chapters: list[dict] = Field(description="the first page of the chapters, each kept with its text")
+    chapters_count: int
+    downstream: dict = Field(description="the cascade preview of the parts downstream (nothing goes stale)")
+
+
+class ReopenOut(Schema):
+    gate: str
+    status: str
+    decision_sequence: int
+    impact: ReopenImpactOut

@@ -10,4 +10,5 @@ urlpatterns = [
     path("books/<uuid:book_id>/loop/nodes/<uuid:node_id>/pick/", views.candidate_pick, name="pick"),
     path("books/<uuid:book_id>/loop/questions/<uuid:question_id>/answer/", views.question_answer, name="answer"),
     path("books/<uuid:book_id>/loop/hand-off/", views.hand_off, name="hand_off"),
+    path("books/<uuid:book_id>/reopen/", views.reopen, name="reopen"),
 ]

@@ -25,12 +25,13 @@ from novelgraph.core.schemas import parse_form
 
 from . import selectors
 from .models import CandidateStatus, QuestionStatus
-from .requirements import gate_missing
-from .schemas import GateIn, QuestionResolveIn, SelectIn
+from .requirements import CLOSED_SLOTS, gate_missing
+from .schemas import GateIn, QuestionResolveIn, ReopenIn, SelectIn
 from .selectors import trace_lint
 from .services import candidate_select, gate_request, question_resolve
 from .services.base import reader_book
 from .services.cards import g15_thrusts
+from .services.discovery_reopen import GATE_WORDS, discovery_reopen, discovery_reopen_impact, reopen_allowed
 from .services.plan import WRITABLE_LIFECYCLE
 from .services.sidecar import sidecar_folder
 from .svg import plan_tree_svg, trace_svg
@@ -58,6 +59,8 @@ def _loop_context(access: BookAccess) -> dict:
     artifacts = list(selectors.artifacts_of(book)[:VIEW_PAGE])
     constraints, constraints_total, constraints_more = selectors.meta_constraints_page(meta)
     recommended = str(((card.payload or {}).get("thrust") or {}).get("id", "")) if card else ""
+    briefs = [a for a in artifacts if a.type == "decision-brief"]
+    brief = next((a for a in briefs if a.status not in CLOSED_SLOTS), briefs[0] if briefs else None)
     return {
         "book": book,
         "role": access.role,
@@ -89,13 +92,14 @@ def _loop_context(access: BookAccess) -> dict:
         # What the current gate still needs, with the action beside each item (the one rule the gate checks).
         "missing": gate_missing(book),
         # The blackboard: the decision brief, the scope boundary (slots and the constraints she recorded), the backlog.
-        "brief": next((a for a in artifacts if a.type == "decision-brief"), None),
+        "brief": brief,
         "scope": [a for a in artifacts if a.type == "scope-boundary"],
         "constraints": constraints,
         "constraints_total": constraints_total,
         "constraints_more": constraints_more,
         "backlog": next((a for a in artifacts if a.type == "backlog"), None),
-        "other_slots": [a for a in artifacts if a.type not in ("decision-brief", "scope-boundary", "backlog")],
+        # A brief kept when the discovery was reopened after a hand-off is listed with the other slots.
+        "other_slots": [a for a in artifacts if a.type not in ("scope-boundary", "backlog") and a != brief],
         "reviews": list(selectors.reviews_of(book).select_related("lens")[:VIEW_PAGE]),
         "validation": list(selectors.validation_plan_of(book)[:VIEW_PAGE]),
     }
@@ -173,4 +177,46 @@ def hand_off(request: HttpRequest, book_id) -> HttpResponse:
     if result.get("approval_id"):
         return redirect("approvals:decision", approval_id=result["approval_id"])
     messages.success(request, "Handed off: drafting starts at Chapter 1.")
+    return redirect("discovery:book", book_id=access.book.pk)
+
+
+# --- Reopening discovery after hand-off -------------------------------------------------------------
+
+
+def _reopen_page(request: HttpRequest, access: BookAccess, draft: dict, error: DomainError | None = None):
+    """The reopen page: the gate she picked, what reopening there touches, and the form that confirms it."""
+    impact, refusal = None, error
+    try:
+        impact = discovery_reopen_impact(book=access.book, gate=draft["gate"])
+    except DomainError as exc:
+        refusal = refusal or exc
+    context = {
+        "book": access.book,
+        "role": access.role,
+        "gates": [(gate, words) for gate, words in GATE_WORDS.items()],
+        "draft": draft,
+        "impact": impact,
+        "error": refusal,
+    }
+    return render(request, "loop/reopen.html", context, status=refusal.status if refusal else 200)
+
+
+@login_required
+def reopen(request: HttpRequest, book_id) -> HttpResponse:
+    """The author looks at what reopening her handed-off discovery at a gate touches (GET), then confirms it with a
+    rationale (POST: ``discovery_reopen``, as ``POST /api/v1/books/{id}/reopen`` with ``confirm: true``)."""
+    access = page_access(request, book_id)
+    reopen_allowed(access)
+    source = request.POST if request.method == "POST" else request.GET
+    draft = {"gate": source.get("gate", "G3"), "rationale": source.get("rationale", "")}
+    if request.method != "POST":
+        return _reopen_page(request, access, draft)
+    try:
+        payload = parse_form(ReopenIn, {**draft, "confirm": True})
+        result = discovery_reopen(access=access, gate=payload.gate, rationale=payload.rationale, confirm=True)
+    except DomainError as exc:
+        return _reopen_page(request, access, draft, exc)
+    messages.success(
+        request, f"Discovery reopened at {result['gate']}: the agents pick up from there, and your chapters stay."
+    )
     return redirect("discovery:book", book_id=access.book.pk)

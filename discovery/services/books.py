@@ -172,7 +172,7 @@ def book_edit(*, access: BookAccess, payload: BookEditIn) -> Book:
             impact = book_premise_impact(book)
             if impact.get("handed_off"):
                 raise Conflict(
-                    "this book's discovery was handed off to drafting; its premise no longer changes here",
+                    "handed off to drafting: reopen the discovery first to change this book's premise",
                     code="handed_off",
                     field="premise",
                 )

@@ -339,6 +339,9 @@ PERSON_ONLY: dict[str, Cap | str] = {
     "POST /books/{book_id}/codex/entries": "the author keeps the codex's entries",
     "PATCH /books/{book_id}/codex/entries/{entry_id}": "the author keeps the codex's entries",
     "POST /books/{book_id}/continuity/{finding_id}/settle": "the author settles a continuity finding",
+    # Reopening a handed-off discovery is the author's decision, and so is looking at what it would touch first.
+    "GET /books/{book_id}/reopen": "the author sees what reopening her handed-off discovery touches",
+    "POST /books/{book_id}/reopen": Cap.DECIDE,
 }
 
 # The reads an agent key may make over REST that no tool mirrors, each with why. A new GET route is either a

@@ -290,6 +290,18 @@ def _sol_question(context: dict, notes: list[str]) -> tuple[dict | None, str | N
     return {"question": question, "source_refs": refs}, field
 
 
+def _thrusts_due_at_g15(context: dict, thrusts: list[dict]) -> bool:
+    """At G1.5 with fewer than two proposed thrusts to choose between (a discovery reopened at G1.5 or before keeps
+    only the chosen and the set-aside ones), and not asked since the newest thrust: Terra drafts new candidates."""
+    loop = context.get("loop") or {}
+    if loop.get("gate") != "G1.5" or loop.get("pending_card") or not thrusts:
+        return False
+    if len([t for t in thrusts if t["status"] == "proposed"]) >= 2:
+        return False
+    newest = max(t["created_at"] for t in thrusts)
+    return not _has_handoff(context, THRUSTS_DECISION, after=newest)
+
+
 def _has_handoff(context: dict, decision: str, *, open_only: bool = False, after: str | None = None) -> bool:
     for handoff in context.get("handoffs") or []:
         if handoff["decision"] != decision:
@@ -362,26 +374,30 @@ def _extraction_handoffs(context: dict, notes: list[str]) -> list[dict]:
     return handoffs
 
 
-def _g2_handoffs(context: dict, notes: list[str]) -> list[dict]:
+def _g2_g3_handoffs(context: dict, notes: list[str]) -> list[dict]:
     """At G2, with an approved charter: Terra drafts the brief and reviews canon integrity, Luna reviews reader
-    trust (each once, unless its work is already there)."""
+    trust (each once, unless its work is already there). At G3 with no open brief (a discovery reopened at G3 set
+    the handed-off one aside): Terra drafts a new one."""
     loop = context.get("loop") or {}
-    if loop.get("gate") != "G2" or not [c for c in context.get("charters") or [] if c["status"] == "approved"]:
+    if loop.get("gate") not in ("G2", "G3") or not [
+        c for c in context.get("charters") or [] if c["status"] == "approved"
+    ]:
         return []
     if loop.get("pending_card") or loop.get("status") not in ("working", "converged"):
         return []
     handoffs = []
     reviews = set(loop.get("reviews") or [])
-    wanted = [
-        ("brief", "terra", BRIEF_DECISION, loop.get("brief") is not None),
-        ("canon-review", "terra", CANON_REVIEW_DECISION, "canon-integrity" in reviews),
-        ("trust-review", "luna", TRUST_REVIEW_DECISION, "reader-trust" in reviews),
-    ]
+    wanted = [("brief", "terra", BRIEF_DECISION, loop.get("brief") is not None)]
+    if loop.get("gate") == "G2":
+        wanted += [
+            ("canon-review", "terra", CANON_REVIEW_DECISION, "canon-integrity" in reviews),
+            ("trust-review", "luna", TRUST_REVIEW_DECISION, "reader-trust" in reviews),
+        ]
     for task, role, decision, done in wanted:
         if done or _has_handoff(context, decision, open_only=True):
             continue
         handoffs.append(_handoff(task, role, decision, context, None))
-        notes.append(f"Handed {role.capitalize()} {task.replace('-', ' ')} at G2.")
+        notes.append(f"Handed {role.capitalize()} {task.replace('-', ' ')} at {loop['gate']}.")
     return handoffs
 
 
@@ -462,7 +478,7 @@ def _redraft_due(context: dict, question: dict | None) -> bool:
 
 def _sol_handoffs(context: dict, field: str | None, question: dict | None, notes: list[str]) -> list[dict]:
     handoffs: list[dict] = (
-        _rerun_handoffs(context, notes) + _extraction_handoffs(context, notes) + _g2_handoffs(context, notes)
+        _rerun_handoffs(context, notes) + _extraction_handoffs(context, notes) + _g2_g3_handoffs(context, notes)
     )
     turns = _author_turns(context)
     asked = question["question"] if question else None
@@ -475,6 +491,9 @@ def _sol_handoffs(context: dict, field: str | None, question: dict | None, notes
     if turns and not thrusts and not _has_handoff(context, THRUSTS_DECISION):
         handoffs.append(_handoff("thrusts", "terra", THRUSTS_DECISION, context, None))
         notes.append("Handed Terra the thrust candidates: none exist yet.")
+    elif _thrusts_due_at_g15(context, thrusts):
+        handoffs.append(_handoff("thrusts", "terra", THRUSTS_DECISION, context, None))
+        notes.append("Handed Terra new thrust candidates: G1.5 has fewer than two to choose between.")
     confirmed = context.get("confirmed_observations") or []
     charters = context.get("charters") or []
     pending = [c for c in charters if c["status"] == "proposed"]

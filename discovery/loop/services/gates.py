@@ -32,6 +32,7 @@ from discovery.models import (
     StoryCharter,
     ThrustCandidate,
 )
+from discovery.selectors import VIEW_PAGE
 from discovery.services.charters import charter_content_digest
 from novelgraph.core.errors import Conflict, Invalid
 
@@ -63,6 +64,7 @@ from ..schemas import BriefChapterIn, GateIn
 from ..selectors import open_author_words
 from .base import controller_book, lock_meta, refresh
 from .cards import raise_card, supersede_lapsed
+from .discovery_reopen import book_reopened
 
 CONSENT_GATES = {"G0", "G1.5", "G2"}
 
@@ -177,23 +179,27 @@ def hand_off_to_drafting(*, meta: LoopMeta) -> dict:
             continue  # a malformed chapter of an imported brief makes no chapter; the brief itself stays
         planned.setdefault(chapter_spec.number, chapter_spec.model_dump())
     first = planned.pop(1, {})
-    chapter, created = Chapter.objects.get_or_create(
-        book=book,
-        number=1,
-        defaults={
-            "title": str(first.get("title") or "Chapter 1")[:200],
-            "spec": str(first.get("spec") or spec)[:20_000],
-        },
-    )
-    for number, item in sorted(planned.items()):
-        Chapter.objects.get_or_create(
-            book=book,
-            number=number,
-            defaults={
-                "title": str(item.get("title") or f"Chapter {number}")[:200],
-                "spec": str(item.get("spec") or "")[:20_000],
-            },
+    # A hand-off after a reopen follows the new brief's plan: the chapters it plans take its titles and specs
+    # (their text revisions stay as they are); a first hand-off keeps what the author set before it.
+    replan = book_reopened(book)
+    replanned: list[dict] = []
+    rows = [(1, {"title": first.get("title") or "Chapter 1", "spec": first.get("spec") or spec})]
+    rows += [
+        (n, {"title": item.get("title") or f"Chapter {n}", "spec": item.get("spec") or ""})
+        for n, item in sorted(planned.items())
+    ]
+    chapter, created = None, False
+    for number, item in rows:
+        title, chapter_spec = str(item["title"])[:200], str(item["spec"])[:20_000]
+        made, was_created = Chapter.objects.get_or_create(
+            book=book, number=number, defaults={"title": title, "spec": chapter_spec}
         )
+        if number == 1:
+            chapter, created = made, was_created
+        if replan and not was_created and (made.title, made.spec) != (title, chapter_spec):
+            replanned.append({"number": number, "title_before": made.title, "title": title})
+            made.title, made.spec = title, chapter_spec
+            made.save(update_fields=["title", "spec", "updated_at"])
     entries = [
         {"kind": "parked-node", "id": str(n.pk), "intent": n.intent, "altitude": n.altitude}
         for n in PlanNode.objects.filter(book=book)
@@ -234,12 +240,17 @@ def hand_off_to_drafting(*, meta: LoopMeta) -> dict:
     # The conversation stays open until hand-off: G3 closes it (and nothing else does).
     closed = DiscoverySession.objects.filter(book=book).exclude(status=DiscoverySession.Status.CLOSED)
     closed = closed.update(status=DiscoverySession.Status.CLOSED)
-    return {
+    result = {
         "chapter_1": str(chapter.pk),
         "chapter_created": created,
         "backlog_entries": len(entries),
         "sessions_closed": closed,
     }
+    if replan:
+        # The row that logs this hand-off is hashed once: it names the first page of the replanned chapters.
+        result["chapters_replanned"] = replanned[:VIEW_PAGE]
+        result["chapters_replanned_count"] = len(replanned)
+    return result
 
 
 def gate_request(*, access: BookAccess, gate: Gate, payload: GateIn) -> dict:

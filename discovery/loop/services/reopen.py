@@ -191,7 +191,7 @@ def premise_reopen_g0(*, book, previous: str, **_signal) -> None:
     if meta is None:
         return
     if meta.status == LoopStatus.HANDED_OFF:
-        raise Conflict("this book's discovery was handed off to drafting; its premise no longer changes here",
+        raise Conflict("handed off to drafting: reopen the discovery first to change this book's premise",
                        code="handed_off", field="premise")  # fmt: skip
     PlanNode.objects.filter(book=book, is_root=True).update(intent=(book.premise or book.title)[:5000])
     waiting = list(
