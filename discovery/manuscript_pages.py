@@ -17,7 +17,7 @@ from novelgraph.core.errors import DomainError
 from novelgraph.core.schemas import parse_form
 
 from .access import BookAccess, Cap, page_access
-from .manuscript_api import ChapterIn, ChapterTextIn, CodexEntryIn, FindingSettleIn
+from .manuscript_api import ChapterIn, ChapterTextIn, CodexEntryIn, CompareFilter, FindingSettleIn
 from .models import EntryKind
 from .selectors import book_chapters, chapter_revisions, continuity_findings
 from .services import manuscript
@@ -28,6 +28,13 @@ SETTLED_WORDS = {
     "fixed": "Fixed in the text",
     "intentional": "Intentional",
     "canon-change": "Canon change proposed",
+}
+
+SETTLED_NOTES = {
+    "fix-text": "Noted: change the text below and save a new revision; the finding closes when the check no longer "
+    "finds it.",
+    "intentional": "Kept as intentional; your reason is in the decision log.",
+    "change-canon": "A change of canon is proposed; it waits for your decision in Review.",
 }
 
 
@@ -43,6 +50,40 @@ def _segments(text: str, findings: list) -> list[dict]:
         at = finding.span_end
     pieces.append({"text": text[at:]})
     return [p for p in pieces if p["text"]]
+
+
+def _diff_rows(diff: list[str]) -> list[dict]:
+    """The compare's line diff as rows to read: added, removed, unchanged, and a gap between far-apart changes."""
+    rows = []
+    for line in diff:
+        if line.startswith(("--- ", "+++ ")):
+            continue
+        if line.startswith("@@"):
+            rows.append({"kind": "gap", "text": "…"})
+        elif line.startswith("+"):
+            rows.append({"kind": "added", "text": line[1:]})
+        elif line.startswith("-"):
+            rows.append({"kind": "removed", "text": line[1:]})
+        else:
+            rows.append({"kind": "same", "text": line[1:]})
+    return rows[1:] if rows and rows[0]["kind"] == "gap" else rows
+
+
+def _compare(request: HttpRequest, access: BookAccess, number: int, revisions: list) -> dict:
+    """The revision compare the page shows (``?older=&newer=``), or its inline error; the two latest revisions
+    are preselected."""
+    chosen = {
+        "older": revisions[-2].number if len(revisions) > 1 else None,
+        "newer": revisions[-1].number if revisions else None,
+    }
+    if "older" not in request.GET and "newer" not in request.GET:
+        return {"chosen": chosen}
+    try:
+        form = parse_form(CompareFilter, {"older": request.GET.get("older", ""), "newer": request.GET.get("newer", "")})
+        result = manuscript.revision_compare(access=access, number=number, older=form.older, newer=form.newer)
+    except DomainError as exc:
+        return {"chosen": chosen, "error": exc.message}
+    return {"chosen": {"older": form.older, "newer": form.newer}, "result": result, "rows": _diff_rows(result["diff"])}
 
 
 def _chapters_page(request: HttpRequest, access: BookAccess, *, error: dict | None = None, status: int = 200):
@@ -91,6 +132,7 @@ def _chapter_page(request, access: BookAccess, number: int, *, error: dict | Non
         "latest": latest,
         "segments": _segments(latest.text, shown) if latest else [],
         "findings": findings,
+        "compare": _compare(request, access, number, revisions),
         "error": error,
     }
     return render(request, "discovery/chapter.html", context, status=status)
@@ -131,7 +173,7 @@ def finding_settle(request: HttpRequest, book_id: uuid.UUID, number: int, findin
         manuscript.finding_settle(
             access=access, finding_id=finding_id, resolution=form.resolution, rationale=form.rationale, value=form.value
         )
-        messages.success(request, "Finding settled.")
+        messages.success(request, SETTLED_NOTES[form.resolution])
     except DomainError as exc:
         return _chapter_page(request, access, number, error={"message": exc.message}, status=exc.status)
     return redirect(reverse("discovery:chapter", args=[access.book.pk, number]))

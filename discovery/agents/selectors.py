@@ -12,7 +12,7 @@ from discovery.access import BookAccess, Cap
 from discovery.selectors import MappedRows
 from novelgraph.core.errors import NotFound
 
-from .models import AgentRun, AgentRunOutput
+from .models import AgentRun, AgentRunOutput, AgentTask
 from .workers import stuck_runs
 
 
@@ -70,3 +70,13 @@ def runs_moving(runs) -> tuple[bool, set]:
     that cannot: their worker stopped, and the next reap settles them."""
     stuck = stuck_runs([run for run in runs if run.active], timezone.now())
     return any(run.active and run.pk not in stuck for run in runs), stuck
+
+
+def chapter_check_latest(access: BookAccess, number: int) -> AgentRun | None:
+    """The latest continuity check queued for chapter ``number`` (what the chapter page shows), or None."""
+    return (
+        runs_for(access)
+        .filter(task=AgentTask.CONTINUITY, input__chapter=number)
+        .order_by("-created_at")
+        .first()
+    )

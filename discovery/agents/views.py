@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import uuid
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -24,8 +25,8 @@ from novelgraph.core.schemas import parse_form
 
 from .models import AgentRun, AgentTask
 from .schemas import AgentRunIn
-from .selectors import runs_for, runs_moving
-from .services import acts_on_its_own, agent_run_start
+from .selectors import chapter_check_latest, runs_for, runs_moving
+from .services import acts_on_its_own, agent_run_start, continuity_check_queue
 
 PANEL_RUNS = 6
 # What each role does, for the empty states (no agent has run on the book yet).
@@ -166,3 +167,59 @@ def act_on_their_own(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
             status=exc.status,
         )
     return redirect(_safe_next(request.POST.get("next", ""), access.book.pk))
+
+
+# --- The continuity check from the chapter page -------------------------------------------------------------
+
+
+def chapter_check_panel(access: BookAccess, number: int, *, error: DomainError | None = None) -> dict:
+    """The chapter page's check box: the latest check of the chapter, whether it can still move (the box polls
+    only then), and whether the visitor may run one (as the API's ``continuity_check_queue`` allows)."""
+    run = chapter_check_latest(access, number)
+    active, stuck = runs_moving([run] if run is not None else [])
+    return {
+        "run": run,
+        "active": active,
+        "stuck": run is not None and run.pk in stuck,
+        "found": run.outputs.count() if run is not None and run.status == "done" else 0,
+        "can_check": access.holds(Cap.DISCOVERY_WRITE) and not access.is_agent,
+        "check_url": reverse("agents:chapter-check", args=[access.book.pk, number]),
+        "status_url": reverse("agents:chapter-check-status", args=[access.book.pk, number]),
+        "error": error,
+    }
+
+
+def _check_fragment(request: HttpRequest, access: BookAccess, number: int, *, error=None, status=200):
+    check = chapter_check_panel(access, number, error=error)
+    response = render(request, "agents/_chapter_check.html#status", {"check": check}, status=status)
+    watched = request.GET.get("watch", "")
+    if watched and check["run"] is not None and (str(check["run"].pk) != watched or not check["run"].active):
+        trigger_client_event(response, AGENTS_FINISHED)  # the chapter's text and findings refresh in place
+    return response
+
+
+@login_required
+@require_POST
+def chapter_check(request: HttpRequest, book_id: uuid.UUID, number: int) -> HttpResponse:
+    """The "Run the check" button: queue Luna's continuity check of the chapter's latest revision through
+    ``services.continuity_check_queue`` (as ``POST .../chapters/{number}/check``); a refusal shows inline."""
+    access = page_access(request, book_id, Cap.DISCOVERY_READ)
+    try:
+        continuity_check_queue(access=access, number=number)
+    except DomainError as exc:
+        if exc.status == 404:
+            raise
+        if request.htmx:
+            return _check_fragment(request, access, number, error=exc, status=exc.status)
+        messages.error(request, exc.message)
+        return redirect(reverse("discovery:chapter", args=[access.book.pk, number]))
+    if request.htmx:
+        return _check_fragment(request, access, number)
+    return redirect(reverse("discovery:chapter", args=[access.book.pk, number]))
+
+
+@login_required
+def chapter_check_status(request: HttpRequest, book_id: uuid.UUID, number: int) -> HttpResponse:
+    """The check box's status alone (HTMX polls it while the check is queued or running)."""
+    access = page_access(request, book_id, Cap.DISCOVERY_READ)
+    return _check_fragment(request, access, number)

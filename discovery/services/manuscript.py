@@ -4,6 +4,7 @@ floor) files findings through ``findings_record``."""
 
 from __future__ import annotations
 
+import difflib
 import io
 import re
 from typing import Any
@@ -193,6 +194,32 @@ def revision_get(access: BookAccess, number: int, revision: int) -> ChapterRevis
     if found is None:
         raise NotFound("revision not found", field="revision")
     return found
+
+
+def revision_compare(*, access: BookAccess, number: int, older: int, newer: int) -> dict[str, Any]:
+    """Two revisions of a chapter side by side: the words added and removed (a word-level diff) and the
+    line diff of their text. Any two revisions compare, in either order."""
+    a, b = revision_get(access, number, older), revision_get(access, number, newer)
+    words_a, words_b = WORD.findall(a.text), WORD.findall(b.text)
+    added = removed = 0
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, words_a, words_b, autojunk=False).get_opcodes():
+        if op in ("replace", "delete"):
+            removed += i2 - i1
+        if op in ("replace", "insert"):
+            added += j2 - j1
+    diff = list(
+        difflib.unified_diff(
+            a.text.splitlines(), b.text.splitlines(), f"revision {older}", f"revision {newer}", lineterm=""
+        )
+    )
+    return {
+        "chapter": number,
+        "older": older,
+        "newer": newer,
+        "words_added": added,
+        "words_removed": removed,
+        "diff": diff,
+    }
 
 
 HEADING = re.compile(r"^(?:#{1,2}\s+(?P<md>.+?)\s*#*\s*$|(?P<plain>chapter\s+[\w-]+(?:\s*[:.\-–—]\s*.*)?)\s*$)", re.I)
