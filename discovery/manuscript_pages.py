@@ -116,7 +116,10 @@ def chapters(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
     return redirect(reverse("discovery:chapters", args=[access.book.pk]))
 
 
-def _chapter_page(request, access: BookAccess, number: int, *, error: dict | None = None, status: int = 200):
+def chapter_page_render(
+    request: HttpRequest, access: BookAccess, number: int, *, error: dict | None = None, status: int = 200
+) -> HttpResponse:
+    """The chapter page, with ``error`` inline (this page's forms and the check's button, without HTMX)."""
     chapter = manuscript.chapter_get(access, number)
     revisions = chapter_revisions(chapter)
     latest = revisions[-1] if revisions else None
@@ -144,7 +147,7 @@ def chapter(request: HttpRequest, book_id: uuid.UUID, number: int) -> HttpRespon
     revisions with word counts; the author stores a new text (POST)."""
     access = page_access(request, book_id, Cap.BOOK_READ)
     if request.method != "POST":
-        return _chapter_page(request, access, number)
+        return chapter_page_render(request, access, number)
     try:
         form = parse_form(ChapterTextIn, {"text": request.POST.get("text", "")})
         revision = manuscript.chapter_text_store(access=access, number=number, text=form.text)
@@ -152,7 +155,7 @@ def chapter(request: HttpRequest, book_id: uuid.UUID, number: int) -> HttpRespon
     except DomainError as exc:
         if exc.status == 404:
             raise
-        return _chapter_page(request, access, number, error={"message": exc.message}, status=exc.status)
+        return chapter_page_render(request, access, number, error={"message": exc.message}, status=exc.status)
     return redirect(reverse("discovery:chapter", args=[access.book.pk, number]))
 
 
@@ -175,7 +178,7 @@ def finding_settle(request: HttpRequest, book_id: uuid.UUID, number: int, findin
         )
         messages.success(request, SETTLED_NOTES[form.resolution])
     except DomainError as exc:
-        return _chapter_page(request, access, number, error={"message": exc.message}, status=exc.status)
+        return chapter_page_render(request, access, number, error={"message": exc.message}, status=exc.status)
     return redirect(reverse("discovery:chapter", args=[access.book.pk, number]))
 
 

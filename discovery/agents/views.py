@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import uuid
 
-from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -17,6 +16,7 @@ from django.views.decorators.http import require_POST
 from django_htmx.http import trigger_client_event
 
 from discovery.access import BookAccess, Cap, page_access
+from discovery.manuscript_pages import chapter_page_render
 from discovery.selectors import current_session
 from discovery.services import book_agents_act_set
 from novelgraph.core.errors import DomainError
@@ -211,8 +211,7 @@ def chapter_check(request: HttpRequest, book_id: uuid.UUID, number: int) -> Http
             raise
         if request.htmx:
             return _check_fragment(request, access, number, error=exc, status=exc.status)
-        messages.error(request, exc.message)
-        return redirect(reverse("discovery:chapter", args=[access.book.pk, number]))
+        return chapter_page_render(request, access, number, error={"message": exc.message}, status=exc.status)
     if request.htmx:
         return _check_fragment(request, access, number)
     return redirect(reverse("discovery:chapter", args=[access.book.pk, number]))

@@ -29,7 +29,7 @@ from ..models import (
     KnowledgeClaim,
 )
 from ..schemas import FindingsIn
-from .claims import claim_for_book, claim_propose, revision_of
+from .claims import claim_for_book, claim_propose, claim_review_open, revision_of
 
 FINDING_SUBJECT = "continuity-finding"
 WORD = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*")
@@ -347,7 +347,7 @@ def finding_settle(
 ) -> ContinuityFinding:
     """The author settles a finding: ``fix-text`` (it stays open until a later revision no longer shows it and
     the check closes it), ``intentional`` (with her rationale, logged), ``change-canon`` (a revision proposal of
-    the claim it concerns, with ``value``, through the normal approval flow)."""
+    the claim it concerns, with ``value``, waiting in her Review as a pending approval: the normal approval flow)."""
     access.require_author()
     with transaction.atomic():
         finding = finding_for_book(access, finding_id)
@@ -388,6 +388,11 @@ def finding_settle(
             if old.status != KnowledgeClaim.Status.APPROVED:
                 raise Conflict("the claim this finding concerns is no longer canon", code="not_canon")
             proposal = claim_propose(access=access, base=old.base, payload=revision_of(access, old, value))
+            claim_review_open(
+                access=access,
+                claim=proposal,
+                note=f"From a continuity finding in chapter {finding.chapter.number}: “{finding.quote[:200]}”",
+            )
             finding.status = FindingStatus.CANON_CHANGE
             finding.proposal = proposal
             finding.save(update_fields=["status", "proposal", "updated_at"])
