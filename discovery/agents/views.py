@@ -189,12 +189,14 @@ def chapter_check_panel(access: BookAccess, number: int, *, error: DomainError |
     }
 
 
-def _check_fragment(request: HttpRequest, access: BookAccess, number: int, *, error=None, status=200):
+def _check_fragment(request: HttpRequest, access: BookAccess, number: int, *, watch="", error=None, status=200):
+    """The check's status alone; when the run the page watches (``watch``) has finished, the page's text and
+    findings refresh in place (``AGENTS_FINISHED``)."""
     check = chapter_check_panel(access, number, error=error)
     response = render(request, "agents/_chapter_check.html#status", {"check": check}, status=status)
-    watched = request.GET.get("watch", "")
+    watched = watch or request.GET.get("watch", "")
     if watched and check["run"] is not None and (str(check["run"].pk) != watched or not check["run"].active):
-        trigger_client_event(response, AGENTS_FINISHED)  # the chapter's text and findings refresh in place
+        trigger_client_event(response, AGENTS_FINISHED)
     return response
 
 
@@ -205,15 +207,15 @@ def chapter_check(request: HttpRequest, book_id: uuid.UUID, number: int) -> Http
     ``services.continuity_check_queue`` (as ``POST .../chapters/{number}/check``); a refusal shows inline."""
     access = page_access(request, book_id, Cap.DISCOVERY_READ)
     try:
-        continuity_check_queue(access=access, number=number)
+        run = continuity_check_queue(access=access, number=number)
     except DomainError as exc:
         if exc.status == 404:
             raise
         if request.htmx:
             return _check_fragment(request, access, number, error=exc, status=exc.status)
         return chapter_page_render(request, access, number, error={"message": exc.message}, status=exc.status)
-    if request.htmx:
-        return _check_fragment(request, access, number)
+    if request.htmx:  # a worker may have finished it already: the page then refreshes at once
+        return _check_fragment(request, access, number, watch=str(run.pk))
     return redirect(reverse("discovery:chapter", args=[access.book.pk, number]))
 
 
