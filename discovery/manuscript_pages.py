@@ -4,6 +4,8 @@ selectors; errors show inline."""
 
 from __future__ import annotations
 
+import difflib
+import re
 import uuid
 
 from django.contrib import messages
@@ -52,21 +54,62 @@ def _segments(text: str, findings: list) -> list[dict]:
     return [p for p in pieces if p["text"]]
 
 
+def _word_pieces(old: str, new: str) -> tuple[list[dict], list[dict]]:
+    """A removed line and the added line that replaced it, cut into pieces: the words that changed and those kept."""
+    a, b = re.findall(r"\s+|\S+", old), re.findall(r"\s+|\S+", new)
+    left, right = [], []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if i2 > i1:
+            left.append({"text": "".join(a[i1:i2]), "changed": op != "equal"})
+        if j2 > j1:
+            right.append({"text": "".join(b[j1:j2]), "changed": op != "equal"})
+    return _joined(left), _joined(right)
+
+
+def _joined(pieces: list[dict]) -> list[dict]:
+    """Pieces with the spaces between two changed words counted as changed, and neighbours of a kind joined."""
+    for at in range(1, len(pieces) - 1):
+        if not pieces[at]["text"].strip() and pieces[at - 1]["changed"] and pieces[at + 1]["changed"]:
+            pieces[at]["changed"] = True
+    joined: list[dict] = []
+    for piece in pieces:
+        if joined and joined[-1]["changed"] == piece["changed"]:
+            joined[-1]["text"] += piece["text"]
+        else:
+            joined.append(dict(piece))
+    return joined
+
+
 def _diff_rows(diff: list[str]) -> list[dict]:
-    """The compare's line diff as rows to read: added, removed, unchanged, and a gap between far-apart changes."""
-    rows = []
+    """The compare's line diff as rows to read: added, removed (a removed line and the added line that replaced
+    it show which words changed), unchanged, and a gap between far-apart changes."""
+    rows: list[dict] = []
     for line in diff:
         if line.startswith(("--- ", "+++ ")):
             continue
         if line.startswith("@@"):
-            rows.append({"kind": "gap", "text": "…"})
-        elif line.startswith("+"):
-            rows.append({"kind": "added", "text": line[1:]})
-        elif line.startswith("-"):
-            rows.append({"kind": "removed", "text": line[1:]})
+            rows.append({"kind": "gap"})
+        elif line[:1] in "+-":
+            kind = "added" if line[0] == "+" else "removed"
+            rows.append({"kind": kind, "pieces": [{"text": line[1:], "changed": True}]})
         else:
             rows.append({"kind": "same", "text": line[1:]})
+    for at in range(len(rows)):  # each run of removed lines pairs, line by line, with the added run after it
+        if rows[at]["kind"] != "removed" or (at and rows[at - 1]["kind"] == "removed"):
+            continue
+        removed = _run(rows, at, "removed")
+        added = _run(rows, at + len(removed), "added")
+        for old, new in zip(removed, added, strict=False):
+            old["pieces"], new["pieces"] = _word_pieces(old["pieces"][0]["text"], new["pieces"][0]["text"])
     return rows[1:] if rows and rows[0]["kind"] == "gap" else rows
+
+
+def _run(rows: list[dict], at: int, kind: str) -> list[dict]:
+    run = []
+    while at < len(rows) and rows[at]["kind"] == kind:
+        run.append(rows[at])
+        at += 1
+    return run
 
 
 def _compare(request: HttpRequest, access: BookAccess, number: int, revisions: list) -> dict:

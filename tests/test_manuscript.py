@@ -207,7 +207,8 @@ def test_the_author_runs_the_check_and_compares_revisions_from_the_chapter_page(
     # Compare: words added and removed, and the lines that changed.
     compared = author_browser.get(f"{chapters}1/", {"older": 1, "newer": 2}).content.decode()
     assert "2 words added" in compared and "0 words removed" in compared
-    assert '<del><span class="visually-hidden">Removed: </span>Mara rang the bell.</del>' in compared
-    assert "Mara rang the old bell twice.</ins>" in compared
+    # The changed line shows which words changed: "the bell." became "the old bell twice."
+    assert "Removed: </span>Mara rang the <del>bell.</del>" in compared
+    assert "Added: </span>Mara rang the <ins>old bell twice.</ins>" in compared
     wrong = author_browser.get(f"{chapters}1/", {"older": 1, "newer": 9}).content.decode()
     assert 'id="compare-error"' in wrong and "revision not found" in wrong
