@@ -39,6 +39,7 @@ BENCHES = (
     "discovery",
     "bounded",
     "key_lookup",
+    "continuity",
 )
 
 

@@ -46,7 +46,6 @@ from .manuscript_api import (
     RevisionFilter,
     RevisionOut,
     chapter_text_read,
-    revision_compare,
     revisions_read,
 )
 from .record_search import book_record_search
@@ -129,7 +128,7 @@ from .selectors import (
     turn_get,
     whoami,
 )
-from .services.manuscript import findings_record
+from .services.manuscript import findings_record, revision_compare
 
 # --- The calls: each resolves access as its REST route does, then calls the same service ---------
 
@@ -234,7 +233,7 @@ def chapter_revisions_get(principal: Principal, args, _payload):
 
 def chapter_compare_get(principal: Principal, args, filters: CompareFilter):
     access = book_access(principal, args.book_id, Cap.BOOK_READ)
-    return revision_compare(access, args.number, filters.older, filters.newer)
+    return revision_compare(access=access, number=args.number, older=filters.older, newer=filters.newer)
 
 
 def continuity_read(principal: Principal, args, filters: FindingFilter):

@@ -1,10 +1,9 @@
 """The manuscript's routes (issue 28): codex entries, chapters, chapter text and its revisions, the continuity
 check's findings and how the author settles them. Luna's check itself is queued through the agents' routes."""
 
-import difflib
 import uuid
 from datetime import datetime
-from typing import Any, Literal
+from typing import Literal
 
 from django.http import HttpRequest
 from ninja import Field, File, Query, Router, Schema, UploadedFile
@@ -233,37 +232,15 @@ def chapter_revisions_list(request: HttpRequest, book_id: uuid.UUID, number: int
     return revisions_read(_access(request, book_id, Cap.BOOK_READ), number)
 
 
-def revision_compare(access: BookAccess, number: int, older: int, newer: int) -> dict[str, Any]:
-    a, b = manuscript.revision_get(access, number, older), manuscript.revision_get(access, number, newer)
-    words_a, words_b = manuscript.WORD.findall(a.text), manuscript.WORD.findall(b.text)
-    added = removed = 0
-    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, words_a, words_b, autojunk=False).get_opcodes():
-        if op in ("replace", "delete"):
-            removed += i2 - i1
-        if op in ("replace", "insert"):
-            added += j2 - j1
-    diff = list(
-        difflib.unified_diff(
-            a.text.splitlines(), b.text.splitlines(), f"revision {older}", f"revision {newer}", lineterm=""
-        )
-    )
-    return {
-        "chapter": number,
-        "older": older,
-        "newer": newer,
-        "words_added": added,
-        "words_removed": removed,
-        "diff": diff,
-    }
-
-
 @router.get(
     "/books/{book_id}/chapters/{number}/compare",
     response={200: CompareOut, **ERRORS},
     summary="Compare two revisions of a chapter",
 )
 def chapter_compare(request: HttpRequest, book_id: uuid.UUID, number: int, filters: Query[CompareFilter]):
-    return revision_compare(_access(request, book_id, Cap.BOOK_READ), number, filters.older, filters.newer)
+    return manuscript.revision_compare(
+        access=_access(request, book_id, Cap.BOOK_READ), number=number, older=filters.older, newer=filters.newer
+    )
 
 
 @router.post(

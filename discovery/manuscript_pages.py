@@ -4,6 +4,8 @@ selectors; errors show inline."""
 
 from __future__ import annotations
 
+import difflib
+import re
 import uuid
 
 from django.contrib import messages
@@ -17,7 +19,7 @@ from novelgraph.core.errors import DomainError
 from novelgraph.core.schemas import parse_form
 
 from .access import BookAccess, Cap, page_access
-from .manuscript_api import ChapterIn, ChapterTextIn, CodexEntryIn, FindingSettleIn
+from .manuscript_api import ChapterIn, ChapterTextIn, CodexEntryIn, CompareFilter, FindingSettleIn
 from .models import EntryKind
 from .selectors import book_chapters, chapter_revisions, continuity_findings
 from .services import manuscript
@@ -28,6 +30,13 @@ SETTLED_WORDS = {
     "fixed": "Fixed in the text",
     "intentional": "Intentional",
     "canon-change": "Canon change proposed",
+}
+
+SETTLED_NOTES = {
+    "fix-text": "Noted: change the text below and save a new revision; the finding closes when the check no longer "
+    "finds it.",
+    "intentional": "Kept as intentional; your reason is in the decision log.",
+    "change-canon": "A change of canon is proposed; it waits for your decision in Review.",
 }
 
 
@@ -43,6 +52,81 @@ def _segments(text: str, findings: list) -> list[dict]:
         at = finding.span_end
     pieces.append({"text": text[at:]})
     return [p for p in pieces if p["text"]]
+
+
+def _word_pieces(old: str, new: str) -> tuple[list[dict], list[dict]]:
+    """A removed line and the added line that replaced it, cut into pieces: the words that changed and those kept."""
+    a, b = re.findall(r"\s+|\S+", old), re.findall(r"\s+|\S+", new)
+    left, right = [], []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if i2 > i1:
+            left.append({"text": "".join(a[i1:i2]), "changed": op != "equal"})
+        if j2 > j1:
+            right.append({"text": "".join(b[j1:j2]), "changed": op != "equal"})
+    return _joined(left), _joined(right)
+
+
+def _joined(pieces: list[dict]) -> list[dict]:
+    """Pieces with the spaces between two changed words counted as changed, and neighbours of a kind joined."""
+    for at in range(1, len(pieces) - 1):
+        if not pieces[at]["text"].strip() and pieces[at - 1]["changed"] and pieces[at + 1]["changed"]:
+            pieces[at]["changed"] = True
+    joined: list[dict] = []
+    for piece in pieces:
+        if joined and joined[-1]["changed"] == piece["changed"]:
+            joined[-1]["text"] += piece["text"]
+        else:
+            joined.append(dict(piece))
+    return joined
+
+
+def _diff_rows(diff: list[str]) -> list[dict]:
+    """The compare's line diff as rows to read: added, removed (a removed line and the added line that replaced
+    it show which words changed), unchanged, and a gap between far-apart changes."""
+    rows: list[dict] = []
+    for line in diff:
+        if line.startswith(("--- ", "+++ ")):
+            continue
+        if line.startswith("@@"):
+            rows.append({"kind": "gap"})
+        elif line[:1] in "+-":
+            kind = "added" if line[0] == "+" else "removed"
+            rows.append({"kind": kind, "pieces": [{"text": line[1:], "changed": True}]})
+        else:
+            rows.append({"kind": "same", "text": line[1:]})
+    for at in range(len(rows)):  # each run of removed lines pairs, line by line, with the added run after it
+        if rows[at]["kind"] != "removed" or (at and rows[at - 1]["kind"] == "removed"):
+            continue
+        removed = _run(rows, at, "removed")
+        added = _run(rows, at + len(removed), "added")
+        for old, new in zip(removed, added, strict=False):
+            old["pieces"], new["pieces"] = _word_pieces(old["pieces"][0]["text"], new["pieces"][0]["text"])
+    return rows[1:] if rows and rows[0]["kind"] == "gap" else rows
+
+
+def _run(rows: list[dict], at: int, kind: str) -> list[dict]:
+    run = []
+    while at < len(rows) and rows[at]["kind"] == kind:
+        run.append(rows[at])
+        at += 1
+    return run
+
+
+def _compare(request: HttpRequest, access: BookAccess, number: int, revisions: list) -> dict:
+    """The revision compare the page shows (``?older=&newer=``), or its inline error; the two latest revisions
+    are preselected."""
+    chosen = {
+        "older": revisions[-2].number if len(revisions) > 1 else None,
+        "newer": revisions[-1].number if revisions else None,
+    }
+    if "older" not in request.GET and "newer" not in request.GET:
+        return {"chosen": chosen}
+    try:
+        form = parse_form(CompareFilter, {"older": request.GET.get("older", ""), "newer": request.GET.get("newer", "")})
+        result = manuscript.revision_compare(access=access, number=number, older=form.older, newer=form.newer)
+    except DomainError as exc:
+        return {"chosen": chosen, "error": exc.message}
+    return {"chosen": {"older": form.older, "newer": form.newer}, "result": result, "rows": _diff_rows(result["diff"])}
 
 
 def _chapters_page(request: HttpRequest, access: BookAccess, *, error: dict | None = None, status: int = 200):
@@ -75,7 +159,10 @@ def chapters(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
     return redirect(reverse("discovery:chapters", args=[access.book.pk]))
 
 
-def _chapter_page(request, access: BookAccess, number: int, *, error: dict | None = None, status: int = 200):
+def chapter_page_render(
+    request: HttpRequest, access: BookAccess, number: int, *, error: dict | None = None, status: int = 200
+) -> HttpResponse:
+    """The chapter page, with ``error`` inline (this page's forms and the check's button, without HTMX)."""
     chapter = manuscript.chapter_get(access, number)
     revisions = chapter_revisions(chapter)
     latest = revisions[-1] if revisions else None
@@ -91,6 +178,7 @@ def _chapter_page(request, access: BookAccess, number: int, *, error: dict | Non
         "latest": latest,
         "segments": _segments(latest.text, shown) if latest else [],
         "findings": findings,
+        "compare": _compare(request, access, number, revisions),
         "error": error,
     }
     return render(request, "discovery/chapter.html", context, status=status)
@@ -102,7 +190,7 @@ def chapter(request: HttpRequest, book_id: uuid.UUID, number: int) -> HttpRespon
     revisions with word counts; the author stores a new text (POST)."""
     access = page_access(request, book_id, Cap.BOOK_READ)
     if request.method != "POST":
-        return _chapter_page(request, access, number)
+        return chapter_page_render(request, access, number)
     try:
         form = parse_form(ChapterTextIn, {"text": request.POST.get("text", "")})
         revision = manuscript.chapter_text_store(access=access, number=number, text=form.text)
@@ -110,7 +198,7 @@ def chapter(request: HttpRequest, book_id: uuid.UUID, number: int) -> HttpRespon
     except DomainError as exc:
         if exc.status == 404:
             raise
-        return _chapter_page(request, access, number, error={"message": exc.message}, status=exc.status)
+        return chapter_page_render(request, access, number, error={"message": exc.message}, status=exc.status)
     return redirect(reverse("discovery:chapter", args=[access.book.pk, number]))
 
 
@@ -131,9 +219,9 @@ def finding_settle(request: HttpRequest, book_id: uuid.UUID, number: int, findin
         manuscript.finding_settle(
             access=access, finding_id=finding_id, resolution=form.resolution, rationale=form.rationale, value=form.value
         )
-        messages.success(request, "Finding settled.")
+        messages.success(request, SETTLED_NOTES[form.resolution])
     except DomainError as exc:
-        return _chapter_page(request, access, number, error={"message": exc.message}, status=exc.status)
+        return chapter_page_render(request, access, number, error={"message": exc.message}, status=exc.status)
     return redirect(reverse("discovery:chapter", args=[access.book.pk, number]))
 
 

@@ -453,6 +453,8 @@ PAGE_EXPECTED: dict[str, tuple[int, ...]] = {
     "/books/<uuid:book_id>/chapters/": (302, 404, 404, 200, 200),
     "/books/<uuid:book_id>/chapters/<int:number>/": (302, 404, 404, 200, 200),
     "/books/<uuid:book_id>/chapters/<int:number>/findings/<uuid:finding_id>/settle/": (302, 405, 405, 405, 405),
+    "/books/<uuid:book_id>/chapters/<int:number>/check/": (302, 405, 405, 405, 405),
+    "/books/<uuid:book_id>/chapters/<int:number>/check/status/": (302, 404, 404, 200, 200),
     "/books/<uuid:book_id>/codex/claims/<uuid:claim_id>/": (302, 404, 404, 200, 200),
     "/books/<uuid:book_id>/codex/claims/<uuid:claim_id>/supersede/": (302, 405, 405, 405, 405),
     "/books/<uuid:book_id>/codex/claims/<uuid:claim_id>/retract/": (302, 405, 405, 405, 405),
@@ -657,6 +659,7 @@ PAGE_POSTS: dict[str, dict] = {
     "/books/<uuid:book_id>/reopen/": {"gate": "G2", "rationale": "The draft changed direction."},
     "/books/<uuid:book_id>/chapters/": {"title": "The Tide"},
     "/books/<uuid:book_id>/chapters/<int:number>/": {"text": "Mara rang the bell twice."},
+    "/books/<uuid:book_id>/chapters/<int:number>/check/": {},
     "/books/<uuid:book_id>/chapters/<int:number>/findings/<uuid:finding_id>/settle/": {
         "resolution": "intentional",
         "rationale": "Hale is a passer-by.",
@@ -692,6 +695,8 @@ PAGE_POST_EXPECTED: dict[str, tuple[int, ...]] = {
     "/books/<uuid:book_id>/reopen/": (302, 404, 404, 403, 409),
     "/books/<uuid:book_id>/chapters/": (302, 404, 404, 403, 302),
     "/books/<uuid:book_id>/chapters/<int:number>/": (302, 404, 404, 403, 302),
+    # The editor may read the chapter but not queue Luna's check (discovery:write), as through the API.
+    "/books/<uuid:book_id>/chapters/<int:number>/check/": (302, 404, 404, 403, 302),
     "/books/<uuid:book_id>/chapters/<int:number>/findings/<uuid:finding_id>/settle/": (302, 404, 404, 403, 302),
 }
 

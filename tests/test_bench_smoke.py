@@ -177,3 +177,22 @@ def test_the_discovery_bench_walks_the_same_discovery_as_the_hand_off_test():
 
     assert bench_discovery.ANSWERS == ANSWERS
     assert "discovery" in run_all.BENCHES
+
+
+def test_the_continuity_bench_checks_a_chapter_through_the_real_rules():
+    """bench/bench_continuity.py builds its codex, canon and chapters, and times the check the offline provider
+    calls (run_all runs it)."""
+    from bench import run_all
+    from bench.bench_continuity import alias_scanner, build_manuscript, check
+
+    assert "continuity" in run_all.BENCHES
+
+    book = build_manuscript(
+        common.ZipfText(common.SEED, vocabulary=2_000), words=600, entries=20, claims=50, chapters=3
+    )
+
+    assert len(book["entries"]) == 20 and len(book["claims"]) == 50 and sorted(book["earlier"]) == [1, 2]
+    named = alias_scanner(book["entries"]).findall(book["text"])
+    assert named, "the chapter names some entries"
+    kinds = {f["kind"] for f in check(book, book["text"])}
+    assert "evidence-not-shown" in kinds or "reveal-too-early" in kinds, kinds

@@ -9,7 +9,7 @@ import io
 
 import pytest
 
-from approvals.models import DecisionLogEntry
+from approvals.models import Approval, DecisionLogEntry
 from discovery.models import KnowledgeClaim
 from tests.agents_support import work_off_queue
 
@@ -188,6 +188,9 @@ def test_the_author_settles_findings_three_ways(author_api, sol_api, luna_api, b
     assert changed.status_code == 200, changed.content
     proposal = KnowledgeClaim.objects.get(pk=changed.json()["proposal_id"])
     assert proposal.status == "proposed" and str(proposal.revises_id) == claims["alive"]
+    # It waits in her Review as a pending approval, decided there like any proposal.
+    waiting = Approval.objects.get(book=book, subject_id=str(proposal.pk))
+    assert waiting.status == "pending" and waiting.kind == "canon-promotion"
     assert changed.json()["status"] == "canon-change"
     # An unknown resolution is a 422 naming it.
     assert (

@@ -162,7 +162,7 @@ def test_the_chapter_pages_show_text_findings_and_revisions_and_take_the_authors
         span_start=23, span_end=27, quote="Hale", message="“Hale” is named here, and no codex entry knows it.",
     )  # fmt: skip
     page = author_browser.get(f"{chapters}1/").content.decode()
-    assert '<mark id="span-2" title="“Hale” is named here' in page and ">Hale</mark>" in page
+    assert f'<mark id="span-{finding.pk}" title="“Hale” is named here' in page and ">Hale</mark>" in page
     assert "Revision 1 · 6 words" in page and '<button type="submit">Settle</button>' in page
     assert '<button type="submit">Settle</button>' not in editor_browser.get(f"{chapters}1/").content.decode()
     url = f"{chapters}1/findings/{finding.pk}/settle/"
@@ -179,3 +179,36 @@ def test_the_chapter_pages_show_text_findings_and_revisions_and_take_the_authors
     assert added.status_code == 302
     codex = author_browser.get(f"/books/{book.pk}/codex/").content.decode()
     assert "<strong>Hale</strong>" in codex and "also the inspector" in codex
+
+
+def test_the_author_runs_the_check_and_compares_revisions_from_the_chapter_page(
+    author_browser, editor_browser, author_api, book
+):
+    from discovery.agents.models import AgentRun
+
+    chapters = f"/books/{book.pk}/chapters/"
+    assert author_api.post(f"/books/{book.pk}/discovery").status_code in (200, 201)
+    author_browser.post(chapters, {"title": "The Bell"})
+    check = f"{chapters}1/check/"
+    # No text yet: the button's refusal shows inline, and nothing is queued.
+    refused = author_browser.post(check)
+    assert refused.status_code == 409 and b"no text yet" in refused.content
+    author_browser.post(f"{chapters}1/", {"text": "Mara rang the bell."})
+    author_browser.post(f"{chapters}1/", {"text": "Mara rang the old bell twice."})
+    page = author_browser.get(f"{chapters}1/").content.decode()
+    assert ">Run the check</button>" in page and "Not checked yet." in page
+    assert ">Run the check</button>" not in editor_browser.get(f"{chapters}1/").content.decode()
+    assert editor_browser.post(check).status_code == 403
+    assert author_browser.post(check).status_code == 302
+    run = AgentRun.objects.get(book=book, task="continuity")
+    assert run.role == "luna" and run.input == {"chapter": 1, "revision": 2}
+    status = author_browser.get(f"{check}status/", HTTP_HX_REQUEST="true").content.decode()
+    assert 'data-status="queued"' in status and "every 1s" in status
+    # Compare: words added and removed, and the lines that changed.
+    compared = author_browser.get(f"{chapters}1/", {"older": 1, "newer": 2}).content.decode()
+    assert "2 words added" in compared and "0 words removed" in compared
+    # The changed line shows which words changed: "the bell." became "the old bell twice."
+    assert "Removed: </span>Mara rang the <del>bell.</del>" in compared
+    assert "Added: </span>Mara rang the <ins>old bell twice.</ins>" in compared
+    wrong = author_browser.get(f"{chapters}1/", {"older": 1, "newer": 9}).content.decode()
+    assert 'id="compare-error"' in wrong and "revision not found" in wrong

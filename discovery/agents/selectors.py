@@ -97,3 +97,13 @@ def research_collections(book, *, last: int = 5) -> list[dict]:
             }
         )
     return rows
+
+
+def chapter_check_latest(access: BookAccess, number: int) -> AgentRun | None:
+    """The latest continuity check queued for chapter ``number`` (what the chapter page shows), or None."""
+    return (
+        runs_for(access)
+        .filter(task=AgentTask.CONTINUITY, input__chapter=number)
+        .order_by("-created_at")
+        .first()
+    )

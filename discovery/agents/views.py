@@ -17,6 +17,7 @@ from django.views.decorators.http import require_POST
 from django_htmx.http import trigger_client_event
 
 from discovery.access import BookAccess, Cap, page_access
+from discovery.manuscript_pages import chapter_page_render
 from discovery.selectors import current_session
 from discovery.services import book_agents_act_set
 from library.views import render_research
@@ -26,8 +27,8 @@ from novelgraph.core.schemas import parse_form
 
 from .models import AgentRun, AgentTask
 from .schemas import AgentRunIn, ResearchCollectIn
-from .selectors import research_collections, runs_for, runs_moving
-from .services import acts_on_its_own, agent_run_start, research_collect_queue
+from .selectors import chapter_check_latest, research_collections, runs_for, runs_moving
+from .services import acts_on_its_own, agent_run_start, continuity_check_queue, research_collect_queue
 
 PANEL_RUNS = 6
 # What each role does, for the empty states (no agent has run on the book yet).
@@ -181,6 +182,37 @@ def research_collect_part(access: BookAccess, state: dict) -> dict:
     return {"luna_collect": {"runs": research_collections(access.book), "form": state.get("collect") or {}}}
 
 
+# --- The continuity check from the chapter page -------------------------------------------------------------
+
+
+def chapter_check_panel(access: BookAccess, number: int, *, error: DomainError | None = None) -> dict:
+    """The chapter page's check box: the latest check of the chapter, whether it can still move (the box polls
+    only then), and whether the visitor may run one (as the API's ``continuity_check_queue`` allows)."""
+    run = chapter_check_latest(access, number)
+    active, stuck = runs_moving([run] if run is not None else [])
+    return {
+        "run": run,
+        "active": active,
+        "stuck": run is not None and run.pk in stuck,
+        "found": run.outputs.count() if run is not None and run.status == "done" else 0,
+        "can_check": access.holds(Cap.DISCOVERY_WRITE) and not access.is_agent,
+        "check_url": reverse("agents:chapter-check", args=[access.book.pk, number]),
+        "status_url": reverse("agents:chapter-check-status", args=[access.book.pk, number]),
+        "error": error,
+    }
+
+
+def _check_fragment(request: HttpRequest, access: BookAccess, number: int, *, watch="", error=None, status=200):
+    """The check's status alone; when the run the page watches (``watch``) has finished, the page's text and
+    findings refresh in place (``AGENTS_FINISHED``)."""
+    check = chapter_check_panel(access, number, error=error)
+    response = render(request, "agents/_chapter_check.html#status", {"check": check}, status=status)
+    watched = watch or request.GET.get("watch", "")
+    if watched and check["run"] is not None and (str(check["run"].pk) != watched or not check["run"].active):
+        trigger_client_event(response, AGENTS_FINISHED)
+    return response
+
+
 @login_required
 @require_POST
 def research_collect(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
@@ -198,3 +230,29 @@ def research_collect(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
         return render_research(request, access)  # the new collection is listed, waiting for Luna
     messages.success(request, "Luna is collecting the page; she proposes it below for your admission.")
     return redirect(f"{reverse('library:research', args=[access.book.pk])}#luna-collect")
+
+
+@login_required
+@require_POST
+def chapter_check(request: HttpRequest, book_id: uuid.UUID, number: int) -> HttpResponse:
+    """The "Run the check" button: queue Luna's continuity check of the chapter's latest revision through
+    ``services.continuity_check_queue`` (as ``POST .../chapters/{number}/check``); a refusal shows inline."""
+    access = page_access(request, book_id, Cap.DISCOVERY_READ)
+    try:
+        run = continuity_check_queue(access=access, number=number)
+    except DomainError as exc:
+        if exc.status == 404:
+            raise
+        if request.htmx:
+            return _check_fragment(request, access, number, error=exc, status=exc.status)
+        return chapter_page_render(request, access, number, error={"message": exc.message}, status=exc.status)
+    if request.htmx:  # a worker may have finished it already: the page then refreshes at once
+        return _check_fragment(request, access, number, watch=str(run.pk))
+    return redirect(reverse("discovery:chapter", args=[access.book.pk, number]))
+
+
+@login_required
+def chapter_check_status(request: HttpRequest, book_id: uuid.UUID, number: int) -> HttpResponse:
+    """The check box's status alone (HTMX polls it while the check is queued or running)."""
+    access = page_access(request, book_id, Cap.DISCOVERY_READ)
+    return _check_fragment(request, access, number)

@@ -226,6 +226,24 @@ def claim_request_approval(*, access: BookAccess, claim_id: Any, note: str = "")
         )
 
 
+def claim_review_open(*, access: BookAccess, claim: KnowledgeClaim, note: str = "") -> Approval:
+    """The author's own proposal of a canon change (a continuity finding settled by changing canon) waits in her
+    Review as a pending canon-promotion approval, decided there like any proposal. Only the book's author."""
+    access.require_author()
+    if _pending_approval(access, claim) is not None:
+        raise Conflict("approval of this claim is already requested for this book", code="already_requested")
+    return approval_request(
+        book=access.book,
+        kind=ApprovalKind.CANON_PROMOTION,
+        subject_type=CLAIM_SUBJECT,
+        subject_id=claim.pk,
+        summary=claim_summary(claim),
+        requested_by_role=access.role,
+        requested_by_user=access.user,
+        note=note,
+    )
+
+
 def claim_decide(*, access: BookAccess, claim_id: Any, approve: bool, rationale: str) -> Approval:
     """The author promotes (approve) or rejects a proposed claim, with a rationale.
 

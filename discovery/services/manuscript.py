@@ -4,6 +4,7 @@ floor) files findings through ``findings_record``."""
 
 from __future__ import annotations
 
+import difflib
 import io
 import re
 from typing import Any
@@ -29,7 +30,7 @@ from ..models import (
     KnowledgeClaim,
 )
 from ..schemas import FindingsIn
-from .claims import claim_for_book, claim_propose, revision_of
+from .claims import claim_for_book, claim_propose, claim_review_open, revision_of
 
 FINDING_SUBJECT = "continuity-finding"
 FINDINGS_ANNOUNCED = 100  # findings listed in one continuity-finding event
@@ -197,6 +198,32 @@ def revision_get(access: BookAccess, number: int, revision: int) -> ChapterRevis
     return found
 
 
+def revision_compare(*, access: BookAccess, number: int, older: int, newer: int) -> dict[str, Any]:
+    """Two revisions of a chapter side by side: the words added and removed (a word-level diff) and the
+    line diff of their text. Any two revisions compare, in either order."""
+    a, b = revision_get(access, number, older), revision_get(access, number, newer)
+    words_a, words_b = WORD.findall(a.text), WORD.findall(b.text)
+    added = removed = 0
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, words_a, words_b, autojunk=False).get_opcodes():
+        if op in ("replace", "delete"):
+            removed += i2 - i1
+        if op in ("replace", "insert"):
+            added += j2 - j1
+    diff = list(
+        difflib.unified_diff(
+            a.text.splitlines(), b.text.splitlines(), f"revision {older}", f"revision {newer}", lineterm=""
+        )
+    )
+    return {
+        "chapter": number,
+        "older": older,
+        "newer": newer,
+        "words_added": added,
+        "words_removed": removed,
+        "diff": diff,
+    }
+
+
 HEADING = re.compile(r"^(?:#{1,2}\s+(?P<md>.+?)\s*#*\s*$|(?P<plain>chapter\s+[\w-]+(?:\s*[:.\-–—]\s*.*)?)\s*$)", re.I)
 CHAPTER_WORD = re.compile(r"^chapter\s+[\w-]+\s*(?:[:.\-–—]\s*)?", re.I)
 
@@ -353,7 +380,7 @@ def finding_settle(
 ) -> ContinuityFinding:
     """The author settles a finding: ``fix-text`` (it stays open until a later revision no longer shows it and
     the check closes it), ``intentional`` (with her rationale, logged), ``change-canon`` (a revision proposal of
-    the claim it concerns, with ``value``, through the normal approval flow)."""
+    the claim it concerns, with ``value``, waiting in her Review as a pending approval: the normal approval flow)."""
     access.require_author()
     with transaction.atomic():
         finding = finding_for_book(access, finding_id)
@@ -394,6 +421,11 @@ def finding_settle(
             if old.status != KnowledgeClaim.Status.APPROVED:
                 raise Conflict("the claim this finding concerns is no longer canon", code="not_canon")
             proposal = claim_propose(access=access, base=old.base, payload=revision_of(access, old, value))
+            claim_review_open(
+                access=access,
+                claim=proposal,
+                note=f"From a continuity finding in chapter {finding.chapter.number}: “{finding.quote[:200]}”",
+            )
             finding.status = FindingStatus.CANON_CHANGE
             finding.proposal = proposal
             finding.save(update_fields=["status", "proposal", "updated_at"])

@@ -1,4 +1,5 @@
-"""``{% agents_panel %}``: the agents' buttons and runs on a book's page (the page's ``book`` and ``role``)."""
+"""``{% agents_panel %}``: the agents' buttons and runs on a book's page (the page's ``book`` and ``role``);
+``{% chapter_check %}``: the continuity check's button and status on a chapter's page (its ``chapter`` too)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from discovery.loop.selectors import loop_meta
 from novelgraph.core.auth import principal_for_user
 
 from ..views import agents_panel as panel_context
+from ..views import chapter_check_panel
 
 register = template.Library()
 
@@ -30,3 +32,13 @@ def agents_panel(context) -> dict:
         meta = loop_meta(context["book"])
         agents["handed_off"] = meta is not None and meta.status == LoopStatus.HANDED_OFF
     return {"agents": agents, "csrf_token": context.get("csrf_token"), "request": request}
+
+
+@register.inclusion_tag("agents/_chapter_check.html", takes_context=True)
+def chapter_check(context) -> dict:
+    request, role = context["request"], context["role"]
+    access = BookAccess(
+        principal=principal_for_user(request.user), book=context["book"], role=role, caps=capabilities_of(role)
+    )
+    check = chapter_check_panel(access, context["chapter"].number)
+    return {"check": check, "csrf_token": context.get("csrf_token"), "request": request}
