@@ -646,6 +646,7 @@ class FindingKind(models.TextChoices):
     EVIDENCE_NOT_SHOWN = "evidence-not-shown", "A reveal's evidence not shown before it"
     OUT_OF_TIME = "out-of-time", "Present outside the chapters canon allows"
     NOT_IN_CANON = "not-in-canon", "A name canon does not know"
+    CONTRADICTS_CANON = "contradicts-canon", "Says other than canon"
 
 
 class FindingStatus(models.TextChoices):
