@@ -767,6 +767,8 @@ def observations_waiting(books, user, limit: int) -> dict:
             }
         )
     return {"key": "observations", "title": "Observations to confirm", "items": items, "total": total}
+
+
 def whoami(principal) -> dict:
     """Who the caller is and what its role may do (``GET /me`` and the ``whoami`` tool)."""
     ids, more = first_visible_book_ids(principal)
@@ -917,4 +919,3 @@ STORY_COLUMNS_FOR_CHECK = (
     "decisive",
     "evidence_for_id",
 )
-

@@ -21,8 +21,8 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from discovery.agents.providers.offline import plan_for
-from discovery.continuity import sentences
 from discovery.agents.providers.openai_compatible import CONTEXT_END, CONTEXT_START
+from discovery.continuity import sentences
 
 OVERSIZED_CHARS = 300_000
 

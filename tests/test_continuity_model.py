@@ -45,7 +45,9 @@ def model_stub(settings):
 def canon(author_api, sol_api, book) -> dict[str, str]:
     """Mara's grey eyes all book long, her black hair until chapter 3 and white hair from chapter 4."""
     assert author_api.post(f"/books/{book.pk}/discovery").status_code in (200, 201)
-    made = author_api.post(f"/books/{book.pk}/codex/entries", {"name": "Mara Quell", "kind": "person", "aliases": ["Mara"]})
+    made = author_api.post(
+        f"/books/{book.pk}/codex/entries", {"name": "Mara Quell", "kind": "person", "aliases": ["Mara"]}
+    )
     assert made.status_code == 201, made.content
     claims = {}
     for label, predicate, value, story in (
@@ -114,9 +116,7 @@ def test_the_same_chapter_fixed_in_the_text_closes_the_models_finding(model_stub
     fixed = "Mara turned her grey eyes to the quay. The tide was out."
     assert author_api.put(f"/books/{book.pk}/chapters/2/text", {"text": fixed}).status_code == 201
     assert check(author_api, book, 2).status == "done"
-    assert [f["status"] for f in author_api.get(f"/books/{book.pk}/continuity", chapter=2).json()["items"]] == [
-        "fixed"
-    ]
+    assert [f["status"] for f in author_api.get(f"/books/{book.pk}/continuity", chapter=2).json()["items"]] == ["fixed"]
 
 
 def test_a_misquoting_model_fails_the_run_and_writes_nothing(model_stub, author_api, book, canon):

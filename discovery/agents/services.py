@@ -120,9 +120,7 @@ def agent_run_start(
     # where the run's own retry takes the whole transaction again).
     if payload.task == AgentTask.CONTINUITY and not task_input:
         raise Invalid("task: queue the continuity check from its chapter (.../chapters/{number}/check)", field="task")
-    return retried(
-        lambda: _queue(access, payload, parent, role=role, provider=provider, model=model, given=task_input)
-    )
+    return retried(lambda: _queue(access, payload, parent, role=role, provider=provider, model=model, given=task_input))
 
 
 def _queue(

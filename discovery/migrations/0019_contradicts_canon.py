@@ -4,23 +4,39 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('discovery', '0018_manuscript'),
+        ("discovery", "0018_manuscript"),
     ]
 
     operations = [
         migrations.RemoveConstraint(
-            model_name='continuityfinding',
-            name='finding_kind_valid',
+            model_name="continuityfinding",
+            name="finding_kind_valid",
         ),
         migrations.AlterField(
-            model_name='continuityfinding',
-            name='kind',
-            field=models.CharField(choices=[('reveal-too-early', 'A fact shown before its chapter'), ('evidence-not-shown', "A reveal's evidence not shown before it"), ('out-of-time', 'Present outside the chapters canon allows'), ('not-in-canon', 'A name canon does not know'), ('contradicts-canon', 'Says other than canon')], max_length=20),
+            model_name="continuityfinding",
+            name="kind",
+            field=models.CharField(
+                choices=[
+                    ("reveal-too-early", "A fact shown before its chapter"),
+                    ("evidence-not-shown", "A reveal's evidence not shown before it"),
+                    ("out-of-time", "Present outside the chapters canon allows"),
+                    ("not-in-canon", "A name canon does not know"),
+                    ("contradicts-canon", "Says other than canon"),
+                ],
+                max_length=20,
+            ),
         ),
         migrations.AddConstraint(
-            model_name='continuityfinding',
-            constraint=models.CheckConstraint(condition=models.Q(('kind__in', ['reveal-too-early', 'evidence-not-shown', 'out-of-time', 'not-in-canon', 'contradicts-canon'])), name='finding_kind_valid'),
+            model_name="continuityfinding",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    (
+                        "kind__in",
+                        ["reveal-too-early", "evidence-not-shown", "out-of-time", "not-in-canon", "contradicts-canon"],
+                    )
+                ),
+                name="finding_kind_valid",
+            ),
         ),
     ]

@@ -79,7 +79,7 @@ TASK_BRIEF = {
         "Read the chapter's text (manuscript.text, chapter manuscript.chapter) against manuscript.canon, the canon "
         "true in that chapter (each claim with its subject's names, predicate and value), and find where the text "
         "says otherwise by meaning (canon: grey eyes; the text: her green eyes): one finding of kind "
-        "contradicts-canon per contradiction, with key \"meaning:<claim_id>\", the claim's id in claim_ids, its "
+        'contradicts-canon per contradiction, with key "meaning:<claim_id>", the claim\'s id in claim_ids, its '
         "entry's id in entry_ids, the sentence quoted exactly with its character offsets in the text (span_start, "
         "span_end), and a message that says both sides. The rules check the other kinds (reveal-too-early, "
         "evidence-not-shown, out-of-time, not-in-canon) themselves. A chapter that agrees with canon gives no "
