@@ -876,7 +876,8 @@ def manuscript_for_check(book: Book, task_input: dict) -> dict:
         "text": revision.text if revision is not None else None,
         "others": {str(n): t for n, t in manuscript_texts(book).items() if n != number},
         "entries": [
-            {"id": str(e.pk), "name": e.name, "aliases": list(e.aliases)} for e in CodexEntry.objects.filter(book=book)
+            {"id": str(e.pk), "name": e.name, "aliases": list(e.aliases)}
+            for e in CodexEntry.objects.filter(book=book, status=CodexEntry.Status.APPROVED)
         ],
         "claims": [_claim_for_check(row) for row in claims.values(*columns)],
         "canon": canon_as_of_chapter(claims, number) if isinstance(number, int) else [],
