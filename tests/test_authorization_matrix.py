@@ -447,6 +447,7 @@ PAGE_EXPECTED: dict[str, tuple[int, ...]] = {
     "/books/<uuid:book_id>/chapters/": (302, 404, 404, 200, 200),
     "/books/<uuid:book_id>/chapters/<int:number>/": (302, 404, 404, 200, 200),
     "/books/<uuid:book_id>/chapters/<int:number>/findings/<uuid:finding_id>/settle/": (302, 405, 405, 405, 405),
+    "/books/<uuid:book_id>/chapters/<int:number>/findings/<uuid:finding_id>/entry/": (302, 405, 405, 405, 405),
     "/books/<uuid:book_id>/codex/claims/<uuid:claim_id>/": (302, 404, 404, 200, 200),
     "/books/<uuid:book_id>/codex/claims/<uuid:claim_id>/supersede/": (302, 405, 405, 405, 405),
     "/books/<uuid:book_id>/codex/claims/<uuid:claim_id>/retract/": (302, 405, 405, 405, 405),
@@ -679,6 +680,8 @@ PAGE_POST_EXPECTED: dict[str, tuple[int, ...]] = {
     "/books/<uuid:book_id>/chapters/": (302, 404, 404, 403, 302),
     "/books/<uuid:book_id>/chapters/<int:number>/": (302, 404, 404, 403, 302),
     "/books/<uuid:book_id>/chapters/<int:number>/findings/<uuid:finding_id>/settle/": (302, 404, 404, 403, 302),
+    # The scene's finding is settled by the row before, so the author's one click is a 409 and nothing changes.
+    "/books/<uuid:book_id>/chapters/<int:number>/findings/<uuid:finding_id>/entry/": (302, 404, 404, 403, 409),
 }
 
 

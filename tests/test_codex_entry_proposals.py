@@ -40,7 +40,9 @@ def decide(api, approval_id, verdict: str, rationale: str):
     return api.post(f"/approvals/{approval_id}/verdict", {"verdict": verdict, "rationale": rationale})
 
 
-def test_sols_entry_is_proposed_and_counts_only_once_the_author_approves_it(author_api, sol_api, book, chapter):
+def test_sols_entry_is_proposed_and_counts_only_once_the_author_approves_it(
+    client, author, author_api, sol_api, book, chapter
+):
     [finding] = check(author_api, book)
     assert (finding["kind"], finding["quote"]) == ("not-in-canon", "Hale")
     # Sol proposes the finding's name as an entry: proposed, with a pending approval in the author's inbox.
@@ -56,6 +58,11 @@ def test_sols_entry_is_proposed_and_counts_only_once_the_author_approves_it(auth
     assert author_api.post(f"/books/{book.pk}/chapters/1/check").status_code == 202
     work_off_queue()
     assert [f["status"] for f in author_api.get(f"/books/{book.pk}/continuity", chapter=1).json()["items"]] == ["open"]
+    # Her inbox and the decision page show it in plain words.
+    client.force_login(author)
+    assert "A codex entry: Hale (the inspector)" in client.get(reverse("approvals:inbox")).content.decode()
+    page = client.get(reverse("approvals:decision", args=[approval.pk])).content.decode()
+    assert "the inspector" in page and "Proposed by" in page
     # Sol cannot decide it; the author needs a rationale; she approves it, and the log keeps her verdict.
     assert decide(sol_api, approval.pk, "approve", "Mine.").status_code == 403
     assert decide(author_api, approval.pk, "approve", "").status_code == 422
