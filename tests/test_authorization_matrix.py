@@ -307,7 +307,8 @@ API_EXPECTED: dict[str, tuple[int, ...]] = {
     "GET /books/{book_id}/chapters": (401, 401, 404, 404, 404, 404, 404, 404, 200, 200, 200, 200, 200),
     "POST /books/{book_id}/chapters": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 201),
     "GET /books/{book_id}/codex/entries": (401, 401, 404, 404, 404, 404, 404, 404, 200, 200, 200, 200, 200),
-    "POST /books/{book_id}/codex/entries": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 422),
+    # Sol proposes an entry (issue 28); the scene's name is taken, so his and the author's are a 422.
+    "POST /books/{book_id}/codex/entries": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 422, 403, 422),
     "PATCH /books/{book_id}/codex/entries/{entry_id}": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 200),
     "PATCH /books/{book_id}/chapters/{number}": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 200),
     "PUT /books/{book_id}/chapters/{number}/text": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 201),
@@ -651,6 +652,7 @@ PAGE_POSTS: dict[str, dict] = {
         "resolution": "intentional",
         "rationale": "Hale is a passer-by.",
     },
+    "/books/<uuid:book_id>/chapters/<int:number>/findings/<uuid:finding_id>/entry/": {},
 }
 PAGE_POST_EXPECTED: dict[str, tuple[int, ...]] = {
     "/keys/<uuid:key_id>/revoke/": (302, 404, 404, 404, 302),
