@@ -17,6 +17,7 @@ class ApprovalKind(models.TextChoices):
     CANON_PROMOTION = "canon-promotion", "Canon promotion"
     RESEARCH_ADMISSION = "research-admission", "Research admission"
     GATE = "gate", "Gate"
+    CODEX_ENTRY = "codex-entry", "Codex entry"
 
 
 class Verdict(models.TextChoices):
@@ -277,7 +278,6 @@ class DecisionLogEntry(AppendOnlyRecord, models.Model):
 
     def __str__(self) -> str:
         return f"#{self.sequence} {self.decision} {self.subject_type}"
-
 
     def get_decision_display(self) -> str:
         return Verdict(self.decision).label

@@ -2,7 +2,8 @@
 
 The decision page shows the sentence beside every verdict it offers, so the author knows what a
 verdict does before she records it. The effects themselves live in each subject's handler
-(``discovery.services.charters``, ``discovery.services.subjects``, ``library.services``); a loop card's words
+(``discovery.services.charters``, ``discovery.services.subjects``, ``discovery.services.manuscript``,
+``library.services``); a loop card's words
 are the loop's (``discovery.loop.review``).
 """
 
@@ -23,6 +24,10 @@ PROPOSAL_HELP: dict[str, dict[str, str]] = {
     ApprovalKind.RESEARCH_ADMISSION: {
         Verdict.APPROVE: "The research is admitted: claims and charters may cite it as evidence.",
         Verdict.REJECT: "The research is rejected: nothing may rest on it as evidence.",
+    },
+    ApprovalKind.CODEX_ENTRY: {
+        Verdict.APPROVE: "The entry joins the codex: the continuity check knows its name and other names from now on.",
+        Verdict.REJECT: "The entry is set aside and stays in the record; its names are free for another entry.",
     },
 }
 

@@ -26,12 +26,14 @@ class DiscoveryConfig(AppConfig):
         from .selectors import observations_waiting
         from .services.charters import CHARTER_CANON, CHARTER_HANDLER
         from .services.knowledge import ensure_literary_base_after_migrate
+        from .services.manuscript import ENTRY_HANDLER
         from .services.subjects import CLAIM_CANON, CLAIM_HANDLER
 
         # The story-charter and canon-promotion subjects of approvals.services.approval_decide, and what their
         # approvals make canon (in the order verification checks them: charters, then claims).
         register_subject_handler(CHARTER_HANDLER)
         register_subject_handler(CLAIM_HANDLER)
+        register_subject_handler(ENTRY_HANDLER)  # an agent's proposed codex entry
         register_canon_kind(CHARTER_CANON)
         register_canon_kind(CLAIM_CANON)
         # What waits for the author beside her decisions, in the one inbox.

@@ -37,6 +37,7 @@ from . import services
 from .access import Cap, book_access, books_visible_to
 from .history import ClaimVersions, claim_decisions, claim_history
 from .manuscript_api import (
+    CodexEntryIn,
     CodexEntryOut,
     CompareFilter,
     CompareOut,
@@ -128,7 +129,7 @@ from .selectors import (
     turn_get,
     whoami,
 )
-from .services.manuscript import findings_record, revision_compare
+from .services.manuscript import entry_propose, findings_record, revision_compare
 
 # --- The calls: each resolves access as its REST route does, then calls the same service ---------
 
@@ -217,6 +218,11 @@ def observation_extract(principal: Principal, args, payload: ObservationIn):
     turn = turn_get(args.turn_id)
     access = book_access(principal, turn.session.book, missing="turn")
     return services.observation_extract(access=access, turn=turn, payload=payload)
+
+
+def codex_entry_propose(principal: Principal, args, payload: CodexEntryIn):
+    access = book_access(principal, args.book_id)
+    return entry_propose(access=access, name=payload.name, kind=payload.kind, aliases=payload.aliases)
 
 
 def codex_entries_read(principal: Principal, args, _payload):
@@ -441,6 +447,18 @@ TOOLS: tuple[ToolSpec, ...] = (
         path=("book_id",),
         read_only=True,
         many=True,
+    ),
+    ToolSpec(
+        name="codex_entry_propose",
+        route="POST /books/{book_id}/codex/entries",
+        description="Propose a codex entry (a person, place, object or event, with its other names), say for "
+        "the name of a not-in-canon finding. It waits, proposed, for the author's verdict and counts for "
+        "nothing until she approves it.",
+        needs=(Cap.CANON_PROPOSE,),
+        run=codex_entry_propose,
+        out=CodexEntryOut,
+        payload=CodexEntryIn,
+        path=("book_id",),
     ),
     ToolSpec(
         name="chapter_text_read",

@@ -47,6 +47,8 @@ class CodexEntryOut(Schema):
     name: str
     kind: str
     aliases: list[str]
+    status: str = Field(description="approved (in the codex), proposed (an agent's, awaiting the author) or rejected")
+    created_by: str
     claim_ids: list[uuid.UUID] = Field(default_factory=list)
 
     @staticmethod
@@ -62,9 +64,11 @@ def entries_list(request: HttpRequest, book_id: uuid.UUID):
 
 @router.post("/books/{book_id}/codex/entries", response={201: CodexEntryOut, **ERRORS}, summary="Add an entry")
 def entries_create(request: HttpRequest, book_id: uuid.UUID, payload: CodexEntryIn):
+    """The author's entry goes into the codex; an agent's (Sol's) is proposed, with a pending approval that the
+    author decides in her inbox."""
     access = _access(request, book_id)
     return Status(
-        201, manuscript.entry_create(access=access, name=payload.name, kind=payload.kind, aliases=payload.aliases)
+        201, manuscript.entry_add(access=access, name=payload.name, kind=payload.kind, aliases=payload.aliases)
     )
 
 

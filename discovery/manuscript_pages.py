@@ -227,6 +227,21 @@ def finding_settle(request: HttpRequest, book_id: uuid.UUID, number: int, findin
 
 @login_required
 @require_POST
+def finding_entry(request: HttpRequest, book_id: uuid.UUID, number: int, finding_id: uuid.UUID) -> HttpResponse:
+    """One click on a not-in-canon finding: its name becomes the author's entry; an error shows inline."""
+    access = page_access(request, book_id, Cap.BOOK_READ)
+    try:
+        entry = manuscript.entry_from_finding(access=access, finding_id=finding_id)
+        messages.success(request, f"Added “{entry.name}” to the codex. Check the chapter again to close the finding.")
+    except DomainError as exc:
+        if exc.status == 404:
+            raise
+        return chapter_page_render(request, access, number, error={"message": exc.message}, status=exc.status)
+    return redirect(reverse("discovery:chapter", args=[access.book.pk, number]))
+
+
+@login_required
+@require_POST
 def entry_add(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
     """The codex page's entry form: the author adds an entry (aliases one a line, or comma-separated)."""
     access = page_access(request, book_id, Cap.BOOK_READ)

@@ -499,9 +499,7 @@ class KnowledgeClaim(TimeStampedModel):
     base = models.ForeignKey(KnowledgeBase, on_delete=models.PROTECT, related_name="claims")
     subject = models.CharField(max_length=300)
     # The codex entry the subject names (issue 28); a series claim's entry is in the book it came through.
-    entry = models.ForeignKey(
-        "CodexEntry", null=True, blank=True, on_delete=models.PROTECT, related_name="claims"
-    )
+    entry = models.ForeignKey("CodexEntry", null=True, blank=True, on_delete=models.PROTECT, related_name="claims")
     predicate = models.CharField(max_length=300)
     value = models.JSONField()
     provenance = models.CharField(max_length=20, choices=Provenance.choices)
@@ -590,22 +588,35 @@ class EntryKind(models.TextChoices):
     UNSORTED = "unsorted", "Not sorted yet"
 
 
+class EntryStatus(models.TextChoices):
+    PROPOSED = "proposed", "Proposed"
+    APPROVED = "approved", "In the codex"
+    REJECTED = "rejected", "Rejected"
+
+
 class CodexEntry(TimeStampedModel):
-    """A person, place, object or event canon speaks of, with the other names the text may call it by."""
+    """A person, place, object or event canon speaks of, with the other names the text may call it by. The
+    author's own entries are in the codex at once; an agent's is proposed until she approves it (a rejected one
+    stays in history, and its name is free again). Only entries in the codex count for the continuity check."""
 
     Kind = EntryKind
+    Status = EntryStatus
 
     book = models.ForeignKey(Book, on_delete=models.CASCADE, related_name="codex_entries")
     name = models.CharField(max_length=300)
     kind = models.CharField(max_length=10, choices=EntryKind.choices, default=EntryKind.UNSORTED)
     aliases = models.JSONField(default=list, blank=True)
     created_by = models.CharField(max_length=10, choices=ANY_ROLE, default="author")
+    status = models.CharField(max_length=10, choices=EntryStatus.choices, default=EntryStatus.APPROVED)
 
     class Meta:
         ordering = ["book", "name"]
         constraints = [
-            models.UniqueConstraint(fields=["book", "name"], name="codex_entry_unique_name_per_book"),
+            models.UniqueConstraint(
+                fields=["book", "name"], condition=~Q(status="rejected"), name="codex_entry_unique_name_per_book"
+            ),
             enum_check("kind", EntryKind, "codex_entry_kind_valid"),
+            enum_check("status", EntryStatus, "codex_entry_status_valid"),
         ]
 
     def __str__(self) -> str:
@@ -646,6 +657,7 @@ class FindingKind(models.TextChoices):
     EVIDENCE_NOT_SHOWN = "evidence-not-shown", "A reveal's evidence not shown before it"
     OUT_OF_TIME = "out-of-time", "Present outside the chapters canon allows"
     NOT_IN_CANON = "not-in-canon", "A name canon does not know"
+    CONTRADICTS_CANON = "contradicts-canon", "Says other than canon"
 
 
 class FindingStatus(models.TextChoices):

@@ -767,6 +767,8 @@ def observations_waiting(books, user, limit: int) -> dict:
             }
         )
     return {"key": "observations", "title": "Observations to confirm", "items": items, "total": total}
+
+
 def whoami(principal) -> dict:
     """Who the caller is and what its role may do (``GET /me`` and the ``whoami`` tool)."""
     ids, more = first_visible_book_ids(principal)
@@ -874,10 +876,34 @@ def manuscript_for_check(book: Book, task_input: dict) -> dict:
         "text": revision.text if revision is not None else None,
         "others": {str(n): t for n, t in manuscript_texts(book).items() if n != number},
         "entries": [
-            {"id": str(e.pk), "name": e.name, "aliases": list(e.aliases)} for e in CodexEntry.objects.filter(book=book)
+            {"id": str(e.pk), "name": e.name, "aliases": list(e.aliases)}
+            for e in CodexEntry.objects.filter(book=book, status=CodexEntry.Status.APPROVED)
         ],
         "claims": [_claim_for_check(row) for row in claims.values(*columns)],
+        "canon": canon_as_of_chapter(claims, number) if isinstance(number, int) else [],
     }
+
+
+def canon_as_of_chapter(claims, number: int) -> list[dict]:
+    """The approved claims true in chapter ``number`` (within their true-from/true-until chapters), each with
+    its entry's names: what a reader of the model provider's check compares the text with, by meaning."""
+    rows = claims.filter(Q(true_from_chapter__isnull=True) | Q(true_from_chapter__lte=number)).filter(
+        Q(true_until_chapter__isnull=True) | Q(true_until_chapter__gte=number)
+    )
+    out = []
+    for claim in rows.select_related("entry").order_by("created_at", "pk"):
+        entry = claim.entry
+        out.append(
+            {
+                "claim_id": str(claim.pk),
+                "entry_id": str(entry.pk) if entry else None,
+                "subject": claim.subject,
+                "names": entry.names if entry else [claim.subject],
+                "predicate": claim.predicate,
+                "value": claim.value,
+            }
+        )
+    return out
 
 
 def _claim_for_check(row: dict) -> dict:
@@ -894,4 +920,3 @@ STORY_COLUMNS_FOR_CHECK = (
     "decisive",
     "evidence_for_id",
 )
-

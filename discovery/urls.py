@@ -42,6 +42,11 @@ urlpatterns = [
         manuscript_pages.finding_settle,
         name="finding-settle",
     ),
+    path(
+        "books/<uuid:book_id>/chapters/<int:number>/findings/<uuid:finding_id>/entry/",
+        manuscript_pages.finding_entry,
+        name="finding-entry",
+    ),
     path("books/<uuid:book_id>/dossiers/new/", views.dossier_create, name="dossier_create"),
     path("books/<uuid:book_id>/dossiers/<uuid:dossier_id>/", views.dossier_detail, name="dossier"),
 ]

@@ -7,19 +7,76 @@ oversized one, JSON that does not validate, a fenced reply, a server error, or a
 its choosing (``usage``). ``script`` holds scripted replies by task: a function of the context it is sent
 (as a model reads the ids it may cite) that returns the plan (sent as JSON) or the reply's very text
 (a small model's almost-JSON, say). ``answered`` lists the tasks it answered, with the model each was asked of.
+
+The continuity check it answers as a model reads by meaning (``contradictions_by_meaning``): from the text and
+the canon true in that chapter it was sent, never a finding fixed in advance.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from discovery.agents.providers.offline import plan_for
 from discovery.agents.providers.openai_compatible import CONTEXT_END, CONTEXT_START
+from discovery.continuity import sentences
 
 OVERSIZED_CHARS = 300_000
+
+# What the stub "understands": words of one family exclude each other, unless they mean the same (grey, gray).
+FAMILIES = [
+    {"grey", "gray", "green", "blue", "brown", "black", "hazel", "amber", "white", "red", "fair", "golden"},
+    {"tall", "short"},
+    {"left", "right"},
+]
+SAME = {"gray": "grey", "fair": "golden"}
+WORDS = re.compile(r"[a-z]+")
+
+
+def _meaning(word: str) -> str:
+    return SAME.get(word, word)
+
+
+def contradictions_by_meaning(context: dict) -> dict:
+    """The continuity check as a model would answer it: every sentence of ``manuscript.text`` that names a claim's
+    entry and the thing its predicate speaks of ("has eyes": eyes), and says of it a word of the same family as
+    the claim's value that means something else (canon grey, the text green) contradicts that claim."""
+    manuscript = context.get("manuscript") or {}
+    text = manuscript.get("text") or ""
+    findings = []
+    for claim in manuscript.get("canon") or []:
+        value = {_meaning(w) for w in WORDS.findall(str(claim["value"]).lower())}
+        family = next((f for f in FAMILIES if value & f), None)
+        things = {w for w in WORDS.findall(claim["predicate"].lower()) if w not in {"has", "is", "are", "of", "the"}}
+        if family is None or not things:
+            continue
+        names = [n.lower() for n in claim["names"]]
+        for start, end in sentences(text):
+            words = set(WORDS.findall(text[start:end].lower()))
+            named = any(re.search(r"\b" + re.escape(n) + r"\b", text[start:end].lower()) for n in names)
+            said = {_meaning(w) for w in words & family} - value
+            if named and things & words and said:
+                findings.append(
+                    {
+                        "kind": "contradicts-canon",
+                        "key": f"meaning:{claim['claim_id']}",
+                        "span_start": start,
+                        "span_end": end,
+                        "quote": text[start:end],
+                        "claim_ids": [claim["claim_id"]],
+                        "entry_ids": [claim["entry_id"]] if claim["entry_id"] else [],
+                        "message": f"Here {claim['names'][0]} {claim['predicate']} {', '.join(sorted(said))}; "
+                        f"canon says {claim['value']}.",
+                    }
+                )
+                break
+    return {"findings": findings, "notes": [f"Read the chapter against {len(manuscript.get('canon') or [])} claims."]}
+
+
+DEFAULT_SCRIPT = {"continuity": contradictions_by_meaning}
 
 
 def context_of(messages: list[dict]) -> dict:
@@ -88,8 +145,9 @@ class ModelStub:
             return json.dumps(self.override)
         context = context_of(body["messages"])
         self.answered.append((context["task"], body["model"]))
-        if context["task"] in self.script:
-            reply = self.script[context["task"]](context)
+        answer = self.script.get(context["task"]) or DEFAULT_SCRIPT.get(context["task"])
+        if answer is not None:
+            reply = answer(context)
             return reply if isinstance(reply, str) else json.dumps(reply)
         plan = json.dumps(plan_for(context["task"], context))
         return f"```json\n{plan}\n```" if self.mode == "fenced" else plan

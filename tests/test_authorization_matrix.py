@@ -307,7 +307,8 @@ API_EXPECTED: dict[str, tuple[int, ...]] = {
     "GET /books/{book_id}/chapters": (401, 401, 404, 404, 404, 404, 404, 404, 200, 200, 200, 200, 200),
     "POST /books/{book_id}/chapters": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 201),
     "GET /books/{book_id}/codex/entries": (401, 401, 404, 404, 404, 404, 404, 404, 200, 200, 200, 200, 200),
-    "POST /books/{book_id}/codex/entries": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 422),
+    # Sol proposes an entry (issue 28); the scene's name is taken, so his and the author's are a 422.
+    "POST /books/{book_id}/codex/entries": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 422, 403, 422),
     "PATCH /books/{book_id}/codex/entries/{entry_id}": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 200),
     "PATCH /books/{book_id}/chapters/{number}": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 200),
     "PUT /books/{book_id}/chapters/{number}/text": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 201),
@@ -455,6 +456,7 @@ PAGE_EXPECTED: dict[str, tuple[int, ...]] = {
     "/books/<uuid:book_id>/chapters/<int:number>/findings/<uuid:finding_id>/settle/": (302, 405, 405, 405, 405),
     "/books/<uuid:book_id>/chapters/<int:number>/check/": (302, 405, 405, 405, 405),
     "/books/<uuid:book_id>/chapters/<int:number>/check/status/": (302, 404, 404, 200, 200),
+    "/books/<uuid:book_id>/chapters/<int:number>/findings/<uuid:finding_id>/entry/": (302, 405, 405, 405, 405),
     "/books/<uuid:book_id>/codex/claims/<uuid:claim_id>/": (302, 404, 404, 200, 200),
     "/books/<uuid:book_id>/codex/claims/<uuid:claim_id>/supersede/": (302, 405, 405, 405, 405),
     "/books/<uuid:book_id>/codex/claims/<uuid:claim_id>/retract/": (302, 405, 405, 405, 405),
@@ -664,6 +666,7 @@ PAGE_POSTS: dict[str, dict] = {
         "resolution": "intentional",
         "rationale": "Hale is a passer-by.",
     },
+    "/books/<uuid:book_id>/chapters/<int:number>/findings/<uuid:finding_id>/entry/": {},
 }
 PAGE_POST_EXPECTED: dict[str, tuple[int, ...]] = {
     "/keys/<uuid:key_id>/revoke/": (302, 404, 404, 404, 302),
@@ -698,6 +701,8 @@ PAGE_POST_EXPECTED: dict[str, tuple[int, ...]] = {
     # The editor may read the chapter but not queue Luna's check (discovery:write), as through the API.
     "/books/<uuid:book_id>/chapters/<int:number>/check/": (302, 404, 404, 403, 302),
     "/books/<uuid:book_id>/chapters/<int:number>/findings/<uuid:finding_id>/settle/": (302, 404, 404, 403, 302),
+    # The scene's finding is settled by the row before, so the author's one click is a 409 and nothing changes.
+    "/books/<uuid:book_id>/chapters/<int:number>/findings/<uuid:finding_id>/entry/": (302, 404, 404, 403, 409),
 }
 
 

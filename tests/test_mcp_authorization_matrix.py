@@ -40,6 +40,7 @@ from discovery.loop.models import (
     ValidationPlanItem,
 )
 from discovery.models import (
+    CodexEntry,
     ContextDossier,
     ContinuityFinding,
     DiscoverySession,
@@ -101,6 +102,7 @@ MCP_EXPECTED: dict[str, tuple] = {
     "book_search": EVERY_ROLE,
     "codex_read": EVERY_ROLE,
     "codex_entries_read": EVERY_ROLE,
+    "codex_entry_propose": SOL_ONLY,  # proposed, for the author's verdict (tests/test_codex_entry_proposals.py)
     "chapter_text_read": EVERY_ROLE,
     "chapter_revisions_read": EVERY_ROLE,
     "chapter_compare": EVERY_ROLE,
@@ -283,6 +285,7 @@ def arguments(tool: str, ids: dict, caller: str) -> dict:
         "book_search": {"book_id": book, "q": "lamp"},
         "codex_read": {"book_id": book, "as_of_chapter": 1},
         "codex_entries_read": {"book_id": book},
+        "codex_entry_propose": {"book_id": book, "name": f"Hale {caller}", "kind": "person", "aliases": []},
         "chapter_text_read": {"book_id": book, "number": 1},
         "continuity_findings_read": {"book_id": book, "chapter": 1},
         "continuity_findings_file": {
@@ -474,6 +477,9 @@ def written(tool: str, body: dict, role: str, ids: dict) -> None:
         assert (body["book_id"], body["as_of_chapter"]) == (book, 1)
     elif tool == "codex_entries_read":
         assert [e["name"] for e in body["items"]] == ["Mara"]
+    elif tool == "codex_entry_propose":
+        entry = CodexEntry.objects.get(pk=body["id"])
+        assert (entry.name, entry.status, entry.created_by) == (f"Hale {role}", "proposed", "sol")
     elif tool == "chapter_text_read":
         assert (body["chapter"], body["revision"], body["text"]) == (1, 1, "Mara rang the bell.")
     elif tool == "continuity_findings_read":

@@ -140,6 +140,7 @@ EXPECTED_TOOLS = {
     "terra": EVERY_ROLE_TOOLS | {"handoff_return", "thrust_propose", "charter_propose"},
     "sol": EVERY_ROLE_TOOLS
     | {
+        "codex_entry_propose",
         "thrust_propose",
         "charter_propose",
         "claim_propose",

@@ -62,8 +62,9 @@ from novelgraph.core.schemas import field_of, first_text_fault
 from novelgraph.core.signals import book_event
 
 from .context import agent_access, looked_up, role_access, run_context
-from .models import TASK_ROLE, AgentRun, AgentRunOutput, AgentTask, OutputType, RunStatus
+from .models import TASK_ROLE, AgentRun, AgentRunOutput, AgentTask, OutputType, Provider, RunStatus
 from .providers import ProviderError, model_of, options_for, provider_for, provider_of, reported_tokens
+from .providers.offline import plan_for
 from .schemas import (
     PLANS,
     AgentRunIn,
@@ -296,6 +297,17 @@ def validated_plan(task: str, data: Any):
         raise Invalid(f"the reply does not validate: {field}: {first.get('msg', 'invalid')}", field=field) from None
 
 
+def continuity_with_rules(plan: ContinuityPlan, context: dict) -> ContinuityPlan:
+    """A model's continuity check with the offline rules beside it: the model reads by meaning
+    (``contradicts-canon``), the rules still find their kinds on the same context. A finding both filed
+    (the same key) is the rules' one."""
+    rules = validated_plan(AgentTask.CONTINUITY, plan_for(AgentTask.CONTINUITY, context))
+    keys = {finding.key for finding in rules.findings}
+    plan.findings = [*rules.findings, *(finding for finding in plan.findings if finding.key not in keys)]
+    plan.notes = [*rules.notes, *plan.notes]
+    return plan
+
+
 def _claim(run_id: Any, worker: str = "") -> AgentRun | None:
     """queued -> running under the run's row lock, naming the worker that holds it: a run that is not
     queued is not run again."""
@@ -425,6 +437,8 @@ def agent_run_execute(*, run_id: Any, worker: str = "") -> AgentRun | None:
         if tokens:
             AgentRun.objects.filter(pk=run.pk).update(tokens=tokens)
         plan = validated_plan(run.task, reply.data)
+        if run.task == AgentTask.CONTINUITY and run.provider != Provider.OFFLINE:
+            plan = continuity_with_rules(plan, context)
 
         def write() -> None:
             with transaction.atomic():

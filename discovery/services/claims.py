@@ -110,12 +110,10 @@ def claim_propose(*, access: BookAccess, base: KnowledgeBase, payload: ClaimIn) 
 def entry_for_subject(book, subject: str) -> CodexEntry:
     """The entry a claim's subject names (by name or alias, case folded), made (unsorted) when none does."""
     folded = " ".join(subject.split()).casefold()
-    for entry in CodexEntry.objects.filter(book=book):
+    for entry in CodexEntry.objects.filter(book=book).exclude(status=CodexEntry.Status.REJECTED):
         if any(n.casefold() == folded for n in entry.names):
             return entry
-    entry, _ = CodexEntry.objects.get_or_create(book=book, name=" ".join(subject.split())[:300] or subject)
-    return entry
-
+    return CodexEntry.objects.create(book=book, name=" ".join(subject.split())[:300] or subject)
 
 
 def _claim_in_book(access: BookAccess, claim_id: Any, *, field: str) -> KnowledgeClaim:

@@ -13,19 +13,23 @@ import docx  # python-docx, pinned in requirements.txt
 from django.db import IntegrityError, transaction
 from django.db.models import Max
 
-from approvals.models import Reversibility, Verdict
-from approvals.services import decision_log_append, require_rationale
+from approvals.models import ApprovalKind, Reversibility, Verdict
+from approvals.services import approval_request, decision_log_append, require_rationale
+from approvals.subjects import PROPOSAL_VERDICTS, Decision, SubjectHandler
+from novelgraph.core.digest import fingerprint
 from novelgraph.core.errors import Conflict, Forbidden, Invalid, NotFound
 from novelgraph.core.roles import AgentRole
 from novelgraph.core.schemas import text_fault
 from novelgraph.core.signals import book_event
 
-from ..access import BookAccess
+from ..access import BookAccess, Cap
 from ..models import (
     Chapter,
     ChapterRevision,
     CodexEntry,
     ContinuityFinding,
+    EntryStatus,
+    FindingKind,
     FindingStatus,
     KnowledgeClaim,
 )
@@ -34,6 +38,7 @@ from .claims import claim_for_book, claim_propose, claim_review_open, revision_o
 
 FINDING_SUBJECT = "continuity-finding"
 FINDINGS_ANNOUNCED = 100  # findings listed in one continuity-finding event
+ENTRY_SUBJECT = "codex-entry"
 WORD = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*")
 
 
@@ -55,8 +60,10 @@ def _clean_aliases(name: str, aliases: list[str]) -> list[str]:
 
 
 def _refuse_taken_names(access: BookAccess, names: list[str], *, but: CodexEntry | None = None) -> None:
+    """A name or alias names one entry: one in the codex or proposed (a rejected proposal's names are free)."""
     wanted = {n.casefold(): n for n in names}
-    for entry in CodexEntry.objects.filter(book=access.book).exclude(pk=getattr(but, "pk", None)):
+    taken = CodexEntry.objects.filter(book=access.book).exclude(status=EntryStatus.REJECTED)
+    for entry in taken.exclude(pk=getattr(but, "pk", None)):
         for known in entry.names:
             if known.casefold() in wanted:
                 raise Invalid(f"“{wanted[known.casefold()]}” already names the entry “{entry.name}”", field="aliases")
@@ -74,6 +81,115 @@ def entry_create(*, access: BookAccess, name: str, kind: str, aliases: list[str]
             return CodexEntry.objects.create(book=access.book, name=name, kind=kind, aliases=aliases)
     except IntegrityError as error:
         raise Invalid(f"“{name}” already names an entry", field="name") from error
+
+
+def entry_propose(*, access: BookAccess, name: str, kind: str, aliases: list[str], note: str = "") -> CodexEntry:
+    """An agent proposes an entry (canon:propose): it waits, proposed, for the author's verdict in her inbox, and
+    counts for nothing (the continuity check's names included) until she approves it. Its names must be free."""
+    if not access.is_agent:
+        raise Forbidden("the author's entries go straight into the codex; an agent proposes them", code="not_agent")
+    access.require(Cap.CANON_PROPOSE, why="proposing a codex entry")
+    name = " ".join(name.split())
+    if not name:
+        raise Invalid("an entry needs a name", field="name")
+    aliases = _clean_aliases(name, aliases)
+    try:
+        with transaction.atomic():
+            _refuse_taken_names(access, [name, *aliases])
+            entry = CodexEntry.objects.create(
+                book=access.book,
+                name=name,
+                kind=kind,
+                aliases=aliases,
+                created_by=access.role,
+                status=EntryStatus.PROPOSED,
+            )
+            approval_request(
+                book=access.book,
+                kind=ApprovalKind.CODEX_ENTRY,
+                subject_type=ENTRY_SUBJECT,
+                subject_id=entry.pk,
+                summary=f"A codex entry: {name}" + (f" ({', '.join(aliases)})" if aliases else ""),
+                requested_by_role=access.role,
+                requested_by_user=access.user,
+                note=note,
+            )
+            return entry
+    except IntegrityError as error:
+        raise Invalid(f"“{name}” already names an entry", field="name") from error
+
+
+def entry_add(*, access: BookAccess, name: str, kind: str, aliases: list[str]) -> CodexEntry:
+    """``POST .../codex/entries``: the author's entry goes into the codex; an agent's is proposed."""
+    if access.is_agent:
+        return entry_propose(access=access, name=name, kind=kind, aliases=aliases)
+    return entry_create(access=access, name=name, kind=kind, aliases=aliases)
+
+
+def entry_from_finding(*, access: BookAccess, finding_id: Any) -> CodexEntry:
+    """The author turns a not-in-canon finding's name into an entry of hers (unsorted, straight into the
+    codex); the next check of the chapter no longer finds the name, and the finding closes."""
+    access.require_author()
+    with transaction.atomic():
+        finding = finding_for_book(access, finding_id)
+        if finding.kind != FindingKind.NOT_IN_CANON:
+            raise Invalid("only a name canon does not know becomes an entry", field="finding_id")
+        if finding.status != FindingStatus.OPEN:
+            raise Conflict(f"this finding is already settled ({finding.get_status_display()})", code="settled")
+        return entry_create(access=access, name=finding.quote, kind=CodexEntry.Kind.UNSORTED, aliases=[])
+
+
+def _entry_row(approval) -> dict | None:
+    return CodexEntry.objects.filter(pk=approval.subject_id).values("id", "book_id", "name", "kind", "aliases").first()
+
+
+def entry_digest(approval) -> str:
+    """The proposed entry's names and kind: the author editing them before her verdict makes the request lapse."""
+    return fingerprint(_entry_row(approval))
+
+
+def entry_apply(decision: Decision) -> None:
+    """Approve: the entry is in the codex (its names still free of the codex's other entries); reject: it stays
+    in history, rejected, and its names are free again."""
+    entry = CodexEntry.objects.select_for_update().get(pk=decision.approval.subject_id)
+    if entry.status != EntryStatus.PROPOSED:
+        raise Conflict(f"this entry is already {entry.get_status_display().lower()}", code="not_pending")
+    decision.detail["entry"] = {"name": entry.name, "kind": entry.kind, "aliases": entry.aliases}
+    if decision.verdict == Verdict.APPROVE:
+        _refuse_taken_names(decision.access, entry.names, but=entry)
+        entry.status = EntryStatus.APPROVED
+    else:
+        entry.status = EntryStatus.REJECTED
+    entry.save(update_fields=["status", "updated_at"])
+
+
+def entry_describe(approval) -> dict:
+    entry = CodexEntry.objects.filter(pk=approval.subject_id).first()
+    if entry is None:
+        return {"type": ENTRY_SUBJECT, "id": approval.subject_id, "exists": False}
+    return {
+        "type": ENTRY_SUBJECT,
+        "id": str(entry.pk),
+        "exists": True,
+        "title": f"A codex entry: {entry.name}",
+        "status": entry.status,
+        "fields": {
+            "Name": entry.name,
+            "Kind": entry.get_kind_display(),
+            "Other names": ", ".join(entry.aliases) or "none",
+            "Proposed by": entry.created_by.capitalize(),
+            "Status": entry.get_status_display(),
+        },
+    }
+
+
+ENTRY_HANDLER = SubjectHandler(
+    kind=ApprovalKind.CODEX_ENTRY,
+    verdicts=PROPOSAL_VERDICTS,
+    digest=entry_digest,
+    apply=entry_apply,
+    describe=entry_describe,
+)
 
 
 def entry_for_book(access: BookAccess, entry_id: Any, *, field: str = "entry") -> CodexEntry:

@@ -336,7 +336,6 @@ PERSON_ONLY: dict[str, Cap | str] = {
     "PATCH /books/{book_id}/chapters/{number}": "the author retitles and moves her chapters",
     "PUT /books/{book_id}/chapters/{number}/text": "the author writes her chapter's text",
     "POST /books/{book_id}/manuscript": "the author uploads her manuscript",
-    "POST /books/{book_id}/codex/entries": "the author keeps the codex's entries",
     "PATCH /books/{book_id}/codex/entries/{entry_id}": "the author keeps the codex's entries",
     "POST /books/{book_id}/continuity/{finding_id}/settle": "the author settles a continuity finding",
     # Reopening a handed-off discovery is the author's decision, and so is looking at what it would touch first.

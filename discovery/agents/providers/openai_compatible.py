@@ -76,11 +76,14 @@ TASK_BRIEF = {
         "Chapter 1's spec and Chapter 1 (nodes already in the context's trace are kept as they are)."
     ),
     "continuity": (
-        "Check the chapter's text (manuscript.text, chapter manuscript.chapter) against the canon in "
-        "manuscript.claims and the entries' names and aliases: a fact stated before the chapter the reader may see "
-        "it (reveal-too-early), a reveal whose decisive evidence no earlier chapter shows (evidence-not-shown), an "
-        "entry acting outside the chapters canon allows (out-of-time), a name no entry knows (not-in-canon). Each "
-        "finding quotes the text exactly, with its character offsets; a clean chapter gives no finding."
+        "Read the chapter's text (manuscript.text, chapter manuscript.chapter) against manuscript.canon, the canon "
+        "true in that chapter (each claim with its subject's names, predicate and value), and find where the text "
+        "says otherwise by meaning (canon: grey eyes; the text: her green eyes): one finding of kind "
+        'contradicts-canon per contradiction, with key "meaning:<claim_id>", the claim\'s id in claim_ids, its '
+        "entry's id in entry_ids, the sentence quoted exactly with its character offsets in the text (span_start, "
+        "span_end), and a message that says both sides. The rules check the other kinds (reveal-too-early, "
+        "evidence-not-shown, out-of-time, not-in-canon) themselves. A chapter that agrees with canon gives no "
+        "finding."
     ),
     "research-url": (
         "The server collected the web page the author named (page: its url, title and text). Give the claim the "
