@@ -646,6 +646,7 @@ class FindingKind(models.TextChoices):
     EVIDENCE_NOT_SHOWN = "evidence-not-shown", "A reveal's evidence not shown before it"
     OUT_OF_TIME = "out-of-time", "Present outside the chapters canon allows"
     NOT_IN_CANON = "not-in-canon", "A name canon does not know"
+    FIRST_SHOWN_DIFFERS = "first-shown-differs", "A fact first shown later than planned"
 
 
 class FindingStatus(models.TextChoices):
