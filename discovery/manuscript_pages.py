@@ -164,7 +164,8 @@ def promises(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
     try:
         if raw and not raw.isdigit():
             raise Invalid("choose a chapter by its number", field="chapter")
-        report = promises_report(access, int(raw) if raw else None)
+        if chapters or raw:  # a book without chapters has nothing to report yet: the page says so
+            report = promises_report(access, int(raw) if raw else None)
     except DomainError as exc:
         error, status = {"message": exc.message, "field": exc.field}, exc.status
     sections = []

@@ -11,6 +11,7 @@ from django.urls import reverse
 from discovery.continuity import Claim, Entry, check_chapter
 from tests.factories import StoryCharterFactory
 from tests.test_continuity_check import check
+from tests.test_plain_words import internal_words
 
 pytestmark = pytest.mark.django_db
 
@@ -168,5 +169,12 @@ def test_the_page_shows_the_report_in_words_with_a_chapter_selector(client, auth
     never = later.split('id="promises-never_planted"')[1].split("</section>")[0]
     assert "the tide clock was stopped at seven bells" in never
     assert "the text first shows it in chapter 5" in later
+    assert internal_words(html) == [] and internal_words(later) == []
     bad = client.get(url, {"chapter": 12})
     assert bad.status_code == 422 and "there is no chapter 12" in bad.content.decode()
+
+
+def test_the_page_of_a_book_without_chapters_says_so(client, author, book):
+    client.force_login(author)
+    page = client.get(reverse("discovery:promises", args=[book.pk]))
+    assert page.status_code == 200 and "No chapters yet" in page.content.decode()
