@@ -9,6 +9,11 @@ entries and aliases and the claims' story records. Pure functions of their input
   chapters where its existence claim ("is alive", "exists"...) holds.
 - ``not-in-canon``: a capitalised name no entry or alias knows. Sentence-initial words, dialogue, headings and
   ordinary capitalised words (a stop list, and any word the manuscript also writes in lower case) are not names.
+- ``first-shown-differs``: the first chapter whose text shows a fact comes after the chapter canon plans for it
+  (``first_shown_chapter``). Shown before its chapter is ``reveal-too-early``, not filed twice.
+
+Reader promises (``reader_promises``): every reveal, every clue a reveal needs and the charter's promise, traced
+through the chapter texts by the same matching: planted in chapter N, paid off in chapter M.
 """
 
 from __future__ import annotations
@@ -444,6 +449,27 @@ def check_chapter(
             )
             break
 
+    # first-shown-differs: shown later than planned (the first text to show it is this one, after its chapter)
+    for claim in claims:
+        planned = claim.first_shown_chapter
+        if planned is None or number <= planned or claim.entry_id is None or _value_text(claim.value) is None:
+            continue
+        span = next((s for s in spans if scan.states(claim, text, s)), None)
+        if span is None or first_shown(scan, claim, earlier) is not None:
+            continue
+        found.append(
+            _finding(
+                "first-shown-differs",
+                f"first-shown:{claim.id}",
+                text,
+                span,
+                claims=[claim.id],
+                entries=[claim.entry_id],
+                message=f"The text first shows that {names[claim.entry_id]} {claim.predicate} {claim.value} here, "
+                f"in chapter {number}; canon plans to show it in chapter {planned}, whose text does not.",
+            )
+        )
+
     # not-in-canon
     known = {n.casefold() for e in entries for n in e.names}
     known |= {w.casefold() for e in entries for n in e.names for w in n.split() if w[:1].isupper()}
@@ -505,3 +531,151 @@ def _sentence_initial(text: str, position: int, starts: set[int]) -> bool:
 def lowercase_words(texts: Iterable[str]) -> set[str]:
     """The words the manuscript writes in lower case somewhere: capitalised elsewhere, they are ordinary words."""
     return {w for text in texts for w in WORD.findall(text) if w.islower()}
+
+
+def first_shown(scan: Scanner, claim: Claim, texts: dict[int, str]) -> int | None:
+    """The first chapter of ``texts`` whose text states the claim (its value and a name of its entry in one
+    sentence), or None."""
+    for number in sorted(texts):
+        text = texts[number]
+        if any(scan.states(claim, text, span) for span in sentences(text)):
+            return number
+    return None
+
+
+def _first_naming(scan: Scanner, entry_ids: Iterable[str], texts: dict[int, str]) -> int | None:
+    """The first chapter of ``texts`` that names any of the entries."""
+    for number in sorted(texts):
+        if any(scan.mentions(entry_id, texts[number]) for entry_id in entry_ids):
+            return number
+    return None
+
+
+def _status(*, paid: int | None, planted: int | None, overdue: bool, never: bool = False) -> str:
+    if never:
+        return "never-planted"
+    if paid is not None:
+        return "paid-off"
+    if overdue:
+        return "overdue"
+    return "open" if planted is not None else "to-come"
+
+
+def reader_promises(
+    *, chapter: int, entries: list[Entry], claims: list[Claim], texts: dict[int, str], promises: list[str]
+) -> list[dict]:
+    """Every reader promise as of chapter ``chapter`` (``texts``: the text of each chapter up to it), each with
+    where the text plants it, where it pays off, and its status: ``open`` (planted, not yet paid off),
+    ``overdue`` (its planned chapter is reached and the text has not shown it), ``never-planted`` (a clue no
+    chapter before its reveal shows), ``paid-off``, ``to-come``, or ``untraceable`` (a value the text cannot
+    show in words, such as yes/no).
+
+    - A reveal (a claim with a reveal, a planned ``first_shown_chapter``, or decisive evidence) is planted where
+      the text first shows it and paid off in the first chapter from its planned one whose text shows it (with
+      no planned chapter: where the text first shows it).
+    - A clue (a reveal's decisive evidence) is planted where the text first shows it and paid off with its
+      reveal, when it was planted before it. It is never planted once the reveal's chapter is reached and no
+      chapter before it shows the clue; overdue when its own planned chapter is reached unshown.
+    - The charter's promise is planted in the first chapter that names a codex entry the promise names, and paid
+      off when every reveal about those entries has paid off (in the chapter of the last). A promise whose
+      entries no reveal concerns stays open: the text alone cannot say it is kept. One that names no entry is
+      untraceable.
+    """
+    texts = {n: t for n, t in texts.items() if n <= chapter}
+    scan = Scanner(entries)
+    names = {e.id: e.name for e in entries}
+    clues_of: dict[str, list[Claim]] = {}
+    for claim in claims:
+        if claim.decisive and claim.evidence_for_id:
+            clues_of.setdefault(claim.evidence_for_id, []).append(claim)
+    reveals = [c for c in claims if c.reveal != "none" or c.first_shown_chapter is not None or c.id in clues_of]
+    items: list[dict] = []
+    paid_of: dict[str, int | None] = {}
+
+    def words(claim: Claim) -> str:
+        return f"{names.get(claim.entry_id, 'its subject')} {claim.predicate} {claim.value}"
+
+    def item(kind: str, claim: Claim, **rest) -> dict:
+        return {
+            "kind": kind,
+            "claim_id": claim.id,
+            "entry_id": claim.entry_id,
+            "reveal_id": claim.evidence_for_id if kind == "clue" else None,
+            "words": words(claim),
+            "planned_chapter": claim.first_shown_chapter,
+            **rest,
+        }
+
+    for reveal in reveals:
+        if reveal.entry_id is None or _value_text(reveal.value) is None:
+            paid_of[reveal.id] = None
+            items.append(
+                item(
+                    "reveal", reveal, first_shown_in_text=None, planted_in=None, paid_off_in=None, status="untraceable"
+                )
+            )
+            continue
+        shown = first_shown(scan, reveal, texts)
+        planned = reveal.first_shown_chapter
+        paid = first_shown(scan, reveal, {n: t for n, t in texts.items() if planned is None or n >= planned})
+        paid_of[reveal.id] = paid
+        status = _status(paid=paid, planted=shown, overdue=planned is not None and planned <= chapter)
+        items.append(
+            item("reveal", reveal, first_shown_in_text=shown, planted_in=shown, paid_off_in=paid, status=status)
+        )
+
+    by_id = {c.id: c for c in reveals}
+    for reveal_id, clues in clues_of.items():
+        reveal = by_id.get(reveal_id)
+        if reveal is None:  # evidence for a claim that is not canon: no reveal to pay it off
+            continue
+        due = reveal.first_shown_chapter if reveal.first_shown_chapter is not None else paid_of.get(reveal_id)
+        for clue in clues:
+            if clue.entry_id is None or _value_text(clue.value) is None:
+                items.append(
+                    item(
+                        "clue", clue, first_shown_in_text=None, planted_in=None, paid_off_in=None, status="untraceable"
+                    )
+                )
+                continue
+            shown = first_shown(scan, clue, texts)
+            in_time = shown is not None and (due is None or shown < due)
+            never = due is not None and due <= chapter and not in_time
+            paid = paid_of.get(reveal_id) if in_time else None
+            own = clue.first_shown_chapter
+            status = _status(
+                paid=paid, planted=shown, overdue=own is not None and own <= chapter and shown is None, never=never
+            )
+            items.append(
+                item("clue", clue, first_shown_in_text=shown, planted_in=shown, paid_off_in=paid, status=status)
+            )
+
+    for promise in promises:
+        named = [e.id for e in entries if any(p.search(promise) for p in scan.patterns[e.id])]
+        base = {
+            "kind": "promise",
+            "claim_id": None,
+            "entry_id": named[0] if named else None,
+            "reveal_id": None,
+            "words": promise,
+            "planned_chapter": None,
+            "first_shown_in_text": None,
+        }
+        if not named:
+            items.append({**base, "planted_in": None, "paid_off_in": None, "status": "untraceable"})
+            continue
+        planted = _first_naming(scan, named, texts)
+        about = [r for r in reveals if r.entry_id in named]
+        paid = None
+        if about and all(paid_of.get(r.id) is not None for r in about):
+            paid = max(paid_of[r.id] for r in about)
+        base["first_shown_in_text"] = planted
+        items.append(
+            {
+                **base,
+                "planted_in": planted,
+                "paid_off_in": paid,
+                "status": _status(paid=paid, planted=planted, overdue=False),
+            }
+        )
+    return items

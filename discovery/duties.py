@@ -44,11 +44,14 @@ from .manuscript_api import (
     FindingFilter,
     FindingOut,
     FindingsFiledOut,
+    PromisesFilter,
+    PromisesOut,
     RevisionFilter,
     RevisionOut,
     chapter_text_read,
     revisions_read,
 )
+from .promises import promises_report
 from .record_search import book_record_search
 from .schemas import (
     ApprovalRefOut,
@@ -245,6 +248,10 @@ def chapter_compare_get(principal: Principal, args, filters: CompareFilter):
 def continuity_read(principal: Principal, args, filters: FindingFilter):
     book = book_access(principal, args.book_id, Cap.BOOK_READ).book
     return continuity_findings(book, chapter=filters.chapter, status=filters.status)
+
+
+def promises_read(principal: Principal, args, filters: PromisesFilter):
+    return promises_report(book_access(principal, args.book_id, Cap.BOOK_READ), filters.chapter)
 
 
 def continuity_file(principal: Principal, args, payload: FindingsIn):
@@ -506,6 +513,19 @@ TOOLS: tuple[ToolSpec, ...] = (
         path=("book_id",),
         read_only=True,
         many=True,
+    ),
+    ToolSpec(
+        name="reader_promises_read",
+        route="GET /books/{book_id}/promises",
+        description="The reader promises as of a chapter (the last when left out): every reveal, every clue a "
+        "reveal needs and the charter's reader promise, with where the text plants and pays each off, the first "
+        "chapter whose text shows it beside its planned chapter, and what is open, overdue and never planted.",
+        needs=(Cap.BOOK_READ,),
+        run=promises_read,
+        out=PromisesOut,
+        payload=PromisesFilter,
+        path=("book_id",),
+        read_only=True,
     ),
     ToolSpec(
         name="continuity_findings_file",

@@ -15,6 +15,7 @@ from novelgraph.core.schemas import ERRORS, LONG_TEXT, JsonValue, Text, TextList
 
 from .access import BookAccess, Cap, book_access
 from .models import CodexEntry, EntryKind, FindingKind, FindingStatus
+from .promises import promises_report
 from .schemas import ChapterOut, FindingsIn
 from .selectors import chapter_revisions, codex_entries, continuity_findings
 from .services import manuscript
@@ -307,3 +308,45 @@ def continuity_settle(request: HttpRequest, book_id: uuid.UUID, finding_id: uuid
         rationale=payload.rationale,
         value=payload.value,
     )
+
+
+# --- Reader promises --------------------------------------------------------------------------------------------
+
+
+class PromisesFilter(Schema):
+    chapter: int | None = Field(None, ge=1, description="the report as of this chapter; the last when left out")
+
+
+class PromiseOut(Schema):
+    kind: Literal["reveal", "clue", "promise"]
+    claim_id: uuid.UUID | None
+    entry_id: uuid.UUID | None
+    reveal_id: uuid.UUID | None = Field(description="a clue's reveal")
+    words: str
+    planned_chapter: int | None = Field(description="canon's planned first_shown_chapter")
+    first_shown_in_text: int | None = Field(description="the first chapter (up to this one) whose text shows it")
+    planted_in: int | None
+    paid_off_in: int | None
+    status: Literal["open", "overdue", "never-planted", "paid-off", "to-come", "untraceable"]
+
+
+class PromisesOut(Schema):
+    chapter: int
+    chapters: int
+    chapters_with_text: list[int]
+    items: list[PromiseOut]
+    open: list[PromiseOut]
+    overdue: list[PromiseOut]
+    never_planted: list[PromiseOut]
+    paid_off: list[PromiseOut]
+    to_come: list[PromiseOut]
+    untraceable: list[PromiseOut]
+
+
+@router.get(
+    "/books/{book_id}/promises",
+    response={200: PromisesOut, **ERRORS},
+    summary="Reader promises as of a chapter: what is open, overdue, never planted and paid off",
+)
+def promises_get(request: HttpRequest, book_id: uuid.UUID, filters: Query[PromisesFilter]):
+    return promises_report(_access(request, book_id, Cap.BOOK_READ), filters.chapter)

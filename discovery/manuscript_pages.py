@@ -15,12 +15,13 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from novelgraph.core.errors import DomainError
+from novelgraph.core.errors import DomainError, Invalid
 from novelgraph.core.schemas import parse_form
 
 from .access import BookAccess, Cap, page_access
 from .manuscript_api import ChapterIn, ChapterTextIn, CodexEntryIn, CompareFilter, FindingSettleIn
 from .models import EntryKind
+from .promises import promises_report
 from .selectors import book_chapters, chapter_revisions, continuity_findings
 from .services import manuscript
 from .views import _render_codex as render_codex
@@ -238,6 +239,53 @@ def finding_entry(request: HttpRequest, book_id: uuid.UUID, number: int, finding
             raise
         return chapter_page_render(request, access, number, error={"message": exc.message}, status=exc.status)
     return redirect(reverse("discovery:chapter", args=[access.book.pk, number]))
+
+
+PROMISE_SECTIONS = (
+    ("overdue", "Overdue", "Its planned chapter has come, and the text has not shown it yet."),
+    ("never_planted", "Never planted", "A clue a reveal needs, which no chapter before the reveal shows."),
+    ("open", "Open", "Planted in the text, not paid off yet."),
+    ("paid_off", "Paid off", "Planted and paid off in the text."),
+    ("to_come", "Still to come", "Not in the text yet, and not due yet."),
+    (
+        "untraceable",
+        "Not traceable in the text",
+        "Its words name no codex entry, or its value is not words a text can show (such as yes or no).",
+    ),
+)
+KIND_WORDS = {"reveal": "Reveal", "clue": "Clue", "promise": "The charter's promise"}
+
+
+@login_required
+def promises(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
+    """Reader promises as of a chapter (``?chapter=N``, the last when left out): what is open, overdue, never
+    planted and paid off, in words. A chapter the book does not have shows inline."""
+    access = page_access(request, book_id, Cap.BOOK_READ)
+    chapters = list(book_chapters(access.book))
+    raw = request.GET.get("chapter", "").strip()
+    error, report, status = None, None, 200
+    try:
+        if raw and not raw.isdigit():
+            raise Invalid("choose a chapter by its number", field="chapter")
+        if chapters or raw:  # a book without chapters has nothing to report yet: the page says so
+            report = promises_report(access, int(raw) if raw else None)
+    except DomainError as exc:
+        error, status = {"message": exc.message, "field": exc.field}, exc.status
+    sections = []
+    if report is not None:
+        for key, title, help_text in PROMISE_SECTIONS:
+            for item in report[key]:
+                item["kind_words"] = KIND_WORDS[item["kind"]]
+            sections.append({"key": key, "title": title, "help": help_text, "items": report[key]})
+    context = {
+        "book": access.book,
+        "role": access.role,
+        "chapters": chapters,
+        "report": report,
+        "sections": sections,
+        "error": error,
+    }
+    return render(request, "discovery/promises.html", context, status=status)
 
 
 @login_required

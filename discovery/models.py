@@ -658,6 +658,7 @@ class FindingKind(models.TextChoices):
     OUT_OF_TIME = "out-of-time", "Present outside the chapters canon allows"
     NOT_IN_CANON = "not-in-canon", "A name canon does not know"
     CONTRADICTS_CANON = "contradicts-canon", "Says other than canon"
+    FIRST_SHOWN_DIFFERS = "first-shown-differs", "A fact first shown later than planned"
 
 
 class FindingStatus(models.TextChoices):

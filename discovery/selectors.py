@@ -867,21 +867,44 @@ def manuscript_for_check(book: Book, task_input: dict) -> dict:
     craft, not canon, and is left out)."""
     number, wanted = task_input.get("chapter"), task_input.get("revision")
     revision = ChapterRevision.objects.filter(chapter__book=book, chapter__number=number, number=wanted).first()
-    bases = [b["id"] for b in book_bases(book) if b["scope"] in (KnowledgeBase.Scope.BOOK, KnowledgeBase.Scope.SERIES)]
-    claims = KnowledgeClaim.objects.filter(base_id__in=bases, status=KnowledgeClaim.Status.APPROVED)
-    columns = ("id", "entry_id", "predicate", "value", *STORY_COLUMNS_FOR_CHECK)
     return {
         "chapter": number,
         "revision": wanted,
         "text": revision.text if revision is not None else None,
         "others": {str(n): t for n, t in manuscript_texts(book).items() if n != number},
+        **canon_for_check(book),
+        "canon": canon_as_of_chapter(approved_claims(book), number) if isinstance(number, int) else [],
+    }
+
+
+def approved_claims(book: Book):
+    """The approved claims of the book's own and its series' knowledge bases (literary guidance is craft, not
+    canon, and is left out)."""
+    bases = [b["id"] for b in book_bases(book) if b["scope"] in (KnowledgeBase.Scope.BOOK, KnowledgeBase.Scope.SERIES)]
+    return KnowledgeClaim.objects.filter(base_id__in=bases, status=KnowledgeClaim.Status.APPROVED)
+
+
+def canon_for_check(book: Book) -> dict:
+    """The codex's entries and the book's approved canon with its story records, as the continuity check and
+    the reader promises read them (plain dicts: ids as strings)."""
+    claims = approved_claims(book)
+    columns = ("id", "entry_id", "predicate", "value", *STORY_COLUMNS_FOR_CHECK)
+    return {
         "entries": [
             {"id": str(e.pk), "name": e.name, "aliases": list(e.aliases)}
-            for e in CodexEntry.objects.filter(book=book, status=CodexEntry.Status.APPROVED)
+            for e in CodexEntry.objects.filter(book=book, status=CodexEntry.Status.APPROVED).order_by("name")
         ],
-        "claims": [_claim_for_check(row) for row in claims.values(*columns)],
-        "canon": canon_as_of_chapter(claims, number) if isinstance(number, int) else [],
+        "claims": [_claim_for_check(row) for row in claims.order_by("created_at", "id").values(*columns)],
     }
+
+
+def charter_reader_promise(book: Book) -> list[str]:
+    """The reader promise of the book's latest approved charter (its lines; none without an approved charter)."""
+    charter = StoryCharter.objects.filter(book=book, status=StoryCharter.Status.APPROVED).order_by("-version").first()
+    promise = (charter.content or {}).get("reader_promise") if charter is not None else None
+    if isinstance(promise, str):
+        promise = [promise]
+    return [" ".join(str(p).split()) for p in promise or [] if str(p).strip()]
 
 
 def canon_as_of_chapter(claims, number: int) -> list[dict]:

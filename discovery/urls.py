@@ -37,6 +37,7 @@ urlpatterns = [
     path("books/<uuid:book_id>/codex/entries/", manuscript_pages.entry_add, name="codex-entry-add"),
     path("books/<uuid:book_id>/chapters/", manuscript_pages.chapters, name="chapters"),
     path("books/<uuid:book_id>/chapters/<int:number>/", manuscript_pages.chapter, name="chapter"),
+    path("books/<uuid:book_id>/promises/", manuscript_pages.promises, name="promises"),
     path(
         "books/<uuid:book_id>/chapters/<int:number>/findings/<uuid:finding_id>/settle/",
         manuscript_pages.finding_settle,

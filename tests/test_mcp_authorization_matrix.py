@@ -107,6 +107,7 @@ MCP_EXPECTED: dict[str, tuple] = {
     "chapter_revisions_read": EVERY_ROLE,
     "chapter_compare": EVERY_ROLE,
     "continuity_findings_read": EVERY_ROLE,
+    "reader_promises_read": EVERY_ROLE,
     # Luna's check files its findings; no tool writes the text or settles a finding (the author's).
     "continuity_findings_file": (404, 404, OK, 403, 403),
     "chapter_check": SOL_ONLY,
@@ -288,6 +289,7 @@ def arguments(tool: str, ids: dict, caller: str) -> dict:
         "codex_entry_propose": {"book_id": book, "name": f"Hale {caller}", "kind": "person", "aliases": []},
         "chapter_text_read": {"book_id": book, "number": 1},
         "continuity_findings_read": {"book_id": book, "chapter": 1},
+        "reader_promises_read": {"book_id": book, "chapter": 1},
         "continuity_findings_file": {
             "book_id": book,
             "number": 1,
@@ -484,6 +486,8 @@ def written(tool: str, body: dict, role: str, ids: dict) -> None:
         assert (body["chapter"], body["revision"], body["text"]) == (1, 1, "Mara rang the bell.")
     elif tool == "continuity_findings_read":
         assert body["items"] == [] and body["count"] == 0
+    elif tool == "reader_promises_read":
+        assert (body["chapter"], body["chapters_with_text"]) == (1, [1])
     elif tool == "continuity_findings_file":
         finding = ContinuityFinding.objects.get(pk=body["filed"][0]["id"])
         assert (finding.kind, finding.quote, finding.status) == ("not-in-canon", "bell", "open")
