@@ -651,7 +651,7 @@ def reader_promises(
             )
 
     for promise in promises:
-        named = [e.id for e in entries if any(p.search(promise) for p in scan.patterns[e.id])]
+        named = [e.id for e in entries if scan.mentions(e.id, promise)]
         base = {
             "kind": "promise",
             "claim_id": None,

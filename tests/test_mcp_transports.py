@@ -133,6 +133,7 @@ READ_TOOLS = {
     "chapter_revisions_read",
     "chapter_compare",
     "continuity_findings_read",
+    "reader_promises_read",
 }
 EVERY_ROLE_TOOLS |= READ_TOOLS
 EXPECTED_TOOLS = {
