@@ -49,9 +49,8 @@ def left_out_words(left_out: dict[str, int], chapter: int) -> list[str]:
     if later:
         lines.append(f"{facts(later)} left out until later chapters.")
     if left_out["secret"]:
-        lines.append(
-            f"{facts(left_out['secret'])} left out: the reader is not told {'them' if left_out['secret'] != 1 else 'it'} yet."
-        )
+        pronoun = "it" if left_out["secret"] == 1 else "them"
+        lines.append(f"{facts(left_out['secret'])} left out: the reader is not told {pronoun} yet.")
     if left_out["ended"]:
         lines.append(f"{facts(left_out['ended'])} left out: no longer true by chapter {chapter}.")
     return lines

@@ -21,8 +21,15 @@ from .services import bible as bible_services
 router = Router(tags=["bible"])
 
 
-class BibleFilter(Schema):
-    chapter: Chapter = Field(description="The chapter the reader has reached: the bible holds what she may know.")
+class BibleChapterFilter(Schema):
+    # Required, but checked after access (a book the caller may not touch stays a 404): no default chapter, since
+    # a default could give a reader more than she has read.
+    chapter: Chapter | None = Field(
+        None, description="The chapter the reader has reached (required): the bible holds what she may know."
+    )
+
+
+class BibleFilter(BibleChapterFilter):
     format: Literal["json", "markdown"] = "json"
 
 
@@ -76,8 +83,9 @@ class BibleLinkMadeOut(BibleLinkOut):
     url: str
 
 
-def bible_read(access, chapter: int) -> dict:
+def bible_read(access, chapter: int | None) -> dict:
     """The bible as the reader of ``chapter`` may read it, in the caller's scope (Luna's lacks series canon)."""
+    chapter = bible_services.bible_chapter(chapter)
     return bible_view(book=access.book, caps=access.caps, role=access.role, chapter=chapter)
 
 

@@ -121,3 +121,9 @@ def test_editors_read_the_bible_but_only_the_author_makes_share_links(
     assert editor_api.delete(f"/books/{book.pk}/bible/links/{link_id}").status_code == 403
     assert author_api.delete(f"/books/{book.pk}/bible/links/{link_id}").status_code == 200
     assert author_api.get(f"/books/{book.pk}/bible/links").json() == []
+
+
+def test_the_api_asks_for_the_chapter_and_a_stranger_still_gets_404(author_api, outsider_api, canon, book):
+    missing = author_api.get(f"/books/{book.pk}/bible")
+    assert missing.status_code == 422 and missing.json()["field"] == "chapter"
+    assert outsider_api.get(f"/books/{book.pk}/bible", chapter=3).status_code == 404

@@ -339,6 +339,10 @@ PERSON_ONLY: dict[str, Cap | str] = {
     "POST /books/{book_id}/codex/entries": "the author keeps the codex's entries",
     "PATCH /books/{book_id}/codex/entries/{entry_id}": "the author keeps the codex's entries",
     "POST /books/{book_id}/continuity/{finding_id}/settle": "the author settles a continuity finding",
+    # The story bible's share links (issue 29): handing the book to a reader outside it is the author's.
+    "GET /books/{book_id}/bible/links": "the author's share links to the story bible",
+    "POST /books/{book_id}/bible/links": "the author hands the story bible to an editor or a beta reader",
+    "DELETE /books/{book_id}/bible/links/{link_id}": "the author revokes a share link to the story bible",
 }
 
 # The reads an agent key may make over REST that no tool mirrors, each with why. A new GET route is either a
