@@ -10,7 +10,7 @@ from ninja import Field, Query, Router, Schema
 from ninja.responses import Status
 
 from novelgraph.core.auth import principal_of
-from novelgraph.core.schemas import ERRORS, Text
+from novelgraph.core.schemas import ERRORS, Text, parse_input
 
 from .access import Cap, book_access
 from .bible import bible_markdown, bible_view
@@ -65,9 +65,19 @@ class BibleOut(Schema):
     left_out_words: list[str]
 
 
-class BibleLinkIn(Schema):
+class BibleChapterIn(Schema):
+    """The chapter a page or a download of the bible is as of (required: no default could be spoiler-safe)."""
+
     chapter: Chapter
+
+
+class BibleLinkIn(BibleChapterIn):
     label: Text(200) = ""
+
+
+def bible_chapter(value) -> int:
+    """The chapter a bible is as of, validated as every input is (a 422 naming ``chapter`` and why)."""
+    return parse_input(BibleChapterIn, {"chapter": value}).chapter
 
 
 class BibleLinkOut(Schema):
@@ -85,7 +95,7 @@ class BibleLinkMadeOut(BibleLinkOut):
 
 def bible_read(access, chapter: int | None) -> dict:
     """The bible as the reader of ``chapter`` may read it, in the caller's scope (Luna's lacks series canon)."""
-    chapter = bible_services.bible_chapter(chapter)
+    chapter = bible_chapter(chapter)
     return bible_view(book=access.book, caps=access.caps, role=access.role, chapter=chapter)
 
 

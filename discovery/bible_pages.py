@@ -14,10 +14,11 @@ from django.views.decorators.http import require_POST
 
 from novelgraph.core.errors import DomainError, Invalid
 from novelgraph.core.roles import PersonRole, capabilities_of
+from novelgraph.core.schemas import parse_form
 
 from .access import BookAccess, Cap, page_access
 from .bible import bible_markdown, bible_view
-from .bible_api import bible_share_path
+from .bible_api import BibleLinkIn, bible_chapter, bible_share_path
 from .models import Book
 from .services import bible as bible_services
 
@@ -26,7 +27,7 @@ def _page(request: HttpRequest, access: BookAccess, *, chapter_text, made=None, 
     view = None
     if error is None and chapter_text not in (None, ""):
         try:
-            view = _view(access, bible_services.bible_chapter(chapter_text))
+            view = _view(access, bible_chapter(chapter_text))
         except Invalid as exc:
             error, status = {"message": exc.message, "field": exc.field}, 422
     links = bible_services.bible_links(access) if access.is_author else []
@@ -62,7 +63,7 @@ def bible_download(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
     """The bible as of ``?chapter=N`` as a Markdown file."""
     access = page_access(request, book_id, Cap.BOOK_READ)
     try:
-        chapter = bible_services.bible_chapter(request.GET.get("chapter"))
+        chapter = bible_chapter(request.GET.get("chapter"))
     except Invalid as exc:
         return HttpResponse(f"chapter: {exc.message}\n", status=422, content_type="text/plain; charset=utf-8")
     response = HttpResponse(bible_markdown(_view(access, chapter)), content_type="text/markdown; charset=utf-8")
@@ -76,9 +77,11 @@ def bible_link_make(request: HttpRequest, book_id: uuid.UUID) -> HttpResponse:
     """The author makes a share link fixed at a chapter; the page shows it once."""
     access = page_access(request, book_id, Cap.BOOK_READ)
     try:
-        link, token = bible_services.bible_link_create(
-            access=access, chapter=request.POST.get("chapter"), label=request.POST.get("label", "")
+        access.require_author()
+        payload = parse_form(
+            BibleLinkIn, {"chapter": request.POST.get("chapter"), "label": request.POST.get("label", "")}
         )
+        link, token = bible_services.bible_link_create(access=access, chapter=payload.chapter, label=payload.label)
     except DomainError as exc:
         if exc.status != 422:
             raise

@@ -10,36 +10,23 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from novelgraph.core.errors import Invalid, NotFound
+from novelgraph.core.errors import NotFound
 from novelgraph.core.models import hash_api_key
 
 from ..access import BookAccess
 from ..models import BibleShareLink
 
-MAX_CHAPTER = 100_000
-
-
-def bible_chapter(value: Any, *, field: str = "chapter") -> int:
-    """A chapter number the bible may be as of (1 to 100000), or a 422 naming ``field`` and why."""
-    text = str(value if value is not None else "").strip()
-    if not text:
-        raise Invalid("say which chapter the reader has reached", field=field)
-    if not text.isdigit() or not 1 <= int(text) <= MAX_CHAPTER:
-        raise Invalid(f"a chapter is a whole number from 1 to {MAX_CHAPTER}", field=field)
-    return int(text)
-
 
 def bible_link_create(*, access: BookAccess, chapter: int, label: str = "") -> tuple[BibleShareLink, str]:
-    """The author makes a share link to the bible as of ``chapter``; it returns the link with its token, which is
-    never stored (only its hash)."""
+    """The author makes a share link to the bible as of ``chapter`` (validated by ``BibleLinkIn``); it returns the
+    link with its token, which is never stored (only its hash)."""
     access.require_author()
-    chapter = bible_chapter(chapter)
     token = f"bb_{secrets.token_urlsafe(32)}"
     with transaction.atomic():
         link = BibleShareLink.objects.create(
             book=access.book,
             chapter=chapter,
-            label=" ".join((label or "").split())[:200],
+            label=label,
             prefix=token[:10],
             token_hash=hash_api_key(token),
             created_by=access.user,
@@ -78,4 +65,4 @@ def bible_link_open(token: str) -> BibleShareLink:
     return link
 
 
-__all__ = ["bible_chapter", "bible_link_create", "bible_link_open", "bible_link_revoke", "bible_links"]
+__all__ = ["bible_link_create", "bible_link_open", "bible_link_revoke", "bible_links"]
