@@ -35,6 +35,7 @@ from novelgraph.core.errors import Invalid, NotFound
 
 from . import services
 from .access import Cap, book_access, books_visible_to
+from .bible_api import BibleChapterFilter, BibleOut, bible_read
 from .history import ClaimVersions, claim_decisions, claim_history
 from .manuscript_api import (
     CodexEntryIn,
@@ -215,6 +216,10 @@ def book_search(principal: Principal, args, params: RecordSearchParams):
 
 def codex_read(principal: Principal, args, filters: AsOfFilter):
     return codex_capped(book_access(principal, args.book_id, Cap.BOOK_READ), filters.as_of_chapter)
+
+
+def bible_get(principal: Principal, args, filters: BibleChapterFilter):
+    return bible_read(book_access(principal, args.book_id, Cap.BOOK_READ), filters.chapter)
 
 
 def observation_extract(principal: Principal, args, payload: ObservationIn):
@@ -438,6 +443,20 @@ TOOLS: tuple[ToolSpec, ...] = (
         run=codex_read,
         out=CodexOut,
         payload=AsOfFilter,
+        path=("book_id",),
+        read_only=True,
+    ),
+    # The story bible (issue 29): what a reader of chapter N may know. Share links are the author's (no tool).
+    ToolSpec(
+        name="bible_read",
+        route="GET /books/{book_id}/bible",
+        description="The story bible as of a chapter: what a reader of that chapter may know, by kind (people, "
+        "places, objects, events) and codex entry. Later reveals, secrets and facts true only later are left out "
+        "and counted (`left_out`, `left_out_words`), never named.",
+        needs=(Cap.BOOK_READ,),
+        run=bible_get,
+        out=BibleOut,
+        payload=BibleChapterFilter,
         path=("book_id",),
         read_only=True,
     ),

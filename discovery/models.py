@@ -815,3 +815,23 @@ class WebhookDelivery(TimeStampedModel):
 
     class Meta:
         ordering = ["-created_at"]
+
+
+class BibleShareLink(TimeStampedModel):
+    """A read-only link to the book's story bible as of one chapter, for an editor or a beta reader (issue 29).
+    Only the token's SHA-256 is stored, as for API keys; the link itself is shown once. A revoked link is gone."""
+
+    book = models.ForeignKey(Book, on_delete=models.CASCADE, related_name="bible_links")
+    chapter = models.PositiveIntegerField()
+    label = models.CharField(max_length=200, blank=True)
+    prefix = models.CharField(max_length=12)
+    token_hash = models.CharField(max_length=64, unique=True, editable=False)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [models.CheckConstraint(condition=Q(chapter__gte=1), name="bible_link_chapter_positive")]
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.book}, chapter {self.chapter})"

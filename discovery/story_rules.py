@@ -7,6 +7,7 @@ or writes the database: selectors load the rows, and these functions decide
   of the same subject and predicate takes over);
 - what a role drafting chapter N may be given (:func:`as_of`): only what is true by then; a reveal
   first shown later is withheld; a fact the reader has not yet seen is marked as a secret;
+- what a reader of chapter N may know (:func:`reader_as_of`, the story bible): the same, with the secrets left out;
 - which approved canon a proposed claim contradicts (:func:`conflicts_with`), naming both sides;
 - whether every reveal is supported by decisive evidence first shown before it (:func:`fair_play`).
 """
@@ -90,23 +91,48 @@ def as_of(rows: list[dict], chapter: int) -> tuple[list[dict], list[str]]:
     withheld whole; any other fact the reader has not seen by then is given marked as a secret. A given
     row's ``true_until_effective`` is computed over the given rows only, so nothing withheld shows through.
     """
+    given, left_out = as_of_counted(rows, chapter)
+    withheld = []
+    if left_out["later_reveals"]:
+        withheld.append(f"withheld: {left_out['later_reveals']} reveal(s) first shown after chapter {chapter}")
+    if left_out["not_yet"]:
+        withheld.append(f"withheld: {left_out['not_yet']} fact(s) not yet true in chapter {chapter}")
+    if left_out["ended"]:
+        withheld.append(f"withheld: {left_out['ended']} fact(s) no longer true in chapter {chapter}")
+    return given, withheld
+
+
+def reader_as_of(rows: list[dict], chapter: int) -> tuple[list[dict], dict[str, int]]:
+    """What a reader of chapter ``chapter`` may know (the story bible): what :func:`as_of` gives a role drafting
+    that chapter, less every secret. A fact first shown after ``chapter`` is left out until then, a secret no
+    chapter shows yet (known to nobody, or to named characters only) is left out; the counts say how many of each
+    (``later_reveals``, ``not_yet``, ``ended``, ``shown_later``, ``secret``), never which."""
+    return as_of_counted(rows, chapter, for_reader=True)
+
+
+def as_of_counted(rows: list[dict], chapter: int, *, for_reader: bool = False) -> tuple[list[dict], dict[str, int]]:
+    """The one rule behind :func:`as_of` and :func:`reader_as_of`: the rows given as of ``chapter`` and how many
+    were left out, by why. ``for_reader`` leaves secrets out instead of marking them."""
     until = effective_until(rows)
     given: list[dict] = []
-    later_reveals = not_yet = ended = 0
+    left_out = {"later_reveals": 0, "not_yet": 0, "ended": 0, "shown_later": 0, "secret": 0}
     for row in rows:
         ends = until[str(row["id"])]
         if _start(row) > chapter:
-            not_yet += 1
+            left_out["not_yet"] += 1
             continue
         if ends is not None and ends < chapter:
-            ended += 1
+            left_out["ended"] += 1
             continue
         if row.get("reveal", RevealKind.NONE) != RevealKind.NONE and not is_shown_by(row, chapter):
-            later_reveals += 1
+            left_out["later_reveals"] += 1
             continue
         secret = not is_shown_by(row, chapter) and (
             row.get("first_shown_chapter") is not None or row.get("known_by") != KnownBy.READER
         )
+        if secret and for_reader:
+            left_out["shown_later" if row.get("first_shown_chapter") is not None else "secret"] += 1
+            continue
         given.append({**row, "secret": secret, "visibility": visibility(row, chapter)})
     # What the as-of reader sees of a fact's end comes from what she is given: a later row withheld (a twist first
     # shown after ``chapter``, a fact not yet true) would otherwise show its chapter as the given fact's end.
@@ -117,14 +143,7 @@ def as_of(rows: list[dict], chapter: int) -> tuple[list[dict], list[str]]:
     for row in given:
         if row.get("evidence_for_id") is not None and str(row["evidence_for_id"]) in hidden:
             row["evidence_for_id"] = None  # the reveal it supports is not given; neither is its id
-    withheld = []
-    if later_reveals:
-        withheld.append(f"withheld: {later_reveals} reveal(s) first shown after chapter {chapter}")
-    if not_yet:
-        withheld.append(f"withheld: {not_yet} fact(s) not yet true in chapter {chapter}")
-    if ended:
-        withheld.append(f"withheld: {ended} fact(s) no longer true in chapter {chapter}")
-    return given, withheld
+    return given, left_out
 
 
 def conflicts_with(proposed: dict, canon: list[dict]) -> list[dict]:

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import manuscript_pages, views, webhook_views
+from . import bible_pages, manuscript_pages, views, webhook_views
 
 app_name = "discovery"
 urlpatterns = [
@@ -26,6 +26,15 @@ urlpatterns = [
     ),
     path("books/<uuid:book_id>/dossiers/", views.dossiers, name="dossiers"),
     path("books/<uuid:book_id>/codex/", views.codex, name="codex"),
+    path("books/<uuid:book_id>/bible/", bible_pages.bible, name="bible"),
+    path("books/<uuid:book_id>/bible.md", bible_pages.bible_download, name="bible-download"),
+    path("books/<uuid:book_id>/bible/links/", bible_pages.bible_link_make, name="bible-link-make"),
+    path(
+        "books/<uuid:book_id>/bible/links/<uuid:link_id>/revoke/",
+        bible_pages.bible_link_revoke,
+        name="bible-link-revoke",
+    ),
+    path("bible/shared/<str:token>/", bible_pages.bible_shared, name="bible-shared"),
     path("books/<uuid:book_id>/codex/facts/", views.codex_state, name="codex-state"),
     path("books/<uuid:book_id>/codex/claims/<uuid:claim_id>/", views.codex_claim, name="codex-claim"),
     path(

@@ -129,6 +129,7 @@ def on_http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
 _ROUTERS = (
     "discovery.api",
     "discovery.manuscript_api",
+    "discovery.bible_api",
     "discovery.loop.api",
     "discovery.agents.api",
     "library.api",

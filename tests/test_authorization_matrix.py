@@ -309,6 +309,11 @@ API_EXPECTED: dict[str, tuple[int, ...]] = {
     "GET /books/{book_id}/codex/entries": (401, 401, 404, 404, 404, 404, 404, 404, 200, 200, 200, 200, 200),
     # Sol proposes an entry (issue 28); the scene's name is taken, so his and the author's are a 422.
     "POST /books/{book_id}/codex/entries": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 422, 403, 422),
+    # No chapter named: the bible is as of the chapter the reader has reached, never a default (422).
+    "GET /books/{book_id}/bible": (401, 401, 404, 404, 404, 404, 404, 404, 422, 422, 422, 422, 422),
+    "GET /books/{book_id}/bible/links": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 200),
+    "POST /books/{book_id}/bible/links": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 201),
+    "DELETE /books/{book_id}/bible/links/{link_id}": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 404),
     "PATCH /books/{book_id}/codex/entries/{entry_id}": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 200),
     "PATCH /books/{book_id}/chapters/{number}": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 200),
     "PUT /books/{book_id}/chapters/{number}/text": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 201),
@@ -452,6 +457,11 @@ PAGE_EXPECTED: dict[str, tuple[int, ...]] = {
     "/books/<uuid:book_id>/dossiers/<uuid:dossier_id>/": (302, 404, 404, 200, 200),
     "/books/<uuid:book_id>/codex/": (302, 404, 404, 200, 200),
     "/books/<uuid:book_id>/codex/entries/": (302, 405, 405, 405, 405),
+    "/books/<uuid:book_id>/bible/": (302, 404, 404, 200, 200),
+    "/books/<uuid:book_id>/bible.md": (302, 404, 404, 422, 422),
+    "/books/<uuid:book_id>/bible/links/": (302, 405, 405, 405, 405),
+    "/books/<uuid:book_id>/bible/links/<uuid:link_id>/revoke/": (302, 405, 405, 405, 405),
+    "/bible/shared/<str:token>/": (404, 404, 404, 404, 404),
     "/books/<uuid:book_id>/chapters/": (302, 404, 404, 200, 200),
     "/books/<uuid:book_id>/chapters/<int:number>/": (302, 404, 404, 200, 200),
     "/books/<uuid:book_id>/promises/": (302, 404, 404, 200, 200),
@@ -661,6 +671,9 @@ PAGE_POSTS: dict[str, dict] = {
     "/books/<uuid:book_id>/codex/facts/": {"subject": "The keeper", "predicate": "is", "value": "tired", "rationale": "Mine."},
     "/books/<uuid:book_id>/codex/entries/": {"name": "Hale", "kind": "person", "aliases": "the inspector"},
     "/books/<uuid:book_id>/reopen/": {"gate": "G2", "rationale": "The draft changed direction."},
+    # A chapter that is no chapter: the author's share link is refused inline (422), nothing is written.
+    "/books/<uuid:book_id>/bible/links/": {"chapter": "zero"},
+    "/books/<uuid:book_id>/bible/links/<uuid:link_id>/revoke/": {},
     "/books/<uuid:book_id>/chapters/": {"title": "The Tide"},
     "/books/<uuid:book_id>/chapters/<int:number>/": {"text": "Mara rang the bell twice."},
     "/books/<uuid:book_id>/chapters/<int:number>/check/": {},
@@ -698,6 +711,9 @@ PAGE_POST_EXPECTED: dict[str, tuple[int, ...]] = {
     "/books/<uuid:book_id>/codex/entries/": (302, 404, 404, 403, 302),
     # Not handed off: the author's reopen is refused (409) and nothing changes (tests/test_discovery_reopen.py).
     "/books/<uuid:book_id>/reopen/": (302, 404, 404, 403, 409),
+    "/books/<uuid:book_id>/bible/links/": (302, 404, 404, 403, 422),
+    # The scene has no share link: the author's revoke of one is a 404 and nothing changes.
+    "/books/<uuid:book_id>/bible/links/<uuid:link_id>/revoke/": (302, 404, 404, 403, 404),
     "/books/<uuid:book_id>/chapters/": (302, 404, 404, 403, 302),
     "/books/<uuid:book_id>/chapters/<int:number>/": (302, 404, 404, 403, 302),
     # The editor may read the chapter but not queue Luna's check (discovery:write), as through the API.

@@ -103,6 +103,7 @@ MCP_EXPECTED: dict[str, tuple] = {
     "codex_read": EVERY_ROLE,
     "codex_entries_read": EVERY_ROLE,
     "codex_entry_propose": SOL_ONLY,  # proposed, for the author's verdict (tests/test_codex_entry_proposals.py)
+    "bible_read": EVERY_ROLE,
     "chapter_text_read": EVERY_ROLE,
     "chapter_revisions_read": EVERY_ROLE,
     "chapter_compare": EVERY_ROLE,
@@ -175,6 +176,8 @@ def read_arguments(tool: str, ids: dict, caller: str) -> dict:
         args["node"] = "t-luna"  # a trace node of the scene
     if tool == "chapter_compare":
         args |= {"older": 1, "newer": 1}  # the scene's chapter 1 has one revision
+    if tool == "bible_read":
+        args["chapter"] = 1  # the bible is always as of the chapter a reader has reached
     if tool == "approvals_list":
         args["book_id"] = ids["book_id"]  # the scene's book (another key's books are refused, as REST refuses them)
     return args
@@ -477,6 +480,8 @@ def written(tool: str, body: dict, role: str, ids: dict) -> None:
         assert {"mode", "results", "withheld"} <= set(body)
     elif tool == "codex_read":
         assert (body["book_id"], body["as_of_chapter"]) == (book, 1)
+    elif tool == "bible_read":
+        assert (body["book_id"], body["chapter"]) == (book, 1) and "left_out_words" in body
     elif tool == "codex_entries_read":
         assert [e["name"] for e in body["items"]] == ["Mara"]
     elif tool == "codex_entry_propose":

@@ -134,6 +134,8 @@ READ_TOOLS = {
     "chapter_compare",
     "continuity_findings_read",
     "reader_promises_read",
+    # The story bible as of a chapter (issue 29).
+    "bible_read",
 }
 EVERY_ROLE_TOOLS |= READ_TOOLS
 EXPECTED_TOOLS = {

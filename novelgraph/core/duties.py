@@ -341,6 +341,10 @@ PERSON_ONLY: dict[str, Cap | str] = {
     # Reopening a handed-off discovery is the author's decision, and so is looking at what it would touch first.
     "GET /books/{book_id}/reopen": "the author sees what reopening her handed-off discovery touches",
     "POST /books/{book_id}/reopen": Cap.DECIDE,
+    # The story bible's share links (issue 29): handing the book to a reader outside it is the author's.
+    "GET /books/{book_id}/bible/links": "the author's share links to the story bible",
+    "POST /books/{book_id}/bible/links": "the author hands the story bible to an editor or a beta reader",
+    "DELETE /books/{book_id}/bible/links/{link_id}": "the author revokes a share link to the story bible",
 }
 
 # The reads an agent key may make over REST that no tool mirrors, each with why. A new GET route is either a
