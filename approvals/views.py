@@ -19,7 +19,6 @@ from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import trigger_client_event
 
 from discovery.access import Cap, page_access
-from discovery.selectors import observations_waiting_for
 from novelgraph.core.auth import principal_for_user
 from novelgraph.core.errors import Conflict, Forbidden, Invalid
 from novelgraph.core.events import APPROVALS_CHANGED
@@ -89,7 +88,8 @@ def inbox(request: HttpRequest) -> HttpResponse:
     lapsed = read_page(offsets["superseded_offset"], len(box.superseded), box.superseded_more, PER_PAGE)
     context = {
         "inbox": replace(box, pending=list(page.object_list), counts=books["items"]),
-        # Beside the decisions: the observations to confirm and the questions routed to the author.
+        # Beside the decisions, each registered section of what else waits (approvals.waiting): the observations
+        # to confirm, with their actions, and the questions routed to the author.
         "waiting": inbox_waiting(principal, book_id=book.pk if book else None),
         "page_obj": page,
         "page": page.number,
@@ -101,10 +101,6 @@ def inbox(request: HttpRequest) -> HttpResponse:
         "books_pager": _inbox_pager(keep, page.number, books, "books_offset"),
         "superseded_pager": _inbox_pager(keep, page.number, lapsed, "superseded_offset"),
     }
-    # Beside the decisions, what else waits for her act: the observations of her turns still to confirm.
-    groups, waiting = observations_waiting_for(request.user)
-    shown = sum(len(group["observations"]) for group in groups)
-    context |= {"observation_groups": groups, "observations_waiting": waiting, "observations_more": waiting - shown}
     template = partial_or_page(request, "approvals/inbox.html", "inbox-list")
     return render(request, template, context)
 

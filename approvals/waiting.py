@@ -5,6 +5,11 @@ observations to confirm, the loop the questions routed to her. A section is
 ``section(books, user, limit) -> dict``: ``key``, ``title``, ``items`` (the first ``limit``, each
 ``{book, text, note, href, action_label, confirm_url}``) and ``total``. ``books`` is the queryset of the
 person's books (or the one book the inbox is filtered to). Reads only.
+
+A section that shows the author's own part with its actions names its ``template`` (included with ``section``,
+the section's other keys its own, as discovery's observations with confirm, correct and retire); the inbox then
+lists only its items that wait for another author (books she edits). The inbox reads every section through
+``waiting_for``, never from the app that registered it.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ def waiting_for(books, user, limit: int = WAITING_LIMIT) -> list[dict]:
         found = section(books, user, limit)
         for item in found["items"]:
             item["mine"] = item["book"].owner_id == user.pk
-        # What waits in books she edits, for their authors (her own observations have their own list, with actions).
+        # What waits in books she edits, for their authors (a section with a template shows her own, with actions).
         found["others"] = sum(not item["mine"] for item in found["items"])
         sections.append(found)
     return sections

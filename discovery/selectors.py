@@ -331,13 +331,10 @@ def observation_row(row: dict) -> dict:
     return {**row, "stated_value": row["value"], "value": corrected or row["value"]}
 
 
-def observations_waiting_for(user, *, limit: int = VIEW_PAGE) -> tuple[list[dict], int]:
-    """What waits for the author's act among her observations: the first ``limit`` still ``working`` in the books
-    she owns (open sessions only), oldest first, grouped by turn (``{"book", "turn", "observations"}``), and how
-    many wait in all. Three queries, each bounded."""
-    waiting = Observation.objects.filter(
-        session__book__owner=user, status=Observation.Status.WORKING, session__status__in=OPEN_SESSION_STATUSES
-    )
+def observations_grouped_by_turn(waiting, *, limit: int = VIEW_PAGE) -> tuple[list[dict], int]:
+    """The first ``limit`` of ``waiting`` (observations), oldest first, grouped by turn (``{"book", "turn",
+    "observations"}``, each observation as ``observation_row`` shows it), and how many there are in all. Three
+    queries, each bounded."""
     total = waiting.count()
     rows = [observation_row(row) for row in observations_annotated(waiting)[:limit]] if total else []
     turns = {
@@ -739,16 +736,29 @@ def codex_capped(access: BookAccess, as_of_chapter: int | None) -> dict:
 
 
 def observations_waiting(books, user, limit: int) -> dict:
-    """The inbox's section of observations waiting to be confirmed: one item per turn they were drawn from
-    (newest first), its observations in words, with "Confirm all from this turn" and the turn on the book page.
-    Three queries whatever the number of turns."""
-    working = Observation.objects.filter(session__book__in=books.values("pk"), status=ObservationStatus.WORKING)
-    turns_qs = Turn.objects.filter(pk__in=working.values("turn_id")).select_related("session__book")
+    """The inbox's section of observations waiting to be confirmed (registered from discovery's ``ready()``), in
+    ``books`` (the person's, or the one the inbox is filtered to).
+
+    Her own come first, with their actions (``template``): the first page still ``working`` in the open sessions of
+    the books she owns, oldest first, grouped by turn (``groups``), how many wait in all (``waiting``) and how many
+    are not shown (``more``). What waits in the books she edits waits for their authors: one item per turn
+    (``items``, newest first, its observations in words and "See the turn"; only the author confirms), ``total``
+    such turns. Bounded queries whatever the number of turns."""
+    working = Observation.objects.filter(status=ObservationStatus.WORKING)
+    groups, waiting = observations_grouped_by_turn(
+        working.filter(
+            session__book__in=books.filter(owner=user).values("pk"), session__status__in=OPEN_SESSION_STATUSES
+        )
+    )
+    theirs = working.filter(session__book__in=books.exclude(owner=user).values("pk"))
+    turns_qs = Turn.objects.filter(pk__in=theirs.values("turn_id")).select_related("session__book")
     total = turns_qs.count()
-    turns = list(turns_qs.order_by("-created_at", "-id")[:limit])
+    turns = list(turns_qs.order_by("-created_at", "-id")[:limit]) if total else []
     by_turn: dict = {}
     for obs in (
-        working.filter(turn__in=[t.pk for t in turns]).order_by("created_at", "id").only("turn_id", "key", "value")
+        theirs.filter(turn__in=[t.pk for t in turns]).order_by("created_at", "id").only("turn_id", "key", "value")
+        if turns
+        else ()
     ):
         by_turn.setdefault(obs.turn_id, []).append(obs)
     items = []
@@ -763,10 +773,20 @@ def observations_waiting(books, user, limit: int) -> dict:
                 "note": f"from turn {turn.ordinal} ({len(found)} to confirm)",
                 "href": f"{reverse('discovery:book', args=[book.pk])}#turn-{turn.pk}",
                 "action_label": "See the turn",
-                "confirm_url": reverse("discovery:turn_confirm", args=[book.pk, turn.pk]),
+                "confirm_url": None,
             }
         )
-    return {"key": "observations", "title": "Observations to confirm", "items": items, "total": total}
+    shown = sum(len(group["observations"]) for group in groups)
+    return {
+        "key": "observations",
+        "title": "Observations to confirm",
+        "items": items,
+        "total": total,
+        "template": "discovery/_inbox_observations.html",
+        "groups": groups,
+        "waiting": waiting,
+        "more": waiting - shown,
+    }
 
 
 def whoami(principal) -> dict:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 
 from django.conf import settings
@@ -86,10 +87,18 @@ def test_api_errors_outside_the_routes_are_json_too(author_api):
 # --- Pagination on every list route, text lengths, source references ------------------------------
 
 
-def _list_routes() -> list[str]:
+@functools.cache
+def _schema() -> dict:
+    """The API's OpenAPI schema, built once per test process: building it takes seconds (every route's models),
+    and the list-route walks below read it once per route. The routes are fixed when the module is imported, so
+    every call built the same schema. Read only."""
     from novelgraph.api import api
 
-    schema = api.get_openapi_schema()
+    return api.get_openapi_schema()
+
+
+def _list_routes() -> list[str]:
+    schema = _schema()
     routes = []
     for path, methods in schema["paths"].items():
         get = methods.get("get")
@@ -116,17 +125,13 @@ def _trace_premise(book, sol_api) -> dict:
 
 
 def _required(route: str) -> dict:
-    from novelgraph.api import api
-
-    get = api.get_openapi_schema()["paths"]["/api/v1" + route]["get"]
+    get = _schema()["paths"]["/api/v1" + route]["get"]
     query = [p for p in get.get("parameters", []) if p["in"] == "query" and p.get("required")]
     return {p["name"]: REQUIRED_QUERY[p["name"]] for p in query}
 
 
 def _array_routes_without_pagination() -> list[str]:
-    from novelgraph.api import api
-
-    schema = api.get_openapi_schema()
+    schema = _schema()
     bare = []
     for path, methods in schema["paths"].items():
         get = methods.get("get")
@@ -239,11 +244,9 @@ def test_source_references_per_entry_are_capped(luna_api, book):
 
 def test_every_operation_with_a_body_documents_the_413():
     """Found by make fuzz: a generated 1 MiB chunk got the (correct) 413, which the schema did not list."""
-    from novelgraph.api import api
-
     missing = [
         f"{method.upper()} {path}"
-        for path, methods in api.get_openapi_schema()["paths"].items()
+        for path, methods in _schema()["paths"].items()
         for method, operation in methods.items()
         if "requestBody" in operation and "413" not in {str(code) for code in operation["responses"]}
     ]

@@ -59,6 +59,7 @@ class Migration(migrations.Migration):
             ],
             options={
                 'ordering': ['book', 'slug'],
+                'constraints': [models.UniqueConstraint(fields=('book', 'slug'), name='loop_artifact_unique_slug'), models.CheckConstraint(condition=models.Q(('status__in', ['draft', 'proposed', 'ratified', 'stale', 'rejected'])), name='loop_artifact_status_valid'), models.CheckConstraint(condition=models.Q(('data_class__in', ['public', 'internal', 'sensitive', 'regulated'])), name='loop_artifact_data_class_valid'), models.CheckConstraint(condition=models.Q(('produced_by__in', ['author', 'sol', 'terra', 'luna'])), name='loop_artifact_produced_by_valid'), models.CheckConstraint(condition=models.Q(('version__gte', 1)), name='loop_artifact_version_positive')],
             },
         ),
         migrations.CreateModel(
@@ -78,6 +79,7 @@ class Migration(migrations.Migration):
             ],
             options={
                 'ordering': ['created_at'],
+                'constraints': [models.CheckConstraint(condition=models.Q(('status__in', ['queued', 'done'])), name='loop_rerun_status_valid'), models.CheckConstraint(condition=models.Q(('cost__gte', 0)), name='loop_rerun_cost_nonneg')],
             },
         ),
         migrations.CreateModel(
@@ -127,6 +129,7 @@ class Migration(migrations.Migration):
             ],
             options={
                 'ordering': ['created_at'],
+                'constraints': [models.CheckConstraint(condition=models.Q(('status__in', ['open', 'routed', 'resolved', 'surfaced'])), name='loop_question_status_valid'), models.CheckConstraint(condition=models.Q(('kind__in', ['question', 'value-conflict', 'canon-conflict'])), name='loop_question_kind_valid'), models.CheckConstraint(condition=models.Q(models.Q(('status', 'resolved'), _negated=True), models.Q(models.Q(('resolution', ''), _negated=True), models.Q(('resolution_ref', ''), _negated=True)), _connector='OR'), name='loop_question_resolution_cites')],
             },
         ),
         migrations.CreateModel(
@@ -156,6 +159,7 @@ class Migration(migrations.Migration):
             ],
             options={
                 'ordering': ['depth', 'created_at'],
+                'constraints': [models.CheckConstraint(condition=models.Q(('altitude__in', ['plotline', 'subplot', 'book', 'multi-book', 'series-arc'])), name='loop_node_altitude_valid'), models.CheckConstraint(condition=models.Q(('lifecycle__in', ['draft', 'diverging', 'converging', 'ratified', 'stale', 'parked', 'abandoned'])), name='loop_node_lifecycle_valid'), models.CheckConstraint(condition=models.Q(('validation_status__in', ['hypothesis', 'validating', 'validated', 'refuted'])), name='loop_node_validation_valid'), models.CheckConstraint(condition=models.Q(('sub_idea__in', ['open', 'parked', 'done'])), name='loop_node_sub_idea_valid'), models.CheckConstraint(condition=models.Q(('round_cap__gte', 1)), name='loop_node_round_cap_positive'), models.CheckConstraint(condition=models.Q(('cost_spent__gte', 0)), name='loop_node_cost_nonneg'), models.UniqueConstraint(condition=models.Q(('is_root', True)), fields=('book',), name='loop_node_one_root'), models.CheckConstraint(condition=models.Q(models.Q(('is_root', True), ('parent__isnull', True)), models.Q(('is_root', False), ('parent__isnull', False)), _connector='OR'), name='loop_node_root_has_no_parent')],
             },
         ),
         migrations.CreateModel(
@@ -187,6 +191,7 @@ class Migration(migrations.Migration):
             ],
             options={
                 'ordering': ['-created_at'],
+                'constraints': [models.CheckConstraint(condition=models.Q(('kind__in', ['gate', 'bound', 'consent', 'cascade'])), name='loop_card_kind_valid'), models.CheckConstraint(condition=models.Q(('gate__in', ['G0', 'G1', 'G1.5', 'G2', 'G3'])), name='loop_card_gate_valid'), models.CheckConstraint(condition=models.Q(('status__in', ['pending', 'decided', 'auto-passed', 'superseded'])), name='loop_card_status_valid'), models.CheckConstraint(condition=models.Q(('reversibility_class__in', ['reversible', 'costly-to-reverse', 'one-way-door'])), name='loop_card_reversibility_valid'), models.CheckConstraint(condition=models.Q(('verdict', ''), ('verdict__in', ['approve', 'reject', 'approve-with-constraint', 'redirect', 'explore-alternatives', 'abandon', 'park', 'extend']), _connector='OR'), name='loop_card_verdict_valid')],
             },
         ),
         migrations.AddField(
@@ -230,6 +235,7 @@ class Migration(migrations.Migration):
             ],
             options={
                 'ordering': ['created_at'],
+                'constraints': [models.CheckConstraint(condition=models.Q(('gate__in', ['G0', 'G1', 'G1.5', 'G2', 'G3'])), name='loop_review_gate_valid'), models.CheckConstraint(condition=models.Q(('reviewer_role__in', ['author', 'sol', 'terra', 'luna'])), name='loop_review_role_valid')],
             },
         ),
         migrations.CreateModel(
@@ -247,6 +253,7 @@ class Migration(migrations.Migration):
             ],
             options={
                 'ordering': ['created_at'],
+                'constraints': [models.UniqueConstraint(condition=models.Q(('active', True)), fields=('book', 'from_id', 'to_id'), name='loop_trace_edge_unique_active')],
             },
         ),
         migrations.CreateModel(
@@ -268,6 +275,7 @@ class Migration(migrations.Migration):
             ],
             options={
                 'ordering': ['created_at'],
+                'constraints': [models.UniqueConstraint(fields=('book', 'node_id'), name='loop_trace_node_unique_id'), models.CheckConstraint(condition=models.Q(('backed_by__in', ['file', 'container', 'ladder'])), name='loop_trace_node_backed_by_valid'), models.CheckConstraint(condition=models.Q(('status__in', ['active', 'stale', 'rejected', 'abandoned'])), name='loop_trace_node_status_valid')],
             },
         ),
         migrations.CreateModel(
@@ -286,99 +294,8 @@ class Migration(migrations.Migration):
             ],
             options={
                 'ordering': ['created_at'],
+                'constraints': [models.CheckConstraint(condition=models.Q(('validation_status__in', ['hypothesis', 'validating', 'validated', 'refuted'])), name='loop_validation_status_valid')],
             },
-        ),
-        migrations.AddConstraint(
-            model_name='blackboardartifact',
-            constraint=models.UniqueConstraint(fields=('book', 'slug'), name='loop_artifact_unique_slug'),
-        ),
-        migrations.AddConstraint(
-            model_name='blackboardartifact',
-            constraint=models.CheckConstraint(condition=models.Q(('status__in', ['draft', 'proposed', 'ratified', 'stale', 'rejected'])), name='loop_artifact_status_valid'),
-        ),
-        migrations.AddConstraint(
-            model_name='blackboardartifact',
-            constraint=models.CheckConstraint(condition=models.Q(('data_class__in', ['public', 'internal', 'sensitive', 'regulated'])), name='loop_artifact_data_class_valid'),
-        ),
-        migrations.AddConstraint(
-            model_name='blackboardartifact',
-            constraint=models.CheckConstraint(condition=models.Q(('produced_by__in', ['author', 'sol', 'terra', 'luna'])), name='loop_artifact_produced_by_valid'),
-        ),
-        migrations.AddConstraint(
-            model_name='blackboardartifact',
-            constraint=models.CheckConstraint(condition=models.Q(('version__gte', 1)), name='loop_artifact_version_positive'),
-        ),
-        migrations.AddConstraint(
-            model_name='lensrerun',
-            constraint=models.CheckConstraint(condition=models.Q(('status__in', ['queued', 'done'])), name='loop_rerun_status_valid'),
-        ),
-        migrations.AddConstraint(
-            model_name='lensrerun',
-            constraint=models.CheckConstraint(condition=models.Q(('cost__gte', 0)), name='loop_rerun_cost_nonneg'),
-        ),
-        migrations.AddConstraint(
-            model_name='openquestion',
-            constraint=models.CheckConstraint(condition=models.Q(('status__in', ['open', 'routed', 'resolved', 'surfaced'])), name='loop_question_status_valid'),
-        ),
-        migrations.AddConstraint(
-            model_name='openquestion',
-            constraint=models.CheckConstraint(condition=models.Q(('kind__in', ['question', 'value-conflict', 'canon-conflict'])), name='loop_question_kind_valid'),
-        ),
-        migrations.AddConstraint(
-            model_name='openquestion',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('status', 'resolved'), _negated=True), models.Q(models.Q(('resolution', ''), _negated=True), models.Q(('resolution_ref', ''), _negated=True)), _connector='OR'), name='loop_question_resolution_cites'),
-        ),
-        migrations.AddConstraint(
-            model_name='plannode',
-            constraint=models.CheckConstraint(condition=models.Q(('altitude__in', ['plotline', 'subplot', 'book', 'multi-book', 'series-arc'])), name='loop_node_altitude_valid'),
-        ),
-        migrations.AddConstraint(
-            model_name='plannode',
-            constraint=models.CheckConstraint(condition=models.Q(('lifecycle__in', ['draft', 'diverging', 'converging', 'ratified', 'stale', 'parked', 'abandoned'])), name='loop_node_lifecycle_valid'),
-        ),
-        migrations.AddConstraint(
-            model_name='plannode',
-            constraint=models.CheckConstraint(condition=models.Q(('validation_status__in', ['hypothesis', 'validating', 'validated', 'refuted'])), name='loop_node_validation_valid'),
-        ),
-        migrations.AddConstraint(
-            model_name='plannode',
-            constraint=models.CheckConstraint(condition=models.Q(('sub_idea__in', ['open', 'parked', 'done'])), name='loop_node_sub_idea_valid'),
-        ),
-        migrations.AddConstraint(
-            model_name='plannode',
-            constraint=models.CheckConstraint(condition=models.Q(('round_cap__gte', 1)), name='loop_node_round_cap_positive'),
-        ),
-        migrations.AddConstraint(
-            model_name='plannode',
-            constraint=models.CheckConstraint(condition=models.Q(('cost_spent__gte', 0)), name='loop_node_cost_nonneg'),
-        ),
-        migrations.AddConstraint(
-            model_name='plannode',
-            constraint=models.UniqueConstraint(condition=models.Q(('is_root', True)), fields=('book',), name='loop_node_one_root'),
-        ),
-        migrations.AddConstraint(
-            model_name='plannode',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('is_root', True), ('parent__isnull', True)), models.Q(('is_root', False), ('parent__isnull', False)), _connector='OR'), name='loop_node_root_has_no_parent'),
-        ),
-        migrations.AddConstraint(
-            model_name='optioncard',
-            constraint=models.CheckConstraint(condition=models.Q(('kind__in', ['gate', 'bound', 'consent', 'cascade'])), name='loop_card_kind_valid'),
-        ),
-        migrations.AddConstraint(
-            model_name='optioncard',
-            constraint=models.CheckConstraint(condition=models.Q(('gate__in', ['G0', 'G1', 'G1.5', 'G2', 'G3'])), name='loop_card_gate_valid'),
-        ),
-        migrations.AddConstraint(
-            model_name='optioncard',
-            constraint=models.CheckConstraint(condition=models.Q(('status__in', ['pending', 'decided', 'auto-passed', 'superseded'])), name='loop_card_status_valid'),
-        ),
-        migrations.AddConstraint(
-            model_name='optioncard',
-            constraint=models.CheckConstraint(condition=models.Q(('reversibility_class__in', ['reversible', 'costly-to-reverse', 'one-way-door'])), name='loop_card_reversibility_valid'),
-        ),
-        migrations.AddConstraint(
-            model_name='optioncard',
-            constraint=models.CheckConstraint(condition=models.Q(('verdict', ''), ('verdict__in', ['approve', 'reject', 'approve-with-constraint', 'redirect', 'explore-alternatives', 'abandon', 'park', 'extend']), _connector='OR'), name='loop_card_verdict_valid'),
         ),
         migrations.AddConstraint(
             model_name='candidate',
@@ -391,33 +308,5 @@ class Migration(migrations.Migration):
         migrations.AddConstraint(
             model_name='candidate',
             constraint=models.CheckConstraint(condition=models.Q(models.Q(('status__in', ['rejected', 'parked']), _negated=True), models.Q(('rationale', ''), _negated=True), _connector='OR'), name='loop_candidate_not_chosen_has_rationale'),
-        ),
-        migrations.AddConstraint(
-            model_name='lensreview',
-            constraint=models.CheckConstraint(condition=models.Q(('gate__in', ['G0', 'G1', 'G1.5', 'G2', 'G3'])), name='loop_review_gate_valid'),
-        ),
-        migrations.AddConstraint(
-            model_name='lensreview',
-            constraint=models.CheckConstraint(condition=models.Q(('reviewer_role__in', ['author', 'sol', 'terra', 'luna'])), name='loop_review_role_valid'),
-        ),
-        migrations.AddConstraint(
-            model_name='traceedge',
-            constraint=models.UniqueConstraint(condition=models.Q(('active', True)), fields=('book', 'from_id', 'to_id'), name='loop_trace_edge_unique_active'),
-        ),
-        migrations.AddConstraint(
-            model_name='tracenode',
-            constraint=models.UniqueConstraint(fields=('book', 'node_id'), name='loop_trace_node_unique_id'),
-        ),
-        migrations.AddConstraint(
-            model_name='tracenode',
-            constraint=models.CheckConstraint(condition=models.Q(('backed_by__in', ['file', 'container', 'ladder'])), name='loop_trace_node_backed_by_valid'),
-        ),
-        migrations.AddConstraint(
-            model_name='tracenode',
-            constraint=models.CheckConstraint(condition=models.Q(('status__in', ['active', 'stale', 'rejected', 'abandoned'])), name='loop_trace_node_status_valid'),
-        ),
-        migrations.AddConstraint(
-            model_name='validationplanitem',
-            constraint=models.CheckConstraint(condition=models.Q(('validation_status__in', ['hypothesis', 'validating', 'validated', 'refuted'])), name='loop_validation_status_valid'),
         ),
     ]
