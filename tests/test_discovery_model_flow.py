@@ -160,8 +160,9 @@ def test_a_new_book_reaches_hand_off_with_the_model_provider_answering_every_tas
         if run.role == "luna":
             assert any(n.startswith("The model's reply was repaired before it was read") for n in run.notes)
     answered = {task for task, _ in strong.answered + small.answered}
-    # Every task of the roster, each by its role's model; the continuity check reads chapter text, after hand-off.
-    assert answered == set(TASK_ROLE) - {"continuity"}, answered
+    # Every task of the roster, each by its role's model; the continuity check reads chapter text, after hand-off,
+    # and Luna collects a page only when the author names its URL (tests/test_luna_research_collect.py).
+    assert answered == set(TASK_ROLE) - {"continuity", "research-url"}, answered
     assert {m for _, m in small.answered} == {SMALL} and {m for _, m in strong.answered} == {STRONG}
     assert len(strong.requests) + len(small.requests) == runs.count()
     assert LoopMeta.objects.get(book=book).cost_spent == pytest.approx(sum(r.cost for r in runs), abs=0.01)
