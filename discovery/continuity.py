@@ -25,29 +25,31 @@ from dataclasses import dataclass
 
 EXISTENCE_PREDICATES = {"is alive", "alive", "lives", "is living", "exists", "is present", "is in the story"}
 
+# Words that end a title run: the title itself is ordinary, the name after it is what counts.
+TITLES = {
+    "Mr",
+    "Mrs",
+    "Ms",
+    "Miss",
+    "Dr",
+    "Sir",
+    "Lord",
+    "Lady",
+    "Father",
+    "Mother",
+    "Brother",
+    "Sister",
+    "Saint",
+    "St",
+    "Captain",
+    "Inspector",
+    "Uncle",
+    "Aunt",
+}
 ORDINARY = {
-    *[
-        "I",
-        "Mr",
-        "Mrs",
-        "Ms",
-        "Miss",
-        "Dr",
-        "Sir",
-        "Madam",
-        "Lord",
-        "Lady",
-        "Father",
-        "Mother",
-        "Brother",
-        "Sister",
-        "Saint",
-        "St",
-        "Captain",
-        "Inspector",
-        "Uncle",
-        "Aunt",
-    ],
+    *TITLES,
+    "I",
+    "Madam",
     *["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"],
     *[
         "January",
@@ -88,27 +90,6 @@ ORDINARY = {
         "My",
         "Your",
     ],
-}
-# Words that end a title run: the title itself is ordinary, the name after it is what counts.
-TITLES = {
-    "Mr",
-    "Mrs",
-    "Ms",
-    "Miss",
-    "Dr",
-    "Sir",
-    "Lord",
-    "Lady",
-    "Father",
-    "Mother",
-    "Brother",
-    "Sister",
-    "Saint",
-    "St",
-    "Captain",
-    "Inspector",
-    "Uncle",
-    "Aunt",
 }
 # A verb right after a name: the entry acts. Past tenses in -ed, present in -s, and the common irregulars.
 IRREGULAR = set(

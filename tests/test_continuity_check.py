@@ -12,6 +12,7 @@ import pytest
 from approvals.models import Approval, DecisionLogEntry
 from discovery.models import KnowledgeClaim
 from tests.agents_support import work_off_queue
+from tests.canon_support import approved_claim, codex_entries
 
 pytestmark = pytest.mark.django_db
 
@@ -62,34 +63,21 @@ PLANTED = {
 
 def canon(author_api, sol_api, book) -> dict[str, str]:
     """The codex's entries and approved claims with their story records, as Sol proposes and the author approves."""
-    entries = f"/books/{book.pk}/codex/entries"
-    for name, kind, aliases in (
-        ("Father Aubrey", "person", ["Aubrey", "the chaplain"]),
-        ("Mara Quell", "person", ["Mara"]),
-        ("Greyhaven", "place", ["the harbour town"]),
-        ("the tide clock", "object", ["the clock"]),
-        ("Tova", "person", []),
-    ):
-        assert author_api.post(entries, {"name": name, "kind": kind, "aliases": aliases}).status_code == 201
+    codex_entries(
+        author_api,
+        book,
+        (
+            ("Father Aubrey", "person", ["Aubrey", "the chaplain"]),
+            ("Mara Quell", "person", ["Mara"]),
+            ("Greyhaven", "place", ["the harbour town"]),
+            ("the tide clock", "object", ["the clock"]),
+            ("Tova", "person", []),
+        ),
+    )
     claims = {}
 
     def claim(label, subject, predicate, value, **story):
-        made = sol_api.post(
-            "/claims",
-            {
-                "scope": "book",
-                "scope_id": str(book.pk),
-                "subject": subject,
-                "predicate": predicate,
-                "value": value,
-                "provenance": "agent-inferred",
-                **story,
-            },
-        )
-        assert made.status_code == 201, made.content
-        claims[label] = made.json()["id"]
-        done = author_api.post(f"/claims/{claims[label]}/promote", {"book_id": str(book.pk), "rationale": "Canon."})
-        assert done.status_code == 200, done.content
+        claims[label] = approved_claim(author_api, sol_api, book, subject, predicate, value, **story)
 
     claim("alive", "Father Aubrey", "is alive", "yes", true_from_chapter=1, true_until_chapter=3)
     claim("killer", "Mara", "killed", "the harbour pilot", known_by="nobody", first_shown_chapter=6, reveal="solution")

@@ -12,6 +12,7 @@ from discovery.agents.models import AgentRun
 from discovery.models import ContinuityFinding
 
 from .agents_support import work_off_queue
+from .canon_support import approved_claim, chapters_written, codex_entries
 from .model_stub import ModelStub, context_of
 
 pytestmark = pytest.mark.django_db
@@ -45,35 +46,16 @@ def model_stub(settings):
 def canon(author_api, sol_api, book) -> dict[str, str]:
     """Mara's grey eyes all book long, her black hair until chapter 3 and white hair from chapter 4."""
     assert author_api.post(f"/books/{book.pk}/discovery").status_code in (200, 201)
-    made = author_api.post(
-        f"/books/{book.pk}/codex/entries", {"name": "Mara Quell", "kind": "person", "aliases": ["Mara"]}
-    )
-    assert made.status_code == 201, made.content
-    claims = {}
-    for label, predicate, value, story in (
-        ("eyes", "has eyes", "grey", {}),
-        ("black", "has hair", "black", {"true_until_chapter": 3}),
-        ("white", "has hair", "white", {"true_from_chapter": 4}),
-    ):
-        proposed = sol_api.post(
-            "/claims",
-            {
-                "scope": "book",
-                "scope_id": str(book.pk),
-                "subject": "Mara Quell",
-                "predicate": predicate,
-                "value": value,
-                "provenance": "agent-inferred",
-                **story,
-            },
+    codex_entries(author_api, book, (("Mara Quell", "person", ["Mara"]),))
+    claims = {
+        label: approved_claim(author_api, sol_api, book, "Mara Quell", predicate, value, **story)
+        for label, predicate, value, story in (
+            ("eyes", "has eyes", "grey", {}),
+            ("black", "has hair", "black", {"true_until_chapter": 3}),
+            ("white", "has hair", "white", {"true_from_chapter": 4}),
         )
-        assert proposed.status_code == 201, proposed.content
-        claims[label] = proposed.json()["id"]
-        done = author_api.post(f"/claims/{claims[label]}/promote", {"book_id": str(book.pk), "rationale": "Canon."})
-        assert done.status_code == 200, done.content
-    for number, text in CHAPTERS.items():
-        assert author_api.post(f"/books/{book.pk}/chapters", {"title": f"Chapter {number}"}).status_code == 201
-        assert author_api.put(f"/books/{book.pk}/chapters/{number}/text", {"text": text}).status_code == 201
+    }
+    chapters_written(author_api, book, CHAPTERS)
     return claims
 
 

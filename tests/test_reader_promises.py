@@ -9,6 +9,7 @@ import pytest
 from django.urls import reverse
 
 from discovery.continuity import Claim, Entry, check_chapter
+from tests.canon_support import approved_claim, chapters_written, codex_entries
 from tests.factories import StoryCharterFactory
 from tests.test_continuity_check import check
 from tests.test_plain_words import internal_words
@@ -28,33 +29,20 @@ CHAPTERS = {
 def promised(author_api, sol_api, book) -> dict[str, str]:
     """The codex, canon with its story records, an approved charter with a reader promise, and five chapters."""
     assert author_api.post(f"/books/{book.pk}/discovery").status_code in (200, 201)
-    for name, aliases in (
-        ("Mara Quell", ["Mara"]),
-        ("Tova", []),
-        ("Father Aubrey", ["Aubrey"]),
-        ("the tide clock", []),
-    ):
-        made = author_api.post(f"/books/{book.pk}/codex/entries", {"name": name, "kind": "person", "aliases": aliases})
-        assert made.status_code == 201, made.content
+    codex_entries(
+        author_api,
+        book,
+        (
+            ("Mara Quell", "person", ["Mara"]),
+            ("Tova", "person", []),
+            ("Father Aubrey", "person", ["Aubrey"]),
+            ("the tide clock", "person", []),
+        ),
+    )
     claims: dict[str, str] = {}
 
     def claim(label, subject, predicate, value, **story):
-        made = sol_api.post(
-            "/claims",
-            {
-                "scope": "book",
-                "scope_id": str(book.pk),
-                "subject": subject,
-                "predicate": predicate,
-                "value": value,
-                "provenance": "agent-inferred",
-                **story,
-            },
-        )
-        assert made.status_code == 201, made.content
-        claims[label] = made.json()["id"]
-        done = author_api.post(f"/claims/{claims[label]}/promote", {"book_id": str(book.pk), "rationale": "Canon."})
-        assert done.status_code == 200, done.content
+        claims[label] = approved_claim(author_api, sol_api, book, subject, predicate, value, **story)
 
     claim("killer", "Mara", "killed", "the harbour pilot", known_by="nobody", first_shown_chapter=4, reveal="solution")
     claim("lantern", "Tova", "saw", "a lantern on the quay", decisive=True, evidence_for=claims["killer"])
@@ -62,9 +50,7 @@ def promised(author_api, sol_api, book) -> dict[str, str]:
     claim("letter", "Father Aubrey", "hid", "the letter", first_shown_chapter=3, reveal="twist")
     claim("birth", "Tova", "was born in", "Lyle", first_shown_chapter=5, reveal="twist")
     StoryCharterFactory(book=book, status="approved", content={"reader_promise": ["Mara's secret comes out, fairly"]})
-    for number, text in CHAPTERS.items():
-        assert author_api.post(f"/books/{book.pk}/chapters", {"title": f"Part {number}"}).status_code == 201
-        assert author_api.put(f"/books/{book.pk}/chapters/{number}/text", {"text": text}).status_code == 201
+    chapters_written(author_api, book, CHAPTERS, title="Part")
     return claims
 
 
