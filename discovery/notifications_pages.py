@@ -64,7 +64,7 @@ def notifications(request: HttpRequest) -> HttpResponse:
     action = request.POST.get("action", "")
     if action == "feed-make":
         _token_row, token = feed_token_create(principal=principal)
-        return _page(request, made_url=site_url() + feed_path(token))
+        return _page(request, made_url=request.build_absolute_uri(feed_path(token)))
     if action == "feed-revoke":
         if feed_token_revoke(principal=principal):
             messages.success(request, "Your feed address is revoked: feed readers using it get nothing from now on.")

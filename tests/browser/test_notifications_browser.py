@@ -8,12 +8,12 @@ import pytest
 from discovery.models import FeedToken, NotificationPreference
 from tests.factories import PASSWORD, BookFactory, UserFactory
 
-from .conftest import assert_accessible_basics, log_in
+from .conftest import assert_accessible_basics, assert_fits_phone_width, log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-def test_the_author_chooses_at_once_sees_it_saved_and_makes_then_revokes_her_feed(page, seeded):
+def test_the_author_chooses_at_once_sees_it_saved_and_makes_then_revokes_her_feed(page, seeded, screenshot):
     author = UserFactory(username="ada")
     book = BookFactory(owner=author, title="The Tide Clock")
     log_in(page, "ada", PASSWORD)
@@ -26,6 +26,7 @@ def test_the_author_chooses_at_once_sees_it_saved_and_makes_then_revokes_her_fee
 
     select.select_option("at-once")  # saved on change, through htmx
     page.get_by_text("Saved: at once.").wait_for()
+    screenshot(page, "notifications-saved")
     assert NotificationPreference.objects.get(person=author, book=book).mode == "at-once"
     page.reload()
     assert page.locator(f"#mode-{book.pk}").input_value() == "at-once"
@@ -43,6 +44,11 @@ def test_the_author_chooses_at_once_sees_it_saved_and_makes_then_revokes_her_fee
     address = page.get_by_label("Feed address")
     address.wait_for()
     assert "/feeds/nf_" in address.input_value() and address.input_value().endswith("/atom.xml")
+    assert_accessible_basics(page)
+    page.set_viewport_size({"width": 390, "height": 844})
+    assert_fits_phone_width(page)
+    screenshot(page, "notifications-feed-phone")
+    page.set_viewport_size({"width": 1280, "height": 900})
     page.once("dialog", lambda dialog: dialog.accept())
     page.get_by_role("button", name="Revoke the feed address").click()
     page.get_by_text("Your feed address is revoked").wait_for()
