@@ -136,6 +136,27 @@ def test_a_mode_changed_to_never_before_the_worker_runs_sends_nothing(
     assert mail.outbox == []
 
 
+def test_an_editor_removed_before_the_worker_runs_is_not_told(
+    editor, book, author_api, editor_api, django_capture_on_commit_callbacks
+):
+    assert choose(editor_api, book, "at-once").status_code == 200
+    assert choose(author_api, book, "never").status_code == 200
+    approval = a_decision_waits(author_api, book, django_capture_on_commit_callbacks)
+    with django_capture_on_commit_callbacks(execute=True):
+        author_api.post(f"/approvals/{approval.pk}/verdict", {"verdict": "approve", "rationale": "A primary source."})
+    assert author_api.delete(f"/books/{book.pk}/editors/{editor.pk}").status_code == 204
+    assert work_off_queue() == 1
+    assert mails_to(editor.email) == [] and not NotificationMail.objects.exists()
+
+
+def test_a_person_without_an_address_is_queued_nothing(author, book, author_api, django_capture_on_commit_callbacks):
+    author.email = ""
+    author.save(update_fields=["email"])
+    assert choose(author_api, book, "at-once").status_code == 200
+    a_decision_waits(author_api, book, django_capture_on_commit_callbacks)
+    assert work_off_queue() == 0 and mail.outbox == []
+
+
 # --- The daily digest ----------------------------------------------------------------------------------------
 
 
