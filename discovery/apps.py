@@ -22,7 +22,7 @@ class DiscoveryConfig(AppConfig):
         from novelgraph.core.db import guard_tables_after_migrate, register_append_only
         from novelgraph.core.signals import book_event
 
-        from . import duties, webhooks
+        from . import duties, notifications, webhooks
         from .selectors import observations_waiting
         from .services.charters import CHARTER_CANON, CHARTER_HANDLER
         from .services.knowledge import ensure_literary_base_after_migrate
@@ -42,6 +42,8 @@ class DiscoveryConfig(AppConfig):
         duties.register()
         # A book's events are posted to its webhook (background work, signed).
         book_event.connect(webhooks.on_book_event, dispatch_uid="discovery_webhooks")
+        # ... and told by e-mail (at once, or in the daily digest) to the people who chose to hear of them.
+        book_event.connect(notifications.on_book_event, dispatch_uid="discovery_notifications")
         # The scratchpad and dossier snapshots refuse UPDATE and DELETE; after every migrate and
         # flush (tests) the guards and the shared literary base are back.
         register_append_only(*APPEND_ONLY)

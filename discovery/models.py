@@ -835,3 +835,97 @@ class BibleShareLink(TimeStampedModel):
 
     def __str__(self) -> str:
         return f"{self.prefix}… ({self.book}, chapter {self.chapter})"
+
+
+# --- Notifications (issue 29) -------------------------------------------------------------
+
+
+class NotificationMode(models.TextChoices):
+    AT_ONCE = "at-once", "At once"
+    DIGEST = "digest", "Daily digest"
+    NEVER = "never", "Never"
+
+
+class NotificationPreference(TimeStampedModel):
+    """How one person hears by e-mail about one book (discovery.notifications). No row: her role's default."""
+
+    person = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="notification_modes")
+    book = models.ForeignKey(Book, on_delete=models.CASCADE, related_name="notification_modes")
+    mode = models.CharField(max_length=10, choices=NotificationMode.choices)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["person", "book"], name="notification_mode_once_per_person_book"),
+            enum_check("mode", NotificationMode, "notification_mode_valid"),
+        ]
+
+
+class NoticeKind(models.TextChoices):
+    DECISION_WAITING = "decision-waiting", "A decision waits"
+    DECISION_MADE = "decision-made", "A decision was made"
+
+
+class BookNotice(TimeStampedModel):
+    """What happened on a book that people may hear of: one row per event (``book_event``), for the mails, the
+    digest and the feed. One approval waits once and is decided once, so the event is (approval, kind)."""
+
+    book = models.ForeignKey(Book, on_delete=models.CASCADE, related_name="notices")
+    kind = models.CharField(max_length=20, choices=NoticeKind.choices)
+    approval_id = models.UUIDField()
+    summary = models.CharField(max_length=500)
+    verdict = models.CharField(max_length=30, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["approval_id", "kind"], name="book_notice_once_per_event"),
+            enum_check("kind", NoticeKind, "book_notice_kind_valid"),
+        ]
+
+
+class NotificationMail(TimeStampedModel):
+    """A mail that was sent: about one notice (at once) or one day's digest. The unique constraints make a mail
+    once-only: a notice is mailed to a person at most once, a day's digest at most once."""
+
+    person = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="notification_mails")
+    notice = models.ForeignKey(BookNotice, null=True, blank=True, on_delete=models.CASCADE, related_name="mails")
+    digest_day = models.DateField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["person", "notice"], condition=Q(notice__isnull=False), name="notification_mail_once_per_notice"
+            ),
+            models.UniqueConstraint(
+                fields=["person", "digest_day"],
+                condition=Q(digest_day__isnull=False),
+                name="notification_mail_one_digest_a_day",
+            ),
+            models.CheckConstraint(
+                condition=Q(notice__isnull=False, digest_day__isnull=True)
+                | Q(notice__isnull=True, digest_day__isnull=False),
+                name="notification_mail_notice_or_digest",
+            ),
+        ]
+
+
+class FeedToken(TimeStampedModel):
+    """The private address of a person's Atom feed. Only the token's SHA-256 is stored (as for API keys); the
+    address is shown once. One live token per person; a revoked one answers 404."""
+
+    person = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="feed_tokens")
+    prefix = models.CharField(max_length=12)
+    token_hash = models.CharField(max_length=64, unique=True, editable=False)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["person"], condition=Q(revoked_at__isnull=True), name="feed_token_one_live_per_person"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.person})"

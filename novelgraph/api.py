@@ -130,6 +130,7 @@ _ROUTERS = (
     "discovery.api",
     "discovery.manuscript_api",
     "discovery.bible_api",
+    "discovery.notifications_api",
     "discovery.loop.api",
     "discovery.agents.api",
     "library.api",

@@ -33,6 +33,7 @@ urlpatterns = [
         name="password_reset_confirm",
     ),
     path("", include("discovery.key_urls")),
+    path("", include("discovery.notification_urls")),
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),
     path("review/", include("approvals.urls")),

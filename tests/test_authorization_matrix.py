@@ -314,6 +314,9 @@ API_EXPECTED: dict[str, tuple[int, ...]] = {
     "GET /books/{book_id}/bible/links": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 200),
     "POST /books/{book_id}/bible/links": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 201),
     "DELETE /books/{book_id}/bible/links/{link_id}": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 404),
+    # A person's own notifications (issue 29): the author's and the editor's each; no agent key has an inbox.
+    "GET /books/{book_id}/notifications": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 403, 200, 200),
+    "PUT /books/{book_id}/notifications": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 403, 200, 200),
     "PATCH /books/{book_id}/codex/entries/{entry_id}": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 200),
     "PATCH /books/{book_id}/chapters/{number}": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 200),
     "PUT /books/{book_id}/chapters/{number}/text": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 201),
@@ -462,6 +465,9 @@ PAGE_EXPECTED: dict[str, tuple[int, ...]] = {
     "/books/<uuid:book_id>/bible/links/": (302, 405, 405, 405, 405),
     "/books/<uuid:book_id>/bible/links/<uuid:link_id>/revoke/": (302, 405, 405, 405, 405),
     "/bible/shared/<str:token>/": (404, 404, 404, 404, 404),
+    "/notifications/": (302, 200, 200, 200, 200),
+    "/notifications/books/<uuid:book_id>/": (302, 405, 405, 405, 405),
+    "/feeds/<str:token>/atom.xml": (404, 404, 404, 404, 404),
     "/books/<uuid:book_id>/chapters/": (302, 404, 404, 200, 200),
     "/books/<uuid:book_id>/chapters/<int:number>/": (302, 404, 404, 200, 200),
     "/books/<uuid:book_id>/promises/": (302, 404, 404, 200, 200),
@@ -674,6 +680,8 @@ PAGE_POSTS: dict[str, dict] = {
     # A chapter that is no chapter: the author's share link is refused inline (422), nothing is written.
     "/books/<uuid:book_id>/bible/links/": {"chapter": "zero"},
     "/books/<uuid:book_id>/bible/links/<uuid:link_id>/revoke/": {},
+    # A mode that is none: refused inline (422) for the book's people, nothing is written.
+    "/notifications/books/<uuid:book_id>/": {"mode": "hourly"},
     "/books/<uuid:book_id>/chapters/": {"title": "The Tide"},
     "/books/<uuid:book_id>/chapters/<int:number>/": {"text": "Mara rang the bell twice."},
     "/books/<uuid:book_id>/chapters/<int:number>/check/": {},
@@ -714,6 +722,7 @@ PAGE_POST_EXPECTED: dict[str, tuple[int, ...]] = {
     "/books/<uuid:book_id>/bible/links/": (302, 404, 404, 403, 422),
     # The scene has no share link: the author's revoke of one is a 404 and nothing changes.
     "/books/<uuid:book_id>/bible/links/<uuid:link_id>/revoke/": (302, 404, 404, 403, 404),
+    "/notifications/books/<uuid:book_id>/": (302, 404, 404, 422, 422),
     "/books/<uuid:book_id>/chapters/": (302, 404, 404, 403, 302),
     "/books/<uuid:book_id>/chapters/<int:number>/": (302, 404, 404, 403, 302),
     # The editor may read the chapter but not queue Luna's check (discovery:write), as through the API.

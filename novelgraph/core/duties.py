@@ -345,6 +345,9 @@ PERSON_ONLY: dict[str, Cap | str] = {
     "GET /books/{book_id}/bible/links": "the author's share links to the story bible",
     "POST /books/{book_id}/bible/links": "the author hands the story bible to an editor or a beta reader",
     "DELETE /books/{book_id}/bible/links/{link_id}": "the author revokes a share link to the story bible",
+    # Notifications (issue 29) are a person's own inbox: an agent key has none.
+    "GET /books/{book_id}/notifications": "how a person hears about a book by e-mail is her own setting",
+    "PUT /books/{book_id}/notifications": "a person chooses how she hears about a book by e-mail",
 }
 
 # The reads an agent key may make over REST that no tool mirrors, each with why. A new GET route is either a
