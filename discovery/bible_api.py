@@ -99,6 +99,10 @@ def bible_read(access, chapter: int | None) -> dict:
     return bible_view(book=access.book, caps=access.caps, role=access.role, chapter=chapter)
 
 
+# ``format=markdown`` answers the same 200 as a Markdown document: documented beside the JSON.
+MARKDOWN_TOO = {"responses": {200: {"content": {"text/markdown": {"schema": {"type": "string"}}}}}}
+
+
 def bible_share_path(token: str) -> str:
     return f"/bible/shared/{token}/"
 
@@ -110,6 +114,7 @@ def bible_share_path(token: str) -> str:
     description="What a reader of the chapter may know, by kind (people, places, objects, events) and codex entry; "
     "what is left out (later reveals, secrets, facts true only later) is counted, never named. "
     "``format=markdown`` answers the same as a Markdown document.",
+    openapi_extra=MARKDOWN_TOO,
 )
 def bible_get(request: HttpRequest, book_id: uuid.UUID, filters: Query[BibleFilter]):
     view = bible_read(book_access(principal_of(request), book_id, Cap.BOOK_READ), filters.chapter)

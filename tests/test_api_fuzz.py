@@ -95,6 +95,10 @@ def call_and_check(case, key: str, ids: dict) -> None:
     for name in list(case.path_parameters or {}):
         if name in ids:
             case.path_parameters[name] = str(ids[name])
+    # A generated Host header is the server's business, not the operation's: Django refuses a host outside
+    # ALLOWED_HOSTS with 400 before any route runs (seen with the random seed 2452505750).
+    for name in [n for n in (case.headers or {}) if n.lower() == "host"]:
+        del case.headers[name]
     response = case.call(headers={"Authorization": f"Bearer {key}"})
     if REPORT:
         _record(f"api {response.status_code}")
