@@ -47,6 +47,7 @@ def book_with_canon():
 
 def test_the_author_shares_her_bible_and_revokes_the_link(page, chromium, live_server, seeded, screenshot):
     author, book = book_with_canon()
+    SHOT.parent.mkdir(parents=True, exist_ok=True)
     log_in(page, author.username, PASSWORD)
 
     page.goto(f"/books/{book.pk}/bible/")
@@ -63,7 +64,9 @@ def test_the_author_shares_her_bible_and_revokes_the_link(page, chromium, live_s
     page.wait_for_url(f"**/series/{book.series_id}/bible/?book={book.pk}&chapter=3")
     page.get_by_role("heading", name="Series canon").wait_for()
     page.get_by_role("heading", name="Book 1: The Tide Clock (read to chapter 3)").wait_for()
+    assert "1 fact is left out until later chapters." in page.locator("article.bible-doc").inner_text()
     assert_no_serious_axe_violations(page)
+    page.screenshot(path=str(SHOT.with_name("series-bible.png")), full_page=True)
 
     page.goto(f"/books/{book.pk}/bible/?chapter=3")
     page.get_by_label("As of chapter").fill("3")
@@ -85,7 +88,6 @@ def test_the_author_shares_her_bible_and_revokes_the_link(page, chromium, live_s
         assert "deep water" in text and "the north rock" in text and REVEAL not in text
         assert "left out until later chapters" in text
         assert shared.locator("a[href^='/books/']").count() == 0, "no way into the rest of the app"
-        SHOT.parent.mkdir(parents=True, exist_ok=True)
         shared.screenshot(path=str(SHOT), full_page=True)
         screenshot(shared, "bible-shared")
 
