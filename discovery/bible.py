@@ -73,9 +73,15 @@ def left_out_words(left_out: dict[str, int], chapter: int, *, by: str | None = N
 
 def bible_view(*, book: Book, caps: frozenset[Cap], role: str, chapter: int) -> dict:
     """The book's story bible as of ``chapter``: its facts a reader of that chapter may know, by kind and entry,
-    and a plain line for each kind of fact left out."""
-    rows, _scopes = canon_story_rows(book, caps, role)
-    given, left_out = reader_as_of(rows, chapter)
+    and a plain line for each kind of fact left out. Its series' canon is read as the series bible reads it
+    (:func:`series_canon_as_of`): a series fact that came through a later book of the series is left out."""
+    given, left_out = reader_as_of(_book_rows(book, caps, role), chapter)
+    if book.series_id:
+        series_given, series_left, _ = series_canon_as_of(
+            series=book.series, order=series_books(book.series), book=book, caps=caps, role=role, chapter=chapter
+        )
+        given += series_given
+        _add(left_out, series_left)
     last = Chapter.objects.filter(book=book).aggregate(n=Max("number"))["n"]
     return {
         "book_id": str(book.pk),
@@ -185,6 +191,39 @@ def _add(total: dict[str, int], part: dict[str, int]) -> None:
         total[key] = total.get(key, 0) + n
 
 
+def series_canon_as_of(
+    *, series: Series, order: list[Book], book: Book, caps: frozenset[Cap], role: str, chapter: int
+) -> tuple[list[dict], dict[str, int], dict[str, str]]:
+    """The series' canon a reader of ``book``'s ``chapter`` may know (``order``: the series' books in planned
+    order): each claim is read with the book it came through, an earlier one as of its end, ``book`` as of
+    ``chapter``; a claim of a later book is left out (``in_later_books``). Returns the given rows, the counts
+    left out, and the title of the book each given row came through."""
+    index = {b.pk: i for i, b in enumerate(order)}
+    at = index[book.pk]
+    rows = _series_rows(series, book, caps, role)
+    homes = {
+        str(pk): entry_book if entry_book in index else approval_book if approval_book in index else book.pk
+        for pk, entry_book, approval_book in KnowledgeClaim.objects.filter(
+            pk__in=[row["id"] for row in rows]
+        ).values_list("pk", "entry__book_id", "approval__book_id")
+    }
+    by_home: dict = {}
+    for row in rows:
+        by_home.setdefault(homes.get(row["id"], book.pk), []).append(row)
+    given: list[dict] = []
+    left_out = dict.fromkeys(LEFT_OUT_KEYS, 0) | {"in_later_books": 0}
+    for home, home_rows in by_home.items():
+        if index[home] > at:
+            left_out["in_later_books"] += len(home_rows)
+            continue
+        ends = chapter if index[home] == at else book_end(order[index[home]], home_rows)
+        shown, left = reader_as_of(home_rows, ends)
+        given += shown
+        _add(left_out, left)
+    book_of = {row["id"]: order[index[homes.get(row["id"], book.pk)]].title for row in given}
+    return given, left_out, book_of
+
+
 def series_bible_view(
     *, series: Series, books: list[Book], caps: frozenset[Cap], role: str, book: Book, chapter: int
 ) -> dict:
@@ -199,29 +238,11 @@ def series_bible_view(
     total = dict.fromkeys(LEFT_OUT_KEYS, 0) | {"later_books": 0, "in_later_books": 0}
     total["not_shared"] = len(order) - len(readable & set(index))
 
-    # The series' canon, each claim read with the book it came through.
-    series_rows = _series_rows(series, book, caps, role)
-    homes = {
-        str(pk): entry_book if entry_book in index else approval_book if approval_book in index else book.pk
-        for pk, entry_book, approval_book in KnowledgeClaim.objects.filter(
-            pk__in=[row["id"] for row in series_rows]
-        ).values_list("pk", "entry__book_id", "approval__book_id")
-    }
-    by_home: dict = {}
-    for row in series_rows:
-        by_home.setdefault(homes.get(row["id"], book.pk), []).append(row)
-    series_given: list[dict] = []
-    series_left = dict.fromkeys(LEFT_OUT_KEYS, 0)
-    for home, rows in by_home.items():
-        if index[home] > at:
-            total["in_later_books"] += len(rows)
-            continue
-        home_book = order[index[home]]
-        given, left = reader_as_of(rows, chapter if index[home] == at else book_end(home_book, rows))
-        series_given += given
-        _add(series_left, left)
+    series_given, series_left, book_of = series_canon_as_of(
+        series=series, order=order, book=book, caps=caps, role=role, chapter=chapter
+    )
     _add(total, series_left)
-    titles = {b.pk: b.title for b in order}
+    series_left.pop("in_later_books")
     where = f"chapter {chapter} of {book.title}"
     sections = []
     for i, each in enumerate(order):
@@ -262,9 +283,7 @@ def series_bible_view(
         "facts": len(series_given) + sum(s["facts"] for s in sections),
         "series_canon": {
             "facts": len(series_given),
-            "kinds": entry_kinds(
-                series_given, book_of={r["id"]: titles[homes.get(r["id"], book.pk)] for r in series_given}
-            ),
+            "kinds": entry_kinds(series_given, book_of=book_of),
             "left_out": series_left,
             "left_out_words": left_out_words(series_left, chapter, by=where),
         },

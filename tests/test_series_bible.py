@@ -266,3 +266,16 @@ def test_who_reads_the_series_bible(editor_api, outsider_api, luna_api, sol_api,
     limited = api_key_create(owner=author, role="author", books=[elsewhere])[1]
     answer = Client().get(f"/api/v1/series/{series['id']}/bible", at, HTTP_AUTHORIZATION=f"Bearer {limited}")
     assert answer.status_code == 404
+
+
+def test_a_books_bible_reads_the_series_canon_by_the_same_rule(author, author_api, series):
+    """A series fact counts its chapters in the book it came through: in an earlier book's bible it is left out
+    and counted; in a later book's, the earlier book has been read entirely."""
+    two = book_access(principal_for_user(author), series["two"])
+    _series_fact(author, two, "The bell", "was cast from", "the drowned ship's anchor")
+    book_one = author_api.get(f"/books/{series['one'].pk}/bible", chapter=12).json()
+    assert "the drowned ship's anchor" not in str(book_one) and "drowned every spring" in _values(book_one)
+    assert "1 fact is left out until later books." in book_one["left_out_words"]
+    book_two = author_api.get(f"/books/{series['two'].pk}/bible", chapter=1).json()
+    assert {"the drowned ship's anchor", "drowned every spring", "harbour master"} == set(_values(book_two))
+    assert SERIES_SECRET not in str(book_two) and book_two["left_out"]["secret"] == 1
