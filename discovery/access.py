@@ -16,7 +16,8 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db.models import Q, QuerySet
+from django.core.exceptions import ValidationError
+from django.db.models import F, Q, QuerySet
 
 from novelgraph.core.auth import Principal, principal_for_user
 from novelgraph.core.errors import Forbidden, NotFound
@@ -26,7 +27,7 @@ from novelgraph.core.roles import CAPABILITIES, AgentRole, Cap, PersonRole, capa
 from novelgraph.core.rows import RowModel, per_vendor
 
 from .access_rows import load_book
-from .models import Book
+from .models import Book, Series
 
 
 def refusal(role: str | None, cap: Cap, why: str = "") -> Forbidden:
@@ -107,6 +108,94 @@ def book_access(principal: Principal, book: Book | Any, *caps: Cap, missing: str
     if caps:
         access.require(*caps)
     return access
+
+
+@dataclass(frozen=True)
+class SeriesAccess:
+    """What one principal may do to one series, resolved once at the edge: the role it plays on the series and,
+    for each of the series' books it may touch, its :class:`BookAccess` (in planned order). Series access is
+    book access: the owner is the series' author (an agent key of hers plays its role), an editor of one of its
+    books is its editor for those books only, and a key limited to some books reaches the series through them."""
+
+    principal: Principal
+    series: Series
+    role: str
+    caps: frozenset[Cap]
+    books: tuple[BookAccess, ...]
+    others: int  # the series' books the principal may not touch (counted, never named)
+
+    @property
+    def user(self):
+        return self.principal.user
+
+    @property
+    def is_author(self) -> bool:
+        return self.role == PersonRole.AUTHOR
+
+    def require(self, *caps: Cap, why: str = "") -> None:
+        if not any(cap in self.caps for cap in caps):
+            raise refusal(self.role, caps[0], why)
+
+    def require_author(self) -> None:
+        """Only the series' owner, as a person, hands it out; an agent key, an editor or staff never does."""
+        if not self.is_author:
+            raise refusal(self.role, Cap.DECIDE, "only the author decides")
+
+
+def series_books(series: Series) -> list[Book]:
+    """The series' books in planned order (a book without one after those with one, then by title)."""
+    return list(
+        Book.objects.filter(series=series)
+        .select_related("series", "owner")
+        .order_by(F("planned_order").asc(nulls_last=True), "title", "id")
+    )
+
+
+def series_access(principal: Principal, series: Series | Any, *caps: Cap) -> SeriesAccess:
+    """Resolve what ``principal`` may do to ``series`` (a Series, or its id), once: 404 when it may touch
+    neither the series nor any of its books; with ``caps``, a role holding none of them is a 403 naming the
+    first. Each book's role is :func:`role_on`'s, so the series follows the book rules."""
+    if not isinstance(series, Series):
+        try:
+            series = Series.objects.select_related("owner").get(pk=series)
+        except (Series.DoesNotExist, ValueError, TypeError, ValidationError):
+            raise NotFound("series not found") from None
+    books = series_books(series)
+    edited: set = set()
+    if not principal.is_agent:
+        edited = set(
+            Book.editors.through.objects.filter(user_id=principal.user.pk, book__in=books).values_list(
+                "book_id", flat=True
+            )
+        )
+    accesses = []
+    for book in books:
+        role = role_on(principal, book, is_editor=book.pk in edited)
+        if role is not None:
+            accesses.append(BookAccess(principal=principal, book=book, role=role, caps=capabilities_of(role)))
+    role = None
+    if series.owner_id == principal.user.pk and (accesses or not principal.key_book_ids):
+        role = principal.key_role if principal.is_agent else PersonRole.AUTHOR
+    elif accesses:
+        role = accesses[0].role
+    if role is None:
+        raise NotFound("series not found")
+    access = SeriesAccess(
+        principal=principal,
+        series=series,
+        role=role,
+        caps=capabilities_of(role),
+        books=tuple(accesses),
+        others=len(books) - len(accesses),
+    )
+    if caps:
+        access.require(*caps)
+    return access
+
+
+def page_series_access(request, series: Series | Any, *caps: Cap) -> SeriesAccess:
+    """The signed-in person's access to a series, for a page."""
+    return series_access(principal_for_user(request.user), series, *caps)
 
 
 def books_visible_to(principal: Principal) -> QuerySet[Book]:

@@ -10,14 +10,14 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_POST, require_safe
 
 from novelgraph.core.errors import DomainError, Invalid
 from novelgraph.core.roles import PersonRole, capabilities_of
 from novelgraph.core.schemas import parse_form
 
-from .access import BookAccess, Cap, page_access
-from .bible import bible_markdown, bible_view
+from .access import BookAccess, Cap, page_access, series_books
+from .bible import bible_markdown, bible_view, series_as_of_words, series_bible_view
 from .bible_api import BibleLinkIn, bible_chapter, bible_share_path
 from .models import Book
 from .services import bible as bible_services
@@ -101,12 +101,26 @@ def bible_link_revoke(request: HttpRequest, book_id: uuid.UUID, link_id: uuid.UU
     return redirect(reverse("discovery:bible", args=[access.book.pk]))
 
 
+@require_safe
 def bible_shared(request: HttpRequest, token: str) -> HttpResponse:
-    """The bible a share link opens, with no login: as of the link's chapter, in the author's reading of canon."""
+    """The bible a share link opens, with no login: as of the link's chapter (of its book, for a series link),
+    in the author's reading of canon."""
     link = bible_services.bible_link_open(token)
-    book: Book = link.book
-    view = bible_view(book=book, caps=capabilities_of(PersonRole.AUTHOR), role=PersonRole.AUTHOR, chapter=link.chapter)
-    response = render(request, "discovery/bible_shared.html", {"bible": view})
+    caps = capabilities_of(PersonRole.AUTHOR)
+    if link.series_id:
+        view = series_bible_view(
+            series=link.series,
+            books=series_books(link.series),
+            caps=caps,
+            role=PersonRole.AUTHOR,
+            book=link.series_book,
+            chapter=link.chapter,
+        )
+        context = {"bible": view, "series": True, "as_of": series_as_of_words(view)}
+    else:
+        book: Book = link.book
+        context = {"bible": bible_view(book=book, caps=caps, role=PersonRole.AUTHOR, chapter=link.chapter)}
+    response = render(request, "discovery/bible_shared.html", context)
     response["X-Robots-Tag"] = "noindex, nofollow"
     response["Referrer-Policy"] = "no-referrer"
     return response

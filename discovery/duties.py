@@ -18,6 +18,8 @@ points at the ``dossier_take`` tool):
 
 from __future__ import annotations
 
+import uuid
+
 from pydantic import ValidationError as PydanticValidationError
 
 from novelgraph.core.auth import Principal
@@ -34,8 +36,15 @@ from novelgraph.core.duties import (
 from novelgraph.core.errors import Invalid, NotFound
 
 from . import services
-from .access import Cap, book_access, books_visible_to
-from .bible_api import BibleChapterFilter, BibleOut, bible_read
+from .access import Cap, book_access, books_visible_to, series_access
+from .bible_api import (
+    BibleChapterFilter,
+    BibleOut,
+    SeriesBibleAtFilter,
+    SeriesBibleOut,
+    bible_read,
+    series_bible_read,
+)
 from .history import ClaimVersions, claim_decisions, claim_history
 from .manuscript_api import (
     CodexEntryIn,
@@ -220,6 +229,11 @@ def codex_read(principal: Principal, args, filters: AsOfFilter):
 
 def bible_get(principal: Principal, args, filters: BibleChapterFilter):
     return bible_read(book_access(principal, args.book_id, Cap.BOOK_READ), filters.chapter)
+
+
+def series_bible_get(principal: Principal, args, filters: SeriesBibleAtFilter):
+    access = series_access(principal, args.series_id, Cap.SERIES_READ)
+    return series_bible_read(access, filters.book, filters.chapter)
 
 
 def observation_extract(principal: Principal, args, payload: ObservationIn):
@@ -458,6 +472,19 @@ TOOLS: tuple[ToolSpec, ...] = (
         out=BibleOut,
         payload=BibleChapterFilter,
         path=("book_id",),
+        read_only=True,
+    ),
+    ToolSpec(
+        name="series_bible_read",
+        route="GET /series/{series_id}/bible",
+        description="The series bible as of a book of the series and a chapter of it: the series' canon, then "
+        "each earlier book read entirely and that book to the chapter, by kind and codex entry. Later books, later "
+        "reveals and secrets are left out and counted (`left_out`, `left_out_words`), never named (series:read).",
+        needs=(Cap.SERIES_READ,),
+        run=series_bible_get,
+        out=SeriesBibleOut,
+        payload=SeriesBibleAtFilter,
+        path=("series_id",),
         read_only=True,
     ),
     # The manuscript (issue 28): its entries, a chapter's text, the continuity findings; Luna files what her
@@ -1041,5 +1068,8 @@ def _books_listed(principal: Principal):
 
 def register() -> None:
     path_parameter("number", int, "The chapter's number (1 is the first).")
+    path_parameter(
+        "series_id", uuid.UUID, "The series' id (a book's `series_id`, as `GET /books/{book_id}` answers it)."
+    )
     register_tools(*TOOLS, *READS)
     register_resources(*RESOURCES, books_of=_books_listed)

@@ -818,10 +818,16 @@ class WebhookDelivery(TimeStampedModel):
 
 
 class BibleShareLink(TimeStampedModel):
-    """A read-only link to the book's story bible as of one chapter, for an editor or a beta reader (issue 29).
-    Only the token's SHA-256 is stored, as for API keys; the link itself is shown once. A revoked link is gone."""
+    """A read-only link to a story bible, for an editor or a beta reader (issue 29): a book's bible as of one
+    chapter, or a series' bible as of one chapter of one of its books (``series_book``). Only the token's SHA-256
+    is stored, as for API keys; the link itself is shown once. A revoked link is gone."""
 
-    book = models.ForeignKey(Book, on_delete=models.CASCADE, related_name="bible_links")
+    book = models.ForeignKey(Book, null=True, blank=True, on_delete=models.CASCADE, related_name="bible_links")
+    series = models.ForeignKey(Series, null=True, blank=True, on_delete=models.CASCADE, related_name="bible_links")
+    # A series link's reader has read the series' earlier books and this one up to ``chapter``.
+    series_book = models.ForeignKey(
+        Book, null=True, blank=True, on_delete=models.CASCADE, related_name="series_bible_links"
+    )
     chapter = models.PositiveIntegerField()
     label = models.CharField(max_length=200, blank=True)
     prefix = models.CharField(max_length=12)
@@ -831,9 +837,19 @@ class BibleShareLink(TimeStampedModel):
 
     class Meta:
         ordering = ["-created_at"]
-        constraints = [models.CheckConstraint(condition=Q(chapter__gte=1), name="bible_link_chapter_positive")]
+        constraints = [
+            models.CheckConstraint(condition=Q(chapter__gte=1), name="bible_link_chapter_positive"),
+            # A link opens exactly one bible: a book's, or a series' as of one of its books.
+            models.CheckConstraint(
+                condition=Q(book__isnull=False, series__isnull=True, series_book__isnull=True)
+                | Q(book__isnull=True, series__isnull=False, series_book__isnull=False),
+                name="bible_link_book_or_series",
+            ),
+        ]
 
     def __str__(self) -> str:
+        if self.series_id:
+            return f"{self.prefix}… ({self.series}, {self.series_book}, chapter {self.chapter})"
         return f"{self.prefix}… ({self.book}, chapter {self.chapter})"
 
 

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import bible_pages, manuscript_pages, views, webhook_views
+from . import bible_pages, manuscript_pages, series_bible_pages, views, webhook_views
 
 app_name = "discovery"
 urlpatterns = [
@@ -35,6 +35,16 @@ urlpatterns = [
         name="bible-link-revoke",
     ),
     path("bible/shared/<str:token>/", bible_pages.bible_shared, name="bible-shared"),
+    path("series/<uuid:series_id>/bible/", series_bible_pages.series_bible, name="series-bible"),
+    path("series/<uuid:series_id>/bible.md", series_bible_pages.series_bible_download, name="series-bible-download"),
+    path(
+        "series/<uuid:series_id>/bible/links/", series_bible_pages.series_bible_link_make, name="series-bible-link-make"
+    ),
+    path(
+        "series/<uuid:series_id>/bible/links/<uuid:link_id>/revoke/",
+        series_bible_pages.series_bible_link_revoke,
+        name="series-bible-link-revoke",
+    ),
     path("books/<uuid:book_id>/codex/facts/", views.codex_state, name="codex-state"),
     path("books/<uuid:book_id>/codex/claims/<uuid:claim_id>/", views.codex_claim, name="codex-claim"),
     path(

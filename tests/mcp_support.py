@@ -277,6 +277,7 @@ def build_mcp_scene(author, book, reruns: bool = False) -> dict:
         **per_role,
         "number": 1,
         "book_id": str(book.pk),
+        "series_id": str(book.series_id),
         "session_id": str(session.pk),
         "turn_id": str(turn.pk),
         "handoff_id": str(handoff.pk),

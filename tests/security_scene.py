@@ -39,6 +39,7 @@ def build_scene(book, sol_api) -> dict:
     source = KnowledgeSourceFactory()
     ids = {
         "book_id": book.pk,
+        "series_id": book.series_id,
         "session_id": session.pk,
         "charter_id": charter.pk,
         "claim_id": claim.pk,

@@ -317,6 +317,12 @@ API_EXPECTED: dict[str, tuple[int, ...]] = {
     # A person's own notifications (issue 29): the author's and the editor's each; no agent key has an inbox.
     "GET /books/{book_id}/notifications": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 403, 200, 200),
     "PUT /books/{book_id}/notifications": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 403, 200, 200),
+    # The series bible: series access is book access (the scene's book is in the series); Luna reads no series
+    # material. No book or chapter named: 422, as for the book's bible; the smallest link body names no book of it.
+    "GET /series/{series_id}/bible": (401, 401, 404, 404, 404, 404, 404, 404, 403, 422, 422, 422, 422),
+    "GET /series/{series_id}/bible/links": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 200),
+    "POST /series/{series_id}/bible/links": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 422),
+    "DELETE /series/{series_id}/bible/links/{link_id}": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 404),
     "PATCH /books/{book_id}/codex/entries/{entry_id}": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 200),
     "PATCH /books/{book_id}/chapters/{number}": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 200),
     "PUT /books/{book_id}/chapters/{number}/text": (401, 401, 404, 404, 404, 404, 404, 404, 403, 403, 403, 403, 201),
@@ -468,6 +474,10 @@ PAGE_EXPECTED: dict[str, tuple[int, ...]] = {
     "/notifications/": (302, 200, 200, 200, 200),
     "/notifications/books/<uuid:book_id>/": (302, 405, 405, 405, 405),
     "/feeds/<str:token>/atom.xml": (404, 404, 404, 404, 404),
+    "/series/<uuid:series_id>/bible/": (302, 404, 404, 200, 200),
+    "/series/<uuid:series_id>/bible.md": (302, 404, 404, 422, 422),
+    "/series/<uuid:series_id>/bible/links/": (302, 405, 405, 405, 405),
+    "/series/<uuid:series_id>/bible/links/<uuid:link_id>/revoke/": (302, 405, 405, 405, 405),
     "/books/<uuid:book_id>/chapters/": (302, 404, 404, 200, 200),
     "/books/<uuid:book_id>/chapters/<int:number>/": (302, 404, 404, 200, 200),
     "/books/<uuid:book_id>/promises/": (302, 404, 404, 200, 200),
@@ -682,6 +692,8 @@ PAGE_POSTS: dict[str, dict] = {
     "/books/<uuid:book_id>/bible/links/<uuid:link_id>/revoke/": {},
     # A mode that is none: refused inline (422) for the book's people, nothing is written.
     "/notifications/books/<uuid:book_id>/": {"mode": "hourly"},
+    "/series/<uuid:series_id>/bible/links/": {"chapter": "zero"},
+    "/series/<uuid:series_id>/bible/links/<uuid:link_id>/revoke/": {},
     "/books/<uuid:book_id>/chapters/": {"title": "The Tide"},
     "/books/<uuid:book_id>/chapters/<int:number>/": {"text": "Mara rang the bell twice."},
     "/books/<uuid:book_id>/chapters/<int:number>/check/": {},
@@ -723,6 +735,9 @@ PAGE_POST_EXPECTED: dict[str, tuple[int, ...]] = {
     # The scene has no share link: the author's revoke of one is a 404 and nothing changes.
     "/books/<uuid:book_id>/bible/links/<uuid:link_id>/revoke/": (302, 404, 404, 403, 404),
     "/notifications/books/<uuid:book_id>/": (302, 404, 404, 422, 422),
+    # The series' share links are its owner's: the editor of its book reads the series bible but makes none.
+    "/series/<uuid:series_id>/bible/links/": (302, 404, 404, 403, 422),
+    "/series/<uuid:series_id>/bible/links/<uuid:link_id>/revoke/": (302, 404, 404, 403, 404),
     "/books/<uuid:book_id>/chapters/": (302, 404, 404, 403, 302),
     "/books/<uuid:book_id>/chapters/<int:number>/": (302, 404, 404, 403, 302),
     # The editor may read the chapter but not queue Luna's check (discovery:write), as through the API.

@@ -104,6 +104,7 @@ MCP_EXPECTED: dict[str, tuple] = {
     "codex_entries_read": EVERY_ROLE,
     "codex_entry_propose": SOL_ONLY,  # proposed, for the author's verdict (tests/test_codex_entry_proposals.py)
     "bible_read": EVERY_ROLE,
+    "series_bible_read": (404, 404, 403, OK, OK),  # series material: Luna lacks series:read
     "chapter_text_read": EVERY_ROLE,
     "chapter_revisions_read": EVERY_ROLE,
     "chapter_compare": EVERY_ROLE,
@@ -178,6 +179,8 @@ def read_arguments(tool: str, ids: dict, caller: str) -> dict:
         args |= {"older": 1, "newer": 1}  # the scene's chapter 1 has one revision
     if tool == "bible_read":
         args["chapter"] = 1  # the bible is always as of the chapter a reader has reached
+    if tool == "series_bible_read":
+        args |= {"book": ids["book_id"], "chapter": 1}  # as of the scene's book, chapter 1
     if tool == "approvals_list":
         args["book_id"] = ids["book_id"]  # the scene's book (another key's books are refused, as REST refuses them)
     return args
@@ -482,6 +485,9 @@ def written(tool: str, body: dict, role: str, ids: dict) -> None:
         assert (body["book_id"], body["as_of_chapter"]) == (book, 1)
     elif tool == "bible_read":
         assert (body["book_id"], body["chapter"]) == (book, 1) and "left_out_words" in body
+    elif tool == "series_bible_read":
+        assert (body["book_id"], body["chapter"], body["position"]) == (book, 1, 1)
+        assert [s["book_id"] for s in body["sections"]] == [book] and "left_out_words" in body
     elif tool == "codex_entries_read":
         assert [e["name"] for e in body["items"]] == ["Mara"]
     elif tool == "codex_entry_propose":

@@ -140,9 +140,11 @@ READ_TOOLS = {
 EVERY_ROLE_TOOLS |= READ_TOOLS
 EXPECTED_TOOLS = {
     "luna": EVERY_ROLE_TOOLS | {"handoff_return"},
-    "terra": EVERY_ROLE_TOOLS | {"handoff_return", "thrust_propose", "charter_propose"},
+    # The series bible reads series material (series:read): never Luna's.
+    "terra": EVERY_ROLE_TOOLS | {"handoff_return", "thrust_propose", "charter_propose", "series_bible_read"},
     "sol": EVERY_ROLE_TOOLS
     | {
+        "series_bible_read",
         "codex_entry_propose",
         "thrust_propose",
         "charter_propose",

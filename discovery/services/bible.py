@@ -21,17 +21,23 @@ def bible_link_create(*, access: BookAccess, chapter: int, label: str = "") -> t
     """The author makes a share link to the bible as of ``chapter`` (validated by ``BibleLinkIn``); it returns the
     link with its token, which is never stored (only its hash)."""
     access.require_author()
-    token = f"bb_{secrets.token_urlsafe(32)}"
+    token, token_hash = new_token()
     with transaction.atomic():
         link = BibleShareLink.objects.create(
             book=access.book,
             chapter=chapter,
             label=label,
             prefix=token[:10],
-            token_hash=hash_api_key(token),
+            token_hash=token_hash,
             created_by=access.user,
         )
     return link, token
+
+
+def new_token() -> tuple[str, str]:
+    """A share link's token and the hash stored for it (the token itself never is)."""
+    token = f"bb_{secrets.token_urlsafe(32)}"
+    return token, hash_api_key(token)
 
 
 def bible_links(access: BookAccess) -> list[BibleShareLink]:
@@ -54,9 +60,10 @@ def bible_link_revoke(*, access: BookAccess, link_id: Any) -> BibleShareLink:
 
 
 def bible_link_open(token: str) -> BibleShareLink:
-    """The share link a token opens, or 404 (an unknown token and a revoked link answer alike)."""
+    """The share link a token opens (a book's or a series'), or 404 (an unknown token and a revoked link answer
+    alike)."""
     link = (
-        BibleShareLink.objects.select_related("book")
+        BibleShareLink.objects.select_related("book", "series", "series_book")
         .filter(token_hash=hash_api_key(token or ""), revoked_at__isnull=True)
         .first()
     )
@@ -65,4 +72,4 @@ def bible_link_open(token: str) -> BibleShareLink:
     return link
 
 
-__all__ = ["bible_link_create", "bible_link_open", "bible_link_revoke", "bible_links"]
+__all__ = ["bible_link_create", "bible_link_open", "bible_link_revoke", "bible_links", "new_token"]

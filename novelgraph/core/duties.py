@@ -86,6 +86,7 @@ class Answer:
     value: Any
     context: dict[str, Any]
 
+
 # The coordinator's duties (Sol's, and the author's): what writing the discovery record needs.
 CONTROLLER: tuple[Cap, ...] = (Cap.DISCOVERY_WRITE,)
 
@@ -348,6 +349,9 @@ PERSON_ONLY: dict[str, Cap | str] = {
     # Notifications (issue 29) are a person's own inbox: an agent key has none.
     "GET /books/{book_id}/notifications": "how a person hears about a book by e-mail is her own setting",
     "PUT /books/{book_id}/notifications": "a person chooses how she hears about a book by e-mail",
+    "GET /series/{series_id}/bible/links": "the series' author's share links to the series bible",
+    "POST /series/{series_id}/bible/links": "the series' author hands the series bible to an editor or a beta reader",
+    "DELETE /series/{series_id}/bible/links/{link_id}": "the series' author revokes a share link to the series bible",
 }
 
 # The reads an agent key may make over REST that no tool mirrors, each with why. A new GET route is either a
