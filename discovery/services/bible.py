@@ -21,15 +21,16 @@ def bible_link_create(*, access: BookAccess, chapter: int, label: str = "") -> t
     """The author makes a share link to the bible as of ``chapter`` (validated by ``BibleLinkIn``); it returns the
     link with its token, which is never stored (only its hash)."""
     access.require_author()
+    return share_link_make(by=access.user, chapter=chapter, label=label, book=access.book)
+
+
+def share_link_make(*, by, chapter: int, label: str, **opens) -> tuple[BibleShareLink, str]:
+    """A share link made by ``by`` that opens ``opens`` (a book, or a series with its book) as of ``chapter``,
+    with its token (only the hash is stored); the caller has checked that ``by`` may hand the bible out."""
     token, token_hash = new_token()
     with transaction.atomic():
         link = BibleShareLink.objects.create(
-            book=access.book,
-            chapter=chapter,
-            label=label,
-            prefix=token[:10],
-            token_hash=token_hash,
-            created_by=access.user,
+            chapter=chapter, label=label, prefix=token[:10], token_hash=token_hash, created_by=by, **opens
         )
     return link, token
 
@@ -49,8 +50,13 @@ def bible_links(access: BookAccess) -> list[BibleShareLink]:
 def bible_link_revoke(*, access: BookAccess, link_id: Any) -> BibleShareLink:
     """The author revokes a share link: from then on it answers 404, like one never made."""
     access.require_author()
+    return share_link_revoke(link_id, book=access.book)
+
+
+def share_link_revoke(link_id: Any, **opens) -> BibleShareLink:
+    """Revoke the share link ``link_id`` among those that open ``opens`` (404 when it is none of them)."""
     with transaction.atomic():
-        link = BibleShareLink.objects.select_for_update().filter(book=access.book, pk=link_id).first()
+        link = BibleShareLink.objects.select_for_update().filter(pk=link_id, **opens).first()
         if link is None:
             raise NotFound("share link not found", field="link_id")
         if link.revoked_at is None:

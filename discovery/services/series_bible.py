@@ -6,14 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import transaction
-from django.utils import timezone
-
-from novelgraph.core.errors import Invalid, NotFound
+from novelgraph.core.errors import Invalid
 
 from ..access import SeriesAccess
 from ..models import BibleShareLink
-from .bible import new_token
+from .bible import share_link_make, share_link_revoke
 
 
 def series_bible_link_create(
@@ -26,18 +23,7 @@ def series_bible_link_create(
     book = next((b.book for b in access.books if str(b.book.pk) == str(book_id)), None)
     if book is None:
         raise Invalid("book: not a book of this series that you may read", field="book")
-    token, token_hash = new_token()
-    with transaction.atomic():
-        link = BibleShareLink.objects.create(
-            series=access.series,
-            series_book=book,
-            chapter=chapter,
-            label=label,
-            prefix=token[:10],
-            token_hash=token_hash,
-            created_by=access.user,
-        )
-    return link, token
+    return share_link_make(by=access.user, chapter=chapter, label=label, series=access.series, series_book=book)
 
 
 def series_bible_links(access: SeriesAccess) -> list[BibleShareLink]:
@@ -51,14 +37,7 @@ def series_bible_links(access: SeriesAccess) -> list[BibleShareLink]:
 def series_bible_link_revoke(*, access: SeriesAccess, link_id: Any) -> BibleShareLink:
     """The owner revokes a series share link: from then on it answers 404, like one never made."""
     access.require_author()
-    with transaction.atomic():
-        link = BibleShareLink.objects.select_for_update().filter(series=access.series, pk=link_id).first()
-        if link is None:
-            raise NotFound("share link not found", field="link_id")
-        if link.revoked_at is None:
-            link.revoked_at = timezone.now()
-            link.save(update_fields=["revoked_at", "updated_at"])
-    return link
+    return share_link_revoke(link_id, series=access.series)
 
 
 __all__ = ["series_bible_link_create", "series_bible_link_revoke", "series_bible_links"]
