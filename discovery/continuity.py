@@ -249,6 +249,20 @@ class Scanner:
         self._patterns: dict[str | None, list[re.Pattern]] = {}
         self._found: dict[tuple[str | None, str], tuple[list[int], list[re.Match]]] = {}
         self._values: dict[str, re.Pattern] = {}
+        self._sentences: dict[str, list[tuple[int, int]]] = {}
+
+    def sentences(self, text: str) -> list[tuple[int, int]]:
+        """The text's sentences (:func:`sentences`), split once per text."""
+        if text not in self._sentences:
+            self._sentences[text] = sentences(text)
+        return self._sentences[text]
+
+    def stating(self, claim: Claim, text: str) -> tuple[int, int] | None:
+        """The first sentence of the text that states the claim (names its entry and says its value), or None:
+        only the sentences that name the entry are read."""
+        return next(
+            (s for s in self.naming(claim.entry_id, text, self.sentences(text)) if self.states(claim, text, s)), None
+        )
 
     def _all(self, entry_id: str | None, text: str) -> tuple[list[int], list[re.Match]]:
         key = (entry_id, text)
@@ -331,7 +345,7 @@ def check_chapter(
 ) -> list[dict]:
     """Every finding of chapter ``number``'s ``text`` (``earlier``: the text of each chapter before it)."""
     scan = Scanner(entries)
-    spans = sentences(text)
+    spans = scan.sentences(text)
     names = {e.id: e.name for e in entries}
     found: list[dict] = []
 
@@ -359,18 +373,10 @@ def check_chapter(
 
     # evidence-not-shown
     by_id = {c.id: c for c in claims}
-    earlier_sentences: dict[int, list[tuple[int, int]]] = {}
-
-    def told(earlier_text: str) -> list[tuple[int, int]]:
-        key = id(earlier_text)
-        if key not in earlier_sentences:
-            earlier_sentences[key] = sentences(earlier_text)
-        return earlier_sentences[key]
-
     for reveal in claims:
         if reveal.reveal == "none" or reveal.first_shown_chapter != number:
             continue
-        shown_at = next((s for s in scan.naming(reveal.entry_id, text, spans) if scan.states(reveal, text, s)), None)
+        shown_at = scan.stating(reveal, text)
         if shown_at is None and reveal.entry_id is not None:
             first = scan.mentions(reveal.entry_id, text)
             shown_at = next((s for s in spans if first and s[0] <= first[0].start() < s[1]), None)
@@ -378,12 +384,7 @@ def check_chapter(
         for evidence in claims:
             if evidence.evidence_for_id != reveal.id or not evidence.decisive or evidence.id not in by_id:
                 continue
-            if any(
-                scan.states(evidence, t, s)
-                for n, t in earlier.items()
-                if n < number
-                for s in scan.naming(evidence.entry_id, t, told(t))
-            ):
+            if any(scan.stating(evidence, t) for n, t in earlier.items() if n < number):
                 continue
             who = names.get(evidence.entry_id, "its subject")
             found.append(
@@ -435,7 +436,7 @@ def check_chapter(
         planned = claim.first_shown_chapter
         if planned is None or number <= planned or claim.entry_id is None or _value_text(claim.value) is None:
             continue
-        span = next((s for s in spans if scan.states(claim, text, s)), None)
+        span = scan.stating(claim, text)
         if span is None or first_shown(scan, claim, earlier) is not None:
             continue
         found.append(
@@ -517,11 +518,7 @@ def lowercase_words(texts: Iterable[str]) -> set[str]:
 def first_shown(scan: Scanner, claim: Claim, texts: dict[int, str]) -> int | None:
     """The first chapter of ``texts`` whose text states the claim (its value and a name of its entry in one
     sentence), or None."""
-    for number in sorted(texts):
-        text = texts[number]
-        if any(scan.states(claim, text, span) for span in sentences(text)):
-            return number
-    return None
+    return next((number for number in sorted(texts) if scan.stating(claim, texts[number])), None)
 
 
 def _first_naming(scan: Scanner, entry_ids: Iterable[str], texts: dict[int, str]) -> int | None:

@@ -188,7 +188,7 @@ def test_the_continuity_bench_checks_a_chapter_through_the_real_rules():
     assert "continuity" in run_all.BENCHES
 
     book = build_manuscript(
-        common.ZipfText(common.SEED, vocabulary=2_000), words=600, entries=20, claims=50, chapters=3
+        common.ZipfText(common.SEED, vocabulary=2_000), words=3_000, entries=20, claims=50, chapters=3
     )
 
     assert len(book["entries"]) == 20 and len(book["claims"]) == 50 and sorted(book["earlier"]) == [1, 2]
