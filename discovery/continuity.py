@@ -415,7 +415,6 @@ def check_chapter(
             if after is None or not _acts(after.group(0)):
                 continue
             span = next((s for s in spans if s[0] <= mention.start() < s[1]), (mention.start(), after.end()))
-            bound = f"after chapter {high}" if number > high else f"before chapter {low}"
             window = f"until chapter {high}" if number > high else f"from chapter {low}"
             found.append(
                 _finding(
@@ -426,7 +425,7 @@ def check_chapter(
                     claims=[claim.id],
                     entries=[claim.entry_id],
                     message=f"{names[claim.entry_id]} acts here, in chapter {number}, but canon says "
-                    f"{names[claim.entry_id]} {claim.predicate} only {window} (this is {bound}).",
+                    f"{names[claim.entry_id]} {claim.predicate} only {window}.",
                 )
             )
             break
