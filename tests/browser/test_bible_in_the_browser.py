@@ -17,7 +17,7 @@ from discovery.services.manuscript import entry_create
 from novelgraph.core.auth import principal_for_user
 from tests.factories import PASSWORD, BookFactory, UserFactory
 
-from .conftest import assert_no_serious_axe_violations, log_in
+from .conftest import assert_accessible_basics, log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -57,7 +57,7 @@ def test_the_author_shares_her_bible_and_revokes_the_link(page, chromium, live_s
     document.get_by_text("fears: deep water").wait_for()
     assert REVEAL not in document.inner_text()
     assert "1 fact is left out until later chapters." in document.inner_text()
-    assert_no_serious_axe_violations(page)
+    assert_accessible_basics(page)
 
     # The bible of the series the book is in, as of the same chapter.
     page.locator("#series-bible-link").click()
@@ -65,7 +65,7 @@ def test_the_author_shares_her_bible_and_revokes_the_link(page, chromium, live_s
     page.get_by_role("heading", name="Series canon").wait_for()
     page.get_by_role("heading", name="Book 1: The Tide Clock (read to chapter 3)").wait_for()
     assert "1 fact is left out until later chapters." in page.locator("article.bible-doc").inner_text()
-    assert_no_serious_axe_violations(page)
+    assert_accessible_basics(page)
     page.screenshot(path=str(SHOT.with_name("series-bible.png")), full_page=True)
 
     page.goto(f"/books/{book.pk}/bible/?chapter=3")
