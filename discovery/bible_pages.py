@@ -17,9 +17,9 @@ from novelgraph.core.roles import PersonRole, capabilities_of
 from novelgraph.core.schemas import parse_form
 
 from .access import BookAccess, Cap, page_access, series_books
-from .bible import bible_markdown, bible_view, series_as_of_words, series_bible_view
+from .bible import bible_markdown, bible_view, series_as_of_words, series_bible_markdown, series_bible_view
 from .bible_api import BibleLinkIn, bible_chapter, bible_share_path
-from .models import Book
+from .models import BibleShareLink, Book
 from .services import bible as bible_services
 
 
@@ -101,10 +101,9 @@ def bible_link_revoke(request: HttpRequest, book_id: uuid.UUID, link_id: uuid.UU
     return redirect(reverse("discovery:bible", args=[access.book.pk]))
 
 
-@require_safe
-def bible_shared(request: HttpRequest, token: str) -> HttpResponse:
-    """The bible a share link opens, with no login: as of the link's chapter (of its book, for a series link),
-    in the author's reading of canon."""
+def _shared(token: str) -> tuple[BibleShareLink, dict]:
+    """The link a token opens (404 unknown or revoked) and the bible it shows: as of the link's chapter (of its
+    book, for a series link), in the author's reading of canon, spoiler-safe."""
     link = bible_services.bible_link_open(token)
     caps = capabilities_of(PersonRole.AUTHOR)
     if link.series_id:
@@ -116,11 +115,37 @@ def bible_shared(request: HttpRequest, token: str) -> HttpResponse:
             book=link.series_book,
             chapter=link.chapter,
         )
-        context = {"bible": view, "series": True, "as_of": series_as_of_words(view)}
     else:
         book: Book = link.book
-        context = {"bible": bible_view(book=book, caps=caps, role=PersonRole.AUTHOR, chapter=link.chapter)}
-    response = render(request, "discovery/bible_shared.html", context)
+        view = bible_view(book=book, caps=caps, role=PersonRole.AUTHOR, chapter=link.chapter)
+    return link, view
+
+
+def _not_indexed(response: HttpResponse) -> HttpResponse:
     response["X-Robots-Tag"] = "noindex, nofollow"
     response["Referrer-Policy"] = "no-referrer"
     return response
+
+
+@require_safe
+def bible_shared(request: HttpRequest, token: str) -> HttpResponse:
+    """The bible a share link opens, with no login, and a link to the same as Markdown."""
+    link, view = _shared(token)
+    context = {"bible": view, "markdown_url": reverse("discovery:bible-shared-md", args=[token])}
+    if link.series_id:
+        context |= {"series": True, "as_of": series_as_of_words(view)}
+    return _not_indexed(render(request, "discovery/bible_shared.html", context))
+
+
+@require_safe
+def bible_shared_download(request: HttpRequest, token: str) -> HttpResponse:
+    """The bible a share link opens, as a Markdown file."""
+    link, view = _shared(token)
+    if link.series_id:
+        text = series_bible_markdown(view)
+        name = f"series-bible-book-{view['position']}-chapter-{view['chapter']}.md"
+    else:
+        text, name = bible_markdown(view), f"{link.book.slug}-bible-chapter-{link.chapter}.md"
+    response = HttpResponse(text, content_type="text/markdown; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    return _not_indexed(response)

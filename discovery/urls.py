@@ -35,6 +35,7 @@ urlpatterns = [
         name="bible-link-revoke",
     ),
     path("bible/shared/<str:token>/", bible_pages.bible_shared, name="bible-shared"),
+    path("bible/shared/<str:token>/bible.md", bible_pages.bible_shared_download, name="bible-shared-md"),
     path("series/<uuid:series_id>/bible/", series_bible_pages.series_bible, name="series-bible"),
     path("series/<uuid:series_id>/bible.md", series_bible_pages.series_bible_download, name="series-bible-download"),
     path(

@@ -471,6 +471,7 @@ PAGE_EXPECTED: dict[str, tuple[int, ...]] = {
     "/books/<uuid:book_id>/bible/links/": (302, 405, 405, 405, 405),
     "/books/<uuid:book_id>/bible/links/<uuid:link_id>/revoke/": (302, 405, 405, 405, 405),
     "/bible/shared/<str:token>/": (404, 404, 404, 404, 404),
+    "/bible/shared/<str:token>/bible.md": (404, 404, 404, 404, 404),
     "/notifications/": (302, 200, 200, 200, 200),
     "/notifications/books/<uuid:book_id>/": (302, 405, 405, 405, 405),
     "/feeds/<str:token>/atom.xml": (404, 404, 404, 404, 404),

@@ -200,11 +200,14 @@ def test_a_share_link_shows_the_series_bible_as_of_its_book_and_chapter_until_it
     assert "/books/" not in text and "/series/" not in text, "no way into the rest of the app"
     # Read-only: the link takes no form, and a write through it is refused.
     assert "<form" not in text and client.post(f"/bible/shared/{token}/").status_code in (403, 405)
+    markdown = client.get(f"/bible/shared/{token}/bible.md").content.decode()
+    assert "series bible" in markdown and "harbour master" in markdown and BOOK_TWO_REVEAL not in markdown
     assert "Beta" in author_browser.get(f"/series/{series['id']}/bible/").content.decode()
 
     revoked = author_browser.post(f"/series/{series['id']}/bible/links/{link.pk}/revoke/")
     assert revoked.status_code == 302
     assert client.get(f"/bible/shared/{token}/").status_code == 404
+    assert client.get(f"/bible/shared/{token}/bible.md").status_code == 404
     assert BibleShareLink.objects.get(pk=link.pk).revoked_at is not None
 
 

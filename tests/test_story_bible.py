@@ -97,10 +97,18 @@ def test_a_share_link_shows_the_bible_as_of_its_chapter_until_it_is_revoked(auth
     assert "deep water" in text and REVEAL not in text and "left out until later chapters" in text
     assert 'name="robots" content="noindex' in text and "/books/" not in text, "no way into the rest of the app"
     assert "Beta reader" in author_browser.get(f"/books/{book.pk}/bible/").content.decode()
+    # The same bible as Markdown, from the shared page, with no login.
+    assert f'href="/bible/shared/{token}/bible.md"' in text
+    markdown = client.get(f"/bible/shared/{token}/bible.md")
+    assert markdown.status_code == 200 and markdown["Content-Type"].startswith("text/markdown")
+    assert markdown["X-Robots-Tag"].startswith("noindex") and "attachment" in markdown["Content-Disposition"]
+    body = markdown.content.decode()
+    assert "deep water" in body and REVEAL not in body and "left out until later chapters" in body
 
     revoked = author_browser.post(f"/books/{book.pk}/bible/links/{link.pk}/revoke/")
     assert revoked.status_code == 302
     assert client.get(f"/bible/shared/{token}/").status_code == 404
+    assert client.get(f"/bible/shared/{token}/bible.md").status_code == 404
     assert client.get("/bible/shared/bb_not-a-token/").status_code == 404
 
 
