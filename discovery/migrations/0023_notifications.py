@@ -7,99 +7,176 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('discovery', '0022_bible_share_links'),
+        ("discovery", "0022_bible_share_links"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='BookNotice',
+            name="BookNotice",
             fields=[
-                ('id', models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
-                ('created_at', models.DateTimeField(auto_now_add=True, db_index=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('kind', models.CharField(choices=[('decision-waiting', 'A decision waits'), ('decision-made', 'A decision was made')], max_length=20)),
-                ('approval_id', models.UUIDField()),
-                ('summary', models.CharField(max_length=500)),
-                ('verdict', models.CharField(blank=True, max_length=30)),
-                ('book', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='notices', to='discovery.book')),
+                ("id", models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
+                ("created_at", models.DateTimeField(auto_now_add=True, db_index=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[("decision-waiting", "A decision waits"), ("decision-made", "A decision was made")],
+                        max_length=20,
+                    ),
+                ),
+                ("approval_id", models.UUIDField()),
+                ("summary", models.CharField(max_length=500)),
+                ("verdict", models.CharField(blank=True, max_length=30)),
+                (
+                    "book",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="notices", to="discovery.book"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-created_at"],
             },
         ),
         migrations.CreateModel(
-            name='FeedToken',
+            name="FeedToken",
             fields=[
-                ('id', models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
-                ('created_at', models.DateTimeField(auto_now_add=True, db_index=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('prefix', models.CharField(max_length=12)),
-                ('token_hash', models.CharField(editable=False, max_length=64, unique=True)),
-                ('revoked_at', models.DateTimeField(blank=True, null=True)),
-                ('person', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='feed_tokens', to=settings.AUTH_USER_MODEL)),
+                ("id", models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
+                ("created_at", models.DateTimeField(auto_now_add=True, db_index=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                ("prefix", models.CharField(max_length=12)),
+                ("token_hash", models.CharField(editable=False, max_length=64, unique=True)),
+                ("revoked_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "person",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="feed_tokens",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-created_at"],
             },
         ),
         migrations.CreateModel(
-            name='NotificationMail',
+            name="NotificationMail",
             fields=[
-                ('id', models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
-                ('created_at', models.DateTimeField(auto_now_add=True, db_index=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('digest_day', models.DateField(blank=True, null=True)),
-                ('notice', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='mails', to='discovery.booknotice')),
-                ('person', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='notification_mails', to=settings.AUTH_USER_MODEL)),
+                ("id", models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
+                ("created_at", models.DateTimeField(auto_now_add=True, db_index=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                ("digest_day", models.DateField(blank=True, null=True)),
+                (
+                    "notice",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="mails",
+                        to="discovery.booknotice",
+                    ),
+                ),
+                (
+                    "person",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="notification_mails",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-created_at"],
             },
         ),
         migrations.CreateModel(
-            name='NotificationPreference',
+            name="NotificationPreference",
             fields=[
-                ('id', models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
-                ('created_at', models.DateTimeField(auto_now_add=True, db_index=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('mode', models.CharField(choices=[('at-once', 'At once'), ('digest', 'Daily digest'), ('never', 'Never')], max_length=10)),
-                ('book', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='notification_modes', to='discovery.book')),
-                ('person', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='notification_modes', to=settings.AUTH_USER_MODEL)),
+                ("id", models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
+                ("created_at", models.DateTimeField(auto_now_add=True, db_index=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "mode",
+                    models.CharField(
+                        choices=[("at-once", "At once"), ("digest", "Daily digest"), ("never", "Never")], max_length=10
+                    ),
+                ),
+                (
+                    "book",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="notification_modes",
+                        to="discovery.book",
+                    ),
+                ),
+                (
+                    "person",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="notification_modes",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
         ),
         migrations.AddConstraint(
-            model_name='booknotice',
-            constraint=models.UniqueConstraint(fields=('approval_id', 'kind'), name='book_notice_once_per_event'),
+            model_name="booknotice",
+            constraint=models.UniqueConstraint(fields=("approval_id", "kind"), name="book_notice_once_per_event"),
         ),
         migrations.AddConstraint(
-            model_name='booknotice',
-            constraint=models.CheckConstraint(condition=models.Q(('kind__in', ['decision-waiting', 'decision-made'])), name='book_notice_kind_valid'),
+            model_name="booknotice",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("kind__in", ["decision-waiting", "decision-made"])), name="book_notice_kind_valid"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='feedtoken',
-            constraint=models.UniqueConstraint(condition=models.Q(('revoked_at__isnull', True)), fields=('person',), name='feed_token_one_live_per_person'),
+            model_name="feedtoken",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("revoked_at__isnull", True)),
+                fields=("person",),
+                name="feed_token_one_live_per_person",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='notificationmail',
-            constraint=models.UniqueConstraint(condition=models.Q(('notice__isnull', False)), fields=('person', 'notice'), name='notification_mail_once_per_notice'),
+            model_name="notificationmail",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("notice__isnull", False)),
+                fields=("person", "notice"),
+                name="notification_mail_once_per_notice",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='notificationmail',
-            constraint=models.UniqueConstraint(condition=models.Q(('digest_day__isnull', False)), fields=('person', 'digest_day'), name='notification_mail_one_digest_a_day'),
+            model_name="notificationmail",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("digest_day__isnull", False)),
+                fields=("person", "digest_day"),
+                name="notification_mail_one_digest_a_day",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='notificationmail',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('digest_day__isnull', True), ('notice__isnull', False)), models.Q(('digest_day__isnull', False), ('notice__isnull', True)), _connector='OR'), name='notification_mail_notice_or_digest'),
+            model_name="notificationmail",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(("digest_day__isnull", True), ("notice__isnull", False)),
+                    models.Q(("digest_day__isnull", False), ("notice__isnull", True)),
+                    _connector="OR",
+                ),
+                name="notification_mail_notice_or_digest",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='notificationpreference',
-            constraint=models.UniqueConstraint(fields=('person', 'book'), name='notification_mode_once_per_person_book'),
+            model_name="notificationpreference",
+            constraint=models.UniqueConstraint(
+                fields=("person", "book"), name="notification_mode_once_per_person_book"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='notificationpreference',
-            constraint=models.CheckConstraint(condition=models.Q(('mode__in', ['at-once', 'digest', 'never'])), name='notification_mode_valid'),
+            model_name="notificationpreference",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("mode__in", ["at-once", "digest", "never"])), name="notification_mode_valid"
+            ),
         ),
     ]

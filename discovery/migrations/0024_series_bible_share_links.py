@@ -6,30 +6,54 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('discovery', '0023_notifications'),
+        ("discovery", "0023_notifications"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='biblesharelink',
-            name='series',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='bible_links', to='discovery.series'),
+            model_name="biblesharelink",
+            name="series",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="bible_links",
+                to="discovery.series",
+            ),
         ),
         migrations.AddField(
-            model_name='biblesharelink',
-            name='series_book',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='series_bible_links', to='discovery.book'),
+            model_name="biblesharelink",
+            name="series_book",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="series_bible_links",
+                to="discovery.book",
+            ),
         ),
         migrations.AlterField(
-            model_name='biblesharelink',
-            name='book',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='bible_links', to='discovery.book'),
+            model_name="biblesharelink",
+            name="book",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="bible_links",
+                to="discovery.book",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='biblesharelink',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('book__isnull', False), ('series__isnull', True), ('series_book__isnull', True)), models.Q(('book__isnull', True), ('series__isnull', False), ('series_book__isnull', False)), _connector='OR'), name='bible_link_book_or_series'),
+            model_name="biblesharelink",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(("book__isnull", False), ("series__isnull", True), ("series_book__isnull", True)),
+                    models.Q(("book__isnull", True), ("series__isnull", False), ("series_book__isnull", False)),
+                    _connector="OR",
+                ),
+                name="bible_link_book_or_series",
+            ),
         ),
     ]
