@@ -194,25 +194,27 @@ def notice_mail_send(*, notice_id: Any, person_id: Any) -> bool:
         return False
     if dict((p.pk, mode) for p, mode in notice_recipients(notice)).get(person.pk) != NotificationMode.AT_ONCE:
         return False
+    context = {
+        "notice": notice,
+        "book": notice.book,
+        "waiting": notice.kind == NoticeKind.DECISION_WAITING,
+        "approval_url": _approval_url(notice.approval_id),
+    }
+    return _mail_once(person, "notification_notice", context, notice=notice)
+
+
+def _mail_once(person, template: str, context: dict, **record) -> bool:
+    """Send ``template`` to the person once per ``record`` (a notice, or a digest day): the NotificationMail
+    row's unique constraint decides; False when it was sent before. The mail is sent inside the transaction,
+    so a mail server that refuses rolls the record back and the task fails (and is tried again)."""
     with transaction.atomic():
         try:
             with transaction.atomic():
-                NotificationMail.objects.create(person=person, notice=notice)
+                NotificationMail.objects.create(person=person, **record)
         except IntegrityError:
             return False
-        # Sent inside the transaction: a mail server that refuses rolls the record back and the task fails.
-        mail_send(
-            to=[person.email],
-            template="notification_notice",
-            context={
-                "person": person,
-                "notice": notice,
-                "book": notice.book,
-                "waiting": notice.kind == NoticeKind.DECISION_WAITING,
-                "approval_url": _approval_url(notice.approval_id),
-                "settings_url": site_url() + reverse("notifications"),
-            },
-        )
+        context = {"person": person, "settings_url": site_url() + reverse("notifications"), **context}
+        mail_send(to=[person.email], template=template, context=context)
     return True
 
 
@@ -273,24 +275,12 @@ def _digest_send(*, person, day: date, notices: list[BookNotice]) -> bool:
         entry = books.setdefault(notice.book_id, {"book": notice.book, "waiting": [], "decided": []})
         item = {"notice": notice, "url": _approval_url(notice.approval_id)}
         entry["waiting" if notice.kind == NoticeKind.DECISION_WAITING else "decided"].append(item)
-    with transaction.atomic():
-        try:
-            with transaction.atomic():
-                NotificationMail.objects.create(person=person, digest_day=day)
-        except IntegrityError:
-            return False
-        mail_send(
-            to=[person.email],
-            template="notification_digest",
-            context={
-                "person": person,
-                "day": day,
-                "books": sorted(books.values(), key=lambda b: (b["book"].title, str(b["book"].pk))),
-                "count": len(notices),
-                "settings_url": site_url() + reverse("notifications"),
-            },
-        )
-    return True
+    context = {
+        "day": day,
+        "books": sorted(books.values(), key=lambda b: (b["book"].title, str(b["book"].pk))),
+        "count": len(notices),
+    }
+    return _mail_once(person, "notification_digest", context, digest_day=day)
 
 
 @task()
